@@ -1,0 +1,138 @@
+// A Task: one node of a Plan (see plan.hpp).
+//
+// Task ids are stable and independent of placement. Grammar (docs/plan-format.md):
+//
+//   id      := segment ("/" segment)*
+//   segment := coord | phase | name
+//   coord   := ("it" | "dp" | "pp" | "tp" | "mb" | "l" | "b") <non-negative integer>
+//   phase   := "fwd" | "bwd" | "bwdw" | "opt" | "ar" | "send" | "recv" | ...
+//
+// e.g. `it0/dp1/pp2/tp0/mb3/fwd/l7/qkv`: iteration 0, data-parallel rank 1, pipeline stage 2,
+// tensor rank 0, microbatch 3, forward, layer 7, its QKV projection. Coordinates appear in the
+// fixed order it, dp, pp, tp, mb; a strategy omits the ones it does not use. Ids never contain a
+// host name or a global worker number, so one Plan placed two ways keeps its ids.
+//
+// `kind` is a closed set: executors dispatch on it (a real kernel per kind, a cost formula per
+// kind). Compute kinds run on a worker's compute stream, communication kinds on its comm stream.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace strata {
+
+using TaskIndex = std::uint32_t;
+using BufferIndex = std::uint32_t;
+using WorkerId = std::int32_t;
+
+enum class TaskKind : std::uint8_t {
+  // compute
+  linear_fwd,         // Y = X W: attrs m, n, k
+  linear_bwd_data,    // dX = dY W^T
+  linear_bwd_weight,  // dW = X^T dY
+  conv_fwd,           // attrs n, c_in, c_out, h_out, w_out, kh, kw
+  conv_bwd_data,
+  conv_bwd_weight,
+  attention_fwd,      // softmax(QK^T)V core: attrs batch, heads, seq, head_dim
+  attention_bwd,
+  embedding_fwd,
+  embedding_bwd,
+  norm_fwd,           // layer norm / batch norm
+  norm_bwd,
+  activation_fwd,     // relu, gelu, tanh
+  activation_bwd,
+  pool_fwd,
+  pool_bwd,
+  loss_fwd,           // softmax cross-entropy
+  loss_bwd,
+  elementwise,        // residual add, scale, dropout
+  grad_accumulate,    // dW += dW_mb
+  optimizer_step,     // sgd / adam update of a parameter shard
+  fixed,              // a compute task of given duration (attr duration_s): synthetic workloads
+  // communication
+  send,               // point-to-point: carries the transfer to `peer`
+  recv,               // the receiver's completion of the matching send (data-dependent on it)
+  allreduce,
+  allgather,
+  reduce_scatter,
+  broadcast,
+};
+
+inline constexpr int kTaskKindCount = static_cast<int>(TaskKind::broadcast) + 1;
+
+std::string_view to_string(TaskKind kind);
+std::optional<TaskKind> parse_task_kind(std::string_view name);
+bool is_collective(TaskKind kind);
+bool is_communication(TaskKind kind);  // p2p or collective
+
+enum class DType : std::uint8_t { fp32, bf16, fp16, fp64 };
+std::string_view to_string(DType dtype);
+std::optional<DType> parse_dtype(std::string_view name);
+int bytes_per_element(DType dtype);
+
+enum class Stream : std::uint8_t { compute, comm };
+std::string_view to_string(Stream stream);
+std::optional<Stream> parse_stream(std::string_view name);
+
+// How a collective is carried out; executors expand it their own way.
+enum class CollectiveAlgo : std::uint8_t {
+  none,          // not a collective
+  ring,          // bandwidth-optimal ring
+  tree,          // binary tree reduce + broadcast
+  halving_doubling,
+  hierarchical,  // intra-host ring reduce-scatter, inter-host ring allreduce, intra-host allgather
+};
+std::string_view to_string(CollectiveAlgo algo);
+std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name);
+
+// A typed attribute value: integer, real, string or list of integers (shapes).
+using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
+using Attributes = std::map<std::string, AttrValue>;  // ordered: deterministic output
+
+struct Task {
+  std::string id;
+  TaskKind kind = TaskKind::fixed;
+  Stream stream = Stream::compute;
+  WorkerId worker = -1;          // the rank it runs on; -1 for collectives (see group)
+  std::vector<WorkerId> group;   // collectives: participating ranks, in ring order
+  WorkerId peer = -1;            // send: destination rank; recv: source rank
+  CollectiveAlgo algo = CollectiveAlgo::none;
+  DType dtype = DType::fp32;
+  std::int32_t iteration = 0;
+  std::int64_t priority = 0;     // dispatch order: lower first, then plan order (dispatch.hpp)
+
+  double flops = 0;              // FLOP (compute tasks)
+  double bytes_read = 0;         // B moved from device memory
+  double bytes_written = 0;      // B moved to device memory
+  double comm_bytes = 0;         // B: send payload, or the per-rank buffer of a collective
+  double mem_alloc = 0;          // B allocated when the task starts (held until a mem_free)
+  double mem_free = 0;           // B released when the task ends
+
+  std::vector<BufferIndex> reads;
+  std::vector<BufferIndex> writes;
+  std::vector<TaskIndex> data_deps;     // producers of what this task reads
+  std::vector<TaskIndex> control_deps;  // ordering only (schedule, in-flight limits)
+
+  Attributes attrs;
+
+  // Ranks that take part: {worker} or group.
+  std::vector<WorkerId> participants() const;
+  std::optional<double> attr_real(const std::string& key) const;
+  std::optional<std::int64_t> attr_int(const std::string& key) const;
+};
+
+// A named piece of memory on one worker that tasks read and write (activations, weights,
+// gradients, optimizer state). Lets an interpreter allocate and run a Plan.
+struct Buffer {
+  std::string id;       // e.g. "dp0/pp1/tp0/w/l7/qkv"
+  WorkerId worker = 0;
+  double bytes = 0;     // B
+  DType dtype = DType::fp32;
+};
+
+}  // namespace strata
