@@ -1,1 +1,134 @@
-// placeholder: implemented in a later step
+#include "strata/traces/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace {
+
+std::string pointer(std::size_t index, const char* field) {
+  std::string out = "/tasks/" + std::to_string(index);
+  if (field != nullptr && *field != '\0') out += std::string("/") + field;
+  return out;
+}
+
+void check_size(const std::string& source, std::size_t index, const char* field, double value) {
+  if (!std::isfinite(value))
+    throw InputError(input_error_message(source, pointer(index, field), "not a finite number"));
+  if (value < 0)
+    throw InputError(input_error_message(source, pointer(index, field),
+                                        "negative value " + std::to_string(value)));
+}
+
+void check_worker(const std::string& source, std::size_t index, const std::string& field,
+                  WorkerId worker, int num_workers) {
+  if (worker < 0 || worker >= num_workers)
+    throw InputError(input_error_message(
+        source, pointer(index, field.c_str()),
+        "worker " + std::to_string(worker) + " outside [0, " + std::to_string(num_workers) + ")"));
+}
+
+void check_task(const Plan& plan, const std::string& source, std::size_t i) {
+  const Task& t = plan.task(static_cast<TaskIndex>(i));
+  if (t.id.empty()) throw InputError(input_error_message(source, pointer(i, "id"), "empty id"));
+  check_size(source, i, "flops", t.flops);
+  check_size(source, i, "bytes_read", t.bytes_read);
+  check_size(source, i, "bytes_written", t.bytes_written);
+  check_size(source, i, "comm_bytes", t.comm_bytes);
+  check_size(source, i, "mem_alloc", t.mem_alloc);
+  check_size(source, i, "mem_free", t.mem_free);
+  const bool comm = is_communication(t.kind);
+  if (comm != (t.stream == Stream::comm))
+    throw InputError(input_error_message(source, pointer(i, "stream"),
+                                        std::string("kind '") + std::string(to_string(t.kind)) +
+                                            "' must run on the " + (comm ? "comm" : "compute") +
+                                            " stream"));
+  if (is_collective(t.kind)) {
+    if (t.group.empty())
+      throw InputError(input_error_message(source, pointer(i, "group"), "collective without group"));
+    std::vector<WorkerId> sorted = t.group;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw InputError(input_error_message(source, pointer(i, "group"), "worker listed twice"));
+    for (std::size_t g = 0; g < t.group.size(); ++g)
+      check_worker(source, i, "group/" + std::to_string(g), t.group[g], plan.num_workers());
+  } else {
+    check_worker(source, i, "worker", t.worker, plan.num_workers());
+  }
+  if (t.kind == TaskKind::send || t.kind == TaskKind::recv) {
+    check_worker(source, i, "peer", t.peer, plan.num_workers());
+    if (t.peer == t.worker)
+      throw InputError(input_error_message(source, pointer(i, "peer"), "peer is the task's own worker"));
+  }
+  for (const auto* deps : {&t.data_deps, &t.control_deps}) {
+    const char* field = deps == &t.data_deps ? "data_deps" : "control_deps";
+    for (std::size_t d = 0; d < deps->size(); ++d) {
+      TaskIndex dep = (*deps)[d];
+      std::string place = pointer(i, field) + "/" + std::to_string(d);
+      if (dep >= plan.size())
+        throw InputError(input_error_message(source, place, "unknown task index " + std::to_string(dep)));
+      if (dep == i) throw InputError(input_error_message(source, place, "task depends on itself"));
+    }
+  }
+  for (const auto* bufs : {&t.reads, &t.writes})
+    for (BufferIndex b : *bufs)
+      if (b >= plan.buffers().size())
+        throw InputError(input_error_message(source, pointer(i, bufs == &t.reads ? "reads" : "writes"),
+                                            "unknown buffer index " + std::to_string(b)));
+}
+
+}  // namespace
+
+TaskIndex Plan::add_task(Task task) {
+  auto index = static_cast<TaskIndex>(tasks_.size());
+  auto [it, inserted] = index_.emplace(task.id, index);
+  if (!inserted) throw InputError(input_error_message("plan", pointer(index, "id"),
+                                                      "duplicate task id '" + task.id + "'"));
+  tasks_.push_back(std::move(task));
+  return index;
+}
+
+BufferIndex Plan::add_buffer(Buffer buffer) {
+  buffers_.push_back(std::move(buffer));
+  return static_cast<BufferIndex>(buffers_.size() - 1);
+}
+
+void Plan::add_data_dep(TaskIndex producer, TaskIndex consumer) {
+  STRATA_ASSERT(producer < tasks_.size() && consumer < tasks_.size(), "dependency out of range");
+  tasks_[consumer].data_deps.push_back(producer);
+}
+
+void Plan::add_control_dep(TaskIndex before, TaskIndex after) {
+  STRATA_ASSERT(before < tasks_.size() && after < tasks_.size(), "dependency out of range");
+  tasks_[after].control_deps.push_back(before);
+}
+
+long Plan::find(const std::string& id) const {
+  auto it = index_.find(id);
+  return it == index_.end() ? -1 : static_cast<long>(it->second);
+}
+
+int Plan::num_iterations() const {
+  int n = 0;
+  for (const Task& t : tasks_) n = std::max(n, t.iteration + 1);
+  return n;
+}
+
+void Plan::validate(const std::string& source) const {
+  if (num_workers_ <= 0)
+    throw InputError(input_error_message(source, "/num_workers", "must be positive"));
+  for (std::size_t i = 0; i < tasks_.size(); ++i) check_task(*this, source, i);
+  for (std::size_t b = 0; b < buffers_.size(); ++b) {
+    if (buffers_[b].bytes < 0 || !std::isfinite(buffers_[b].bytes))
+      throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/bytes",
+                                          "negative or non-finite size"));
+    if (buffers_[b].worker < 0 || buffers_[b].worker >= num_workers_)
+      throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/worker",
+                                          "worker outside [0, num_workers)"));
+  }
+  topological_order(*this, source);
+}
+
+}  // namespace strata
