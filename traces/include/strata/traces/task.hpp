@@ -133,6 +133,7 @@ struct Buffer {
   WorkerId worker = 0;
   double bytes = 0;     // B
   DType dtype = DType::fp32;
+  bool persistent = false;  // weights, gradients, optimizer state: held for the whole run
 };
 
 }  // namespace strata
