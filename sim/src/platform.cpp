@@ -1,1 +1,122 @@
-// placeholder: implemented in a later step
+#include "strata/sim/platform.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+
+int PlatformSummary::total_slots() const {
+  int n = 0;
+  for (const HostSpec& h : hosts) n += h.slots;
+  return n;
+}
+
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t ei = i;
+      std::size_t ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      // Compare digit runs as numbers: strip leading zeros, then by length, then lexically.
+      std::size_t zi = i;
+      std::size_t zj = j;
+      while (zi + 1 < ei && a[zi] == '0') ++zi;
+      while (zj + 1 < ej && b[zj] == '0') ++zj;
+      if (ei - zi != ej - zj) return ei - zi < ej - zj;
+      int cmp = a.compare(zi, ei - zi, b, zj, ej - zj);
+      if (cmp != 0) return cmp < 0;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+  return a < b;
+}
+
+std::vector<int> place_workers(const PlatformSummary& platform, int workers,
+                               const std::vector<std::string>& hosts_by_worker) {
+  const int slots = platform.total_slots();
+  if (hosts_by_worker.empty()) {
+    if (workers > slots)
+      throw InputError(input_error_message(
+          platform.path, "", std::to_string(workers) + " workers need " + std::to_string(workers) +
+                                 " worker slots, the platform has " + std::to_string(slots)));
+    std::vector<int> out;
+    out.reserve(static_cast<std::size_t>(workers));
+    for (int h = 0; h < static_cast<int>(platform.hosts.size()) && static_cast<int>(out.size()) < workers; ++h)
+      for (int s = 0; s < platform.hosts[static_cast<std::size_t>(h)].slots && static_cast<int>(out.size()) < workers; ++s)
+        out.push_back(h);
+    return out;
+  }
+  if (static_cast<int>(hosts_by_worker.size()) != workers)
+    throw InputError(input_error_message("placement", "",
+                                         "names " + std::to_string(hosts_by_worker.size()) +
+                                             " workers, the plan has " + std::to_string(workers)));
+  std::map<std::string, int> by_name;
+  for (std::size_t h = 0; h < platform.hosts.size(); ++h) by_name[platform.hosts[h].name] = static_cast<int>(h);
+  std::vector<int> out;
+  std::vector<int> used(platform.hosts.size(), 0);
+  for (int w = 0; w < workers; ++w) {
+    const std::string& name = hosts_by_worker[static_cast<std::size_t>(w)];
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw InputError(input_error_message("placement", "worker " + std::to_string(w),
+                                           "unknown host '" + name + "'"));
+    if (++used[static_cast<std::size_t>(it->second)] > platform.hosts[static_cast<std::size_t>(it->second)].slots)
+      throw InputError(input_error_message(
+          "placement", "worker " + std::to_string(w),
+          "host '" + name + "' has only " +
+              std::to_string(platform.hosts[static_cast<std::size_t>(it->second)].slots) + " worker slots"));
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<std::string> read_placement(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(input_error_message(path, "", "cannot open file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::vector<std::string> out;
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(input_error_message(path, "byte " + std::to_string(e.byte), "parse error"));
+    }
+    if (!doc.contains("workers") || !doc["workers"].is_array())
+      throw InputError(input_error_message(path, "/workers", "missing array of host names"));
+    for (std::size_t i = 0; i < doc["workers"].size(); ++i) {
+      if (!doc["workers"][i].is_string())
+        throw InputError(input_error_message(path, "/workers/" + std::to_string(i), "not a host name"));
+      out.push_back(doc["workers"][i].get<std::string>());
+    }
+    return out;
+  }
+  std::string line;
+  std::istringstream lines(text);
+  while (std::getline(lines, line)) {
+    auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '#') continue;
+    auto e = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+}  // namespace strata

@@ -1,1 +1,300 @@
-// placeholder: implemented in a later step
+#include "strata/sim/replay.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "loaded_platform.hpp"
+#include "strata/traces/dispatch.hpp"
+#include "strata/traces/error.hpp"
+
+namespace sg = simgrid::s4u;
+
+namespace strata {
+namespace {
+
+// A timer is an Exec bounded to a tiny share of its host's speed, so it takes exactly
+// `seconds` without slowing the host's kernels measurably (1e-6 of one core).
+constexpr double kTimerShare = 1e-6;
+
+class ReplayEngine {
+ public:
+  ReplayEngine(const Plan& plan, LoadedPlatform& platform, const ReplayOptions& options,
+               std::vector<int> host_of, CollectiveFidelity fidelity)
+      : plan_(plan),
+        platform_(platform),
+        cost_(options.calibration),
+        host_of_(std::move(host_of)),
+        fidelity_(fidelity),
+        dispatcher_(plan),
+        start_(plan.size(), 0),
+        live_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
+        peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0) {
+    for (const HostSpec& h : platform.summary().hosts) specs_.push_back(h);
+  }
+
+  void run() {
+    sg_compat::on_any_completion([this](const sg::Activity& a) { on_completion(a); });
+    pump();
+    platform_.engine().run();
+    STRATA_ASSERT(dispatcher_.finished(), "replay ended with " +
+                                              std::to_string(plan_.size() - dispatcher_.completed()) +
+                                              " tasks never started (dependency on a missing task?)");
+  }
+
+  Trace take_trace() { return std::move(trace_); }
+  ReplayFacts facts() const {
+    ReplayFacts f;
+    f.host_of_worker = host_of_;
+    f.peak_dynamic_memory = peak_memory_;
+    f.bytes_intra_host = bytes_intra_;
+    f.bytes_inter_host = bytes_inter_;
+    f.flows = flows_;
+    f.collectives = fidelity_ == CollectiveFidelity::step ? "step" : "aggregated";
+    return f;
+  }
+
+ private:
+  struct Handle {
+    sg::ActivityPtr keep;  // alive until the completion callback returns (DESIGN.md)
+    TaskIndex task;
+    std::int32_t flow;     // -1: the task's own activity
+    bool timer;
+  };
+  struct CollectiveState {
+    std::vector<Flow> flows;
+    std::vector<std::vector<std::uint32_t>> successors;
+    std::vector<std::uint32_t> pending;
+    std::size_t remaining = 0;
+  };
+
+  sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_of_[static_cast<std::size_t>(w)]); }
+
+  void pump() {
+    for (;;) {
+      std::vector<TaskIndex> ready = dispatcher_.take_startable();
+      if (ready.empty()) return;
+      for (TaskIndex t : ready) start_task(t);
+    }
+  }
+
+  void start_task(TaskIndex t) {
+    const Task& task = plan_.task(t);
+    const double now = sg::Engine::get_clock();
+    start_[t] = now;
+    for (WorkerId w : task.participants()) {
+      auto& live = live_memory_[static_cast<std::size_t>(w)];
+      live += task.mem_alloc;
+      peak_memory_[static_cast<std::size_t>(w)] = std::max(peak_memory_[static_cast<std::size_t>(w)], live);
+    }
+    if (is_collective(task.kind)) {
+      start_collective(t);
+    } else if (task.kind == TaskKind::send) {
+      account_bytes(task.worker, task.peer, task.comm_bytes);
+      start_comm(t, -1, task.worker, task.peer, task.comm_bytes);
+    } else if (task.kind == TaskKind::recv) {
+      finish_task(t);  // the matching send carried the transfer
+    } else {
+      const HostSpec& spec = specs_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(task.worker)])];
+      const double seconds = cost_.compute_time(task, spec);
+      if (seconds <= 0) {
+        finish_task(t);
+        return;
+      }
+      sg::Host* host = host_of_worker(task.worker);
+      sg::ExecPtr exec = sg::Exec::init();
+      exec->set_host(host);
+      exec->set_flops_amount(seconds * host->get_speed());
+      track(exec, t, -1, false);
+      exec->start();
+    }
+  }
+
+  void account_bytes(WorkerId src, WorkerId dst, double bytes) {
+    if (host_of_[static_cast<std::size_t>(src)] == host_of_[static_cast<std::size_t>(dst)])
+      bytes_intra_ += bytes;
+    else
+      bytes_inter_ += bytes;
+  }
+
+  void track(const sg::ActivityPtr& activity, TaskIndex t, std::int32_t flow, bool timer) {
+    live_.emplace(activity.get(), Handle{activity, t, flow, timer});
+  }
+
+  void start_comm(TaskIndex t, std::int32_t flow, WorkerId src, WorkerId dst, double bytes) {
+    sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
+    comm->set_payload_size(static_cast<std::uint64_t>(bytes + 0.5));
+    track(comm, t, flow, false);
+    comm->start();
+  }
+
+  void start_timer(TaskIndex t, std::int32_t flow, WorkerId at, double seconds) {
+    sg::Host* host = host_of_worker(at);
+    const double rate = host->get_speed() * kTimerShare;
+    sg::ExecPtr exec = sg::Exec::init();
+    exec->set_host(host);
+    exec->set_flops_amount(seconds * rate);
+    exec->set_bound(rate);
+    track(exec, t, flow, true);
+    exec->start();
+  }
+
+  void start_collective(TaskIndex t) {
+    const Task& task = plan_.task(t);
+    CollectiveState state;
+    state.flows = expand_collective(task, fidelity_, host_of_);
+    if (state.flows.empty()) {
+      finish_task(t);
+      return;
+    }
+    flows_ += state.flows.size();
+    state.successors.resize(state.flows.size());
+    state.pending.resize(state.flows.size());
+    state.remaining = state.flows.size();
+    for (std::uint32_t f = 0; f < state.flows.size(); ++f) {
+      state.pending[f] = static_cast<std::uint32_t>(state.flows[f].deps.size());
+      for (std::uint32_t d : state.flows[f].deps) state.successors[d].push_back(f);
+      account_bytes(state.flows[f].src, state.flows[f].dst, state.flows[f].bytes);
+    }
+    auto& stored = collectives_[t] = std::move(state);
+    for (std::uint32_t f = 0; f < stored.flows.size(); ++f)
+      if (stored.pending[f] == 0) start_flow(t, f);
+  }
+
+  void start_flow(TaskIndex t, std::uint32_t f) {
+    const Flow& flow = collectives_[t].flows[f];
+    start_comm(t, static_cast<std::int32_t>(f), flow.src, flow.dst, flow.bytes);
+  }
+
+  void flow_done(TaskIndex t, std::uint32_t f) {
+    CollectiveState& state = collectives_[t];
+    for (std::uint32_t s : state.successors[f])
+      if (--state.pending[s] == 0) start_flow(t, s);
+    if (--state.remaining == 0) {
+      collectives_.erase(t);
+      finish_task(t);
+    }
+  }
+
+  void on_completion(const sg::Activity& activity) {
+    auto it = live_.find(&activity);
+    if (it == live_.end()) return;
+    Handle handle = std::move(it->second);  // keeps the activity alive through this callback
+    live_.erase(it);
+    const TaskIndex t = handle.task;
+    if (handle.flow < 0) {
+      finish_task(t);
+    } else {
+      const auto f = static_cast<std::uint32_t>(handle.flow);
+      const Flow& flow = collectives_[t].flows[f];
+      if (!handle.timer && flow.extra_latencies > 0) {
+        const double delay = flow.extra_latencies * platform_.latency(host_of_[static_cast<std::size_t>(flow.src)],
+                                                                      host_of_[static_cast<std::size_t>(flow.dst)]);
+        if (delay > 0) {
+          start_timer(t, handle.flow, flow.src, delay);
+          return;
+        }
+      }
+      flow_done(t, f);
+    }
+    pump();
+  }
+
+  void finish_task(TaskIndex t) {
+    const Task& task = plan_.task(t);
+    const double now = sg::Engine::get_clock();
+    for (WorkerId w : task.participants()) {
+      live_memory_[static_cast<std::size_t>(w)] -= task.mem_free;
+      TraceRecord r;
+      r.id = task.id;
+      r.kind = task.kind;
+      r.stream = task.stream;
+      r.worker = w;
+      r.host = platform_.summary().hosts[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(w)])].name;
+      r.iteration = task.iteration;
+      r.start = start_[t];
+      r.end = now;
+      r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
+      r.flops = task.flops;
+      trace_.records.push_back(std::move(r));
+    }
+    dispatcher_.complete(t);
+  }
+
+  const Plan& plan_;
+  LoadedPlatform& platform_;
+  CostModel cost_;
+  std::vector<int> host_of_;
+  CollectiveFidelity fidelity_;
+  Dispatcher dispatcher_;
+  std::vector<HostSpec> specs_;
+  std::vector<double> start_;
+  std::vector<double> live_memory_;
+  std::vector<double> peak_memory_;
+  std::unordered_map<const sg::Activity*, Handle> live_;
+  std::unordered_map<TaskIndex, CollectiveState> collectives_;
+  Trace trace_;
+  double bytes_intra_ = 0;
+  double bytes_inter_ = 0;
+  std::size_t flows_ = 0;
+};
+
+NetworkConfig network_config(const NetworkOptions& options) {
+  NetworkConfig c;
+  c.model = options.model;
+  c.ideal_factors = !options.simgrid_factors;
+  c.crosstraffic = options.simgrid_factors;
+  return c;
+}
+
+CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& options,
+                                   const std::vector<int>& host_of) {
+  if (options.collectives == CollectiveMode::step) return CollectiveFidelity::step;
+  if (options.collectives == CollectiveMode::aggregated) return CollectiveFidelity::aggregated;
+  std::size_t flows = 0;
+  for (const Task& t : plan.tasks())
+    if (is_collective(t.kind)) {
+      flows += step_flow_count(t, host_of);
+      if (flows > options.auto_step_flow_limit) return CollectiveFidelity::aggregated;
+    }
+  return CollectiveFidelity::step;
+}
+
+}  // namespace
+
+CollectiveMode parse_collective_mode(const std::string& text) {
+  if (text == "auto") return CollectiveMode::automatic;
+  if (text == "step") return CollectiveMode::step;
+  if (text == "aggregated") return CollectiveMode::aggregated;
+  throw InputError("--collectives: unknown fidelity '" + text + "' (known: auto, step, aggregated)");
+}
+
+std::string NetworkOptions::describe() const {
+  return model + (simgrid_factors ? " (SimGrid factors, cross traffic)" : " (factors 1, no cross traffic)");
+}
+
+PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network) {
+  LoadedPlatform platform(platform_path, network_config(network));
+  return platform.summary();
+}
+
+ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
+  LoadedPlatform platform(platform_path, network_config(options.network));
+  std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(), options.placement);
+  const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);
+  ReplayEngine engine(plan, platform, options, host_of, fidelity);
+  engine.run();
+  ReplayResult result;
+  result.trace = engine.take_trace();
+  result.trace.executor = "sim";
+  result.trace.source = plan.info.model + " " + plan.info.strategy + " on " + platform_path;
+  ReplayFacts facts = engine.facts();
+  facts.network = options.network.describe();
+  result.report = make_report(plan, result.trace, platform.summary(), facts);
+  if (options.keep_trace)
+    result.trace.sort();
+  else
+    result.trace.records.clear();
+  return result;
+}
+
+}  // namespace strata

@@ -1,1 +1,238 @@
-// placeholder: implemented in a later step
+#include "strata/sim/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace strata {
+namespace {
+
+using Interval = std::pair<double, double>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double total(const std::vector<Interval>& v) {
+  double s = 0;
+  for (const auto& [a, b] : v) s += b - a;
+  return s;
+}
+
+// Length of the intersection of two sorted, disjoint interval lists.
+double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double s = 0;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    double lo = std::max(a[i].first, b[j].first);
+    double hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) s += hi - lo;
+    if (a[i].second < b[j].second) ++i; else ++j;
+  }
+  return s;
+}
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace
+
+Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& platform,
+                   const ReplayFacts& facts) {
+  Report r;
+  r.model = plan.info.model;
+  r.strategy = plan.info.strategy;
+  r.schedule = plan.info.schedule;
+  r.platform = platform.path;
+  r.collectives = facts.collectives;
+  r.network = facts.network;
+  r.workers = plan.num_workers();
+  r.iterations = std::max(1, plan.num_iterations());
+  r.tasks = plan.size();
+  r.flows = facts.flows;
+
+  std::vector<Interval> window(static_cast<std::size_t>(r.iterations),
+                               {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
+  const auto workers = static_cast<std::size_t>(r.workers);
+  std::vector<std::vector<Interval>> compute(workers), comm(workers);
+  for (const TraceRecord& rec : trace.records) {
+    auto& w = window[static_cast<std::size_t>(rec.iteration)];
+    w.first = std::min(w.first, rec.start);
+    w.second = std::max(w.second, rec.end);
+    if (rec.end <= rec.start) continue;
+    (rec.stream == Stream::compute ? compute : comm)[static_cast<std::size_t>(rec.worker)].push_back({rec.start, rec.end});
+  }
+  double sum_iter = 0;
+  for (const auto& [a, b] : window) {
+    double t = b > a ? b - a : 0;
+    r.iteration_times_s.push_back(t);
+    sum_iter += t;
+  }
+  const double n_it = static_cast<double>(r.iterations);
+  r.iteration_time_s = sum_iter / n_it;
+
+  std::set<int> hosts_used(facts.host_of_worker.begin(), facts.host_of_worker.end());
+  std::map<int, double> busy_by_host;
+  double persistent_peak = 0;
+  std::vector<double> persistent(workers, 0);
+  for (const Buffer& b : plan.buffers())
+    if (b.persistent) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
+  for (std::size_t w = 0; w < workers; ++w) {
+    WorkerReport wr;
+    wr.worker = static_cast<WorkerId>(w);
+    const int h = facts.host_of_worker[w];
+    wr.host = platform.hosts[static_cast<std::size_t>(h)].name;
+    auto c = merged(std::move(compute[w]));
+    auto m = merged(std::move(comm[w]));
+    wr.compute_s = total(c) / n_it;
+    wr.comm_s = total(m) / n_it;
+    wr.exposed_comm_s = (total(m) - overlap(c, m)) / n_it;
+    wr.idle_s = std::max(0.0, r.iteration_time_s - wr.compute_s - wr.exposed_comm_s);
+    wr.peak_memory_bytes = persistent[w] + (w < facts.peak_dynamic_memory.size() ? facts.peak_dynamic_memory[w] : 0);
+    persistent_peak = std::max(persistent_peak, wr.peak_memory_bytes);
+    busy_by_host[h] += wr.compute_s;
+    r.compute_s += wr.compute_s;
+    r.comm_s += wr.comm_s;
+    r.exposed_comm_s += wr.exposed_comm_s;
+    r.idle_s += wr.idle_s;
+    r.per_worker.push_back(wr);
+  }
+  const double nw = std::max(1.0, static_cast<double>(workers));
+  r.compute_s /= nw;
+  r.comm_s /= nw;
+  r.exposed_comm_s /= nw;
+  r.idle_s /= nw;
+  r.bubble_fraction = r.iteration_time_s > 0 ? r.idle_s / r.iteration_time_s : 0;
+  r.bytes_intra_host = facts.bytes_intra_host / n_it;
+  r.bytes_inter_host = facts.bytes_inter_host / n_it;
+  r.peak_memory_bytes = persistent_peak;
+
+  double min_capacity = std::numeric_limits<double>::infinity();
+  double peak_flops = 0;
+  for (int h : hosts_used) {
+    const HostSpec& spec = platform.hosts[static_cast<std::size_t>(h)];
+    if (spec.gpu_memory > 0) min_capacity = std::min(min_capacity, spec.gpu_memory);
+    peak_flops += spec.peak_flops(plan.info.dtype) *
+                  static_cast<double>(std::count(facts.host_of_worker.begin(), facts.host_of_worker.end(), h));
+    const double busy_share = spec.slots > 0 ? busy_by_host[h] / (spec.slots * std::max(r.iteration_time_s, 1e-300)) : 0;
+    r.energy_j += r.iteration_time_s * (spec.watts_idle + (spec.watts_busy - spec.watts_idle) * std::min(1.0, busy_share));
+    r.cost_usd += spec.price_per_hour * r.iteration_time_s / 3600.0;
+  }
+  r.gpu_memory_bytes = std::isfinite(min_capacity) ? min_capacity : 0;
+  r.fits = r.gpu_memory_bytes == 0 || r.peak_memory_bytes <= r.gpu_memory_bytes;
+  if (r.iteration_time_s > 0) {
+    r.samples_per_s = static_cast<double>(plan.info.global_batch) / r.iteration_time_s;
+    r.tokens_per_s = r.samples_per_s * static_cast<double>(plan.info.tokens_per_sample);
+    if (peak_flops > 0) r.mfu = plan.info.model_flops_per_iteration / (r.iteration_time_s * peak_flops);
+  }
+  return r;
+}
+
+nlohmann::json report_to_json(const Report& r) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = Report::kSchemaVersion;
+  j["format"] = "strata-report";
+  j["model"] = r.model;
+  j["strategy"] = r.strategy;
+  j["schedule"] = r.schedule;
+  j["platform"] = r.platform;
+  j["collectives"] = r.collectives;
+  j["network"] = r.network;
+  j["workers"] = r.workers;
+  j["iterations"] = r.iterations;
+  j["iteration_times_s"] = r.iteration_times_s;
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["compute_s"] = r.compute_s;
+  j["comm_s"] = r.comm_s;
+  j["exposed_comm_s"] = r.exposed_comm_s;
+  j["idle_s"] = r.idle_s;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["bytes_intra_host"] = r.bytes_intra_host;
+  j["bytes_inter_host"] = r.bytes_inter_host;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["gpu_memory_bytes"] = r.gpu_memory_bytes;
+  j["fits"] = r.fits;
+  j["mfu"] = r.mfu;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["samples_per_s"] = r.samples_per_s;
+  j["energy_j"] = r.energy_j;
+  j["cost_usd"] = r.cost_usd;
+  j["tasks"] = r.tasks;
+  j["flows"] = r.flows;
+  nlohmann::ordered_json workers = nlohmann::ordered_json::array();
+  for (const WorkerReport& w : r.per_worker)
+    workers.push_back({{"worker", w.worker}, {"host", w.host}, {"compute_s", w.compute_s},
+                       {"comm_s", w.comm_s}, {"exposed_comm_s", w.exposed_comm_s},
+                       {"idle_s", w.idle_s}, {"peak_memory_bytes", w.peak_memory_bytes}});
+  j["per_worker"] = workers;
+  return nlohmann::json::parse(j.dump());
+}
+
+Report report_from_json(const nlohmann::json& j) {
+  Report r;
+  r.model = j.value("model", "");
+  r.strategy = j.value("strategy", "");
+  r.schedule = j.value("schedule", "");
+  r.platform = j.value("platform", "");
+  r.collectives = j.value("collectives", "");
+  r.network = j.value("network", "");
+  r.workers = j.value("workers", 0);
+  r.iterations = j.value("iterations", 0);
+  r.iteration_times_s = j.value("iteration_times_s", std::vector<double>{});
+  r.iteration_time_s = j.value("iteration_time_s", 0.0);
+  r.compute_s = j.value("compute_s", 0.0);
+  r.comm_s = j.value("comm_s", 0.0);
+  r.exposed_comm_s = j.value("exposed_comm_s", 0.0);
+  r.idle_s = j.value("idle_s", 0.0);
+  r.bubble_fraction = j.value("bubble_fraction", 0.0);
+  r.bytes_intra_host = j.value("bytes_intra_host", 0.0);
+  r.bytes_inter_host = j.value("bytes_inter_host", 0.0);
+  r.peak_memory_bytes = j.value("peak_memory_bytes", 0.0);
+  r.gpu_memory_bytes = j.value("gpu_memory_bytes", 0.0);
+  r.fits = j.value("fits", true);
+  r.mfu = j.value("mfu", 0.0);
+  r.tokens_per_s = j.value("tokens_per_s", 0.0);
+  r.samples_per_s = j.value("samples_per_s", 0.0);
+  r.energy_j = j.value("energy_j", 0.0);
+  r.cost_usd = j.value("cost_usd", 0.0);
+  r.tasks = j.value("tasks", std::size_t{0});
+  r.flows = j.value("flows", std::size_t{0});
+  return r;
+}
+
+std::string format_report(const Report& r) {
+  std::string s;
+  s += "model " + r.model + ", strategy " + r.strategy + (r.schedule.empty() ? "" : " (" + r.schedule + ")") +
+       ", " + std::to_string(r.workers) + " workers on " + r.platform + "\n";
+  s += "collectives " + r.collectives + ", network " + r.network + ", " + std::to_string(r.tasks) +
+       " tasks, " + std::to_string(r.flows) + " collective flows\n";
+  s += "iteration time      " + fmt("%.6f s", r.iteration_time_s) + " (mean of " + std::to_string(r.iterations) + ")\n";
+  s += "compute per worker  " + fmt("%.6f s", r.compute_s) + "\n";
+  s += "comm per worker     " + fmt("%.6f s", r.comm_s) + ", exposed " + fmt("%.6f s", r.exposed_comm_s) + "\n";
+  s += "idle per worker     " + fmt("%.6f s", r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
+  s += "bytes intra-host    " + fmt("%.3f GB", r.bytes_intra_host / 1e9) + ", inter-host " + fmt("%.3f GB", r.bytes_inter_host / 1e9) + "\n";
+  s += "peak memory         " + fmt("%.2f GiB", r.peak_memory_bytes / 1073741824.0) + " per worker" +
+       (r.gpu_memory_bytes > 0 ? std::string(r.fits ? " (fits in " : " (does NOT fit in ") + fmt("%.0f GiB)", r.gpu_memory_bytes / 1073741824.0) : "") + "\n";
+  s += "throughput          " + fmt("%.1f tokens/s", r.tokens_per_s) + ", " + fmt("%.2f samples/s", r.samples_per_s) + "\n";
+  s += "MFU                 " + fmt("%.1f %%", 100 * r.mfu) + "\n";
+  s += "energy              " + fmt("%.1f J", r.energy_j) + " per iteration, cost " + fmt("%.6f USD", r.cost_usd) + " per iteration\n";
+  return s;
+}
+
+}  // namespace strata

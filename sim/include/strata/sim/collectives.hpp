@@ -1,0 +1,44 @@
+// Collective expansion: how the simulator turns one collective task into network flows.
+//
+// Two fidelities (DESIGN.md "Fidelity levels"):
+// - step: every transfer of the algorithm is its own flow. Ring allreduce of S bytes on n
+//   ranks is 2(n-1) steps; in step k rank i sends a chunk of S/n to rank i+1 after it has
+//   received step k-1's chunk from rank i-1 and sent its own. Uncontended it takes
+//   2(n-1)·(α + S/(n·B)) (Thakur et al. 2005; Patarasuk & Yuan 2009).
+// - aggregated: one flow per rank per phase carrying all of that phase's bytes, followed by the
+//   phase's remaining (steps - 1) route latencies. Uncontended it takes exactly the step time;
+//   under contention the shares differ slightly (tests bound the gap), at a fraction of the flows.
+// Algorithms: ring (allreduce, allgather, reduce_scatter, broadcast as a pipeline chain),
+// hierarchical allreduce (intra-host ring reduce-scatter, inter-host ring allreduce among ranks
+// with the same local index, intra-host ring allgather; falls back to ring when hosts hold
+// unequal numbers of members), halving_doubling (recursive halving reduce-scatter then
+// doubling allgather; power-of-two groups, otherwise ring) and tree (binary-tree reduce then
+// broadcast of the whole buffer). halving_doubling and tree are always expanded step by step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "strata/traces/task.hpp"
+
+namespace strata {
+
+enum class CollectiveFidelity : std::uint8_t { step, aggregated };
+
+struct Flow {
+  WorkerId src = 0;
+  WorkerId dst = 0;
+  double bytes = 0;                 // B
+  int extra_latencies = 0;          // route latencies added after the transfer
+  std::vector<std::uint32_t> deps;  // flows (indices in the expansion) that must end first
+};
+
+// REQUIRES: task is a collective with a non-empty group; host_of_worker maps every group member.
+// Flows are listed so that every flow's deps precede it.
+std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
+                                    const std::vector<int>& host_of_worker);
+
+// Number of flows the step expansion would produce (for choosing a fidelity), without building it.
+std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker);
+
+}  // namespace strata

@@ -1,0 +1,50 @@
+// Platform: a SimGrid platform XML file as strata sees it — hosts in natural order, each with
+// its HostSpec (models/hardware.hpp) and worker slots, and the network figures the analytical
+// model needs.
+//
+// Natural order: host names compared piece by piece, digit runs as numbers, so node-2 comes
+// before node-10 (SimGrid itself sorts by plain string). Worker w is placed, unless a placement
+// says otherwise, on the (w mod slots)-th slot of the (w div slots)-th host in that order — so
+// the tp ranks of a stage, which strategies number consecutively, share a host.
+//
+// Loading a platform creates a SimGrid engine, which 3.32 allows once per process: callers that
+// need several (explore, tests) run each in a child process (process.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strata/models/hardware.hpp"
+
+namespace strata {
+
+// Network figures between worker slots, read off the platform's routes.
+struct NetworkSummary {
+  double intra_bw = 0;        // B/s, bottleneck of the route from the first host to itself
+  double intra_latency = 0;   // s, sum of its link latencies
+  double inter_bw = 0;        // B/s, bottleneck of the route between the first two hosts
+  double inter_latency = 0;   // s
+  bool intra_shared = false;  // the intra-host bottleneck link is shared (not FATPIPE)
+};
+
+struct PlatformSummary {
+  std::string path;
+  std::vector<HostSpec> hosts;  // natural order
+  NetworkSummary network;
+  int total_slots() const;
+};
+
+// Compares host names in natural order.
+bool natural_less(const std::string& a, const std::string& b);
+
+// Worker → host index for `workers` workers: the natural placement, or the explicit one
+// (`hosts_by_worker[w]` names worker w's host). Throws InputError "placement: worker 3: unknown
+// host 'x'", "platform.xml: 16 workers need 16 worker slots, the platform has 8", or a host
+// over-subscribed by an explicit placement.
+std::vector<int> place_workers(const PlatformSummary& platform, int workers,
+                               const std::vector<std::string>& hosts_by_worker = {});
+
+// Reads a placement file: JSON {"workers": ["node-0", "node-0", ...]} or one host name per line.
+std::vector<std::string> read_placement(const std::string& path);
+
+}  // namespace strata

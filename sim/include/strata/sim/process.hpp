@@ -1,0 +1,20 @@
+// Child processes for simulations: SimGrid 3.32 keeps one engine per process, so every replay
+// beyond the first runs in a process of its own (DESIGN.md).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+// Runs `work` in a forked child and returns the string it produced. An InputError or other
+// exception in the child is rethrown in the parent as InputError with the same message; a child
+// killed by a signal becomes an InputError naming the signal.
+std::string run_in_child(const std::function<std::string()>& work);
+
+// Runs every job in a child, at most `parallel` at a time; results in job order.
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                         int parallel);
+
+}  // namespace strata

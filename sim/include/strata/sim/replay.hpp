@@ -1,0 +1,59 @@
+// replay: executes a Plan on a SimGrid platform and predicts its Trace and Report.
+//
+// strata owns readiness (DESIGN.md, SimGrid 3.32 facts): the shared Dispatcher (traces/
+// dispatch.hpp) decides which tasks start; each task becomes SimGrid activities only when it
+// starts — an Exec on its worker's host for compute (duration from the CostModel, one core per
+// worker slot), a Comm between hosts for a send, and the flows of its expansion
+// (collectives.hpp) for a collective. Activities are started from maestro and completion
+// callbacks drive the rest, so the cost is linear in the number of activities.
+//
+// One replay per process: SimGrid 3.32 keeps one engine per process (process.hpp runs several).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strata/models/cost_model.hpp"
+#include "strata/sim/collectives.hpp"
+#include "strata/sim/report.hpp"
+#include "strata/traces/plan.hpp"
+#include "strata/traces/trace.hpp"
+
+namespace strata {
+
+enum class CollectiveMode : std::uint8_t { automatic, step, aggregated };
+CollectiveMode parse_collective_mode(const std::string& text);  // auto | step | aggregated
+
+// SimGrid's network model. strata's default is LV08's max-min sharing with its TCP-calibrated
+// factors set to 1 and cross traffic off: datacenter fabrics (NVLink, InfiniBand RDMA) reach
+// line rate, and α–β figures then hold exactly. `simgrid_factors` restores SimGrid's defaults
+// (latency x13.01, bandwidth x0.97, cross traffic) for Ethernet/TCP clusters.
+struct NetworkOptions {
+  std::string model = "LV08";
+  bool simgrid_factors = false;
+  std::string describe() const;
+};
+
+struct ReplayOptions {
+  CollectiveMode collectives = CollectiveMode::automatic;
+  std::size_t auto_step_flow_limit = 200000;  // automatic: step below this many flows
+  NetworkOptions network;
+  Calibration calibration = Calibration::defaults();
+  std::vector<std::string> placement;  // host name per worker; empty = natural order
+  bool keep_trace = true;               // false: the Trace is used for the report, then dropped
+};
+
+struct ReplayResult {
+  Trace trace;
+  Report report;
+};
+
+// REQUIRES: plan validated; called at most once per process.
+// Throws InputError for platform, placement or slot problems.
+ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options);
+
+// Loads the platform in this process and returns its summary (also one engine per process).
+PlatformSummary load_platform_summary(const std::string& platform_path,
+                                      const NetworkOptions& network = {});
+
+}  // namespace strata

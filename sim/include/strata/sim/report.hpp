@@ -1,0 +1,85 @@
+// Report: what a replay predicts, summarised for people and for sweeps.
+//
+// Definitions (all per iteration, averaged over the Plan's iterations):
+// - iteration time: first task start to last task end of one iteration;
+// - per worker: compute = time its compute stream is busy; comm = time its comm stream is busy
+//   (union of intervals); exposed comm = comm time during which its compute stream is idle;
+//   idle = iteration time - (compute + exposed comm);
+// - bubble fraction: mean over workers of idle / iteration time, the measured idle share of
+//   pipeline stages ((p-1)/(m+p-1) for a pipeline without communication);
+// - bytes per link class: bytes of flows between slots of one host (intra) and across hosts;
+// - peak memory: persistent buffers plus the largest sum of live allocations (mem_alloc at a
+//   task's start, mem_free at its end) on one worker;
+// - MFU: the Plan's model FLOPs per iteration / (iteration time x workers x dense peak of dtype);
+// - energy: per host, idle power over the iteration plus (busy - idle) power times the busy
+//   share of its slots' compute streams; cost: price per host-hour x hosts used x time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "strata/sim/platform.hpp"
+#include "strata/traces/plan.hpp"
+#include "strata/traces/trace.hpp"
+
+namespace strata {
+
+struct WorkerReport {
+  WorkerId worker = 0;
+  std::string host;
+  double compute_s = 0;
+  double comm_s = 0;
+  double exposed_comm_s = 0;
+  double idle_s = 0;
+  double peak_memory_bytes = 0;
+};
+
+struct Report {
+  static constexpr int kSchemaVersion = 1;
+  std::string model, strategy, schedule, platform, collectives, network;
+  int workers = 0;
+  int iterations = 0;
+  std::vector<double> iteration_times_s;
+  double iteration_time_s = 0;
+  double compute_s = 0;         // mean over workers, per iteration
+  double comm_s = 0;
+  double exposed_comm_s = 0;
+  double idle_s = 0;
+  double bubble_fraction = 0;
+  double bytes_intra_host = 0;  // per iteration
+  double bytes_inter_host = 0;
+  double peak_memory_bytes = 0;  // max over workers
+  double gpu_memory_bytes = 0;   // capacity of the smallest host used (0 = unknown)
+  bool fits = true;
+  double mfu = 0;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double energy_j = 0;           // per iteration
+  double cost_usd = 0;           // per iteration
+  std::size_t tasks = 0;
+  std::size_t flows = 0;
+  std::vector<WorkerReport> per_worker;
+};
+
+// Facts the replay gathered that the trace does not hold.
+struct ReplayFacts {
+  std::vector<int> host_of_worker;
+  std::vector<double> peak_dynamic_memory;  // B per worker, from the replay's event order
+  double bytes_intra_host = 0;
+  double bytes_inter_host = 0;
+  std::size_t flows = 0;
+  std::string collectives;  // fidelity used
+  std::string network;      // model and factors
+};
+
+Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& platform,
+                   const ReplayFacts& facts);
+
+nlohmann::json report_to_json(const Report& report);
+Report report_from_json(const nlohmann::json& json);
+// Human-readable summary, every number with its unit.
+std::string format_report(const Report& report);
+
+}  // namespace strata

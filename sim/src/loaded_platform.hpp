@@ -1,0 +1,48 @@
+// LoadedPlatform: a platform file loaded into this process's SimGrid engine (internal to sim/).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simgrid_compat.hpp"
+#include "strata/sim/platform.hpp"
+
+namespace strata {
+
+// Network model settings; they must be applied before the platform is loaded.
+struct NetworkConfig {
+  std::string model = "LV08";  // SimGrid network/model
+  bool ideal_factors = true;   // latency-factor = bandwidth-factor = 1
+  bool crosstraffic = false;   // network/crosstraffic
+};
+
+class LoadedPlatform {
+ public:
+  // Creates the process's SimGrid engine (quiet logs), applies `network`, loads `path`.
+  // Throws InputError naming the file for any SimGrid load error.
+  LoadedPlatform(const std::string& path, const NetworkConfig& network);
+  ~LoadedPlatform();
+  LoadedPlatform(const LoadedPlatform&) = delete;
+  LoadedPlatform& operator=(const LoadedPlatform&) = delete;
+
+  const PlatformSummary& summary() const { return summary_; }
+  simgrid::s4u::Host* host(int index) const { return hosts_[static_cast<std::size_t>(index)]; }
+  simgrid::s4u::Engine& engine() { return *engine_; }
+
+  // Route latency (s) between two hosts; cached.
+  double latency(int from, int to);
+  // True when the route between two different hosts crosses this host pair's NIC (always for
+  // from != to); intra-host otherwise. Used to classify bytes per link class.
+  static bool is_intra(int from, int to) { return from == to; }
+
+ private:
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+  std::vector<simgrid::s4u::Host*> hosts_;
+  PlatformSummary summary_;
+  std::map<std::pair<int, int>, double> latency_;
+};
+
+}  // namespace strata

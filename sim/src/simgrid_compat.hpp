@@ -1,0 +1,23 @@
+// Everything that differs between SimGrid versions lives here (DESIGN.md: SimGrid 3.32 facts).
+// strata targets Debian 12's 3.32; upstream 3.34+ moved completion signals to per-class
+// on_this_completion / on_completion and added ActivitySet. Nothing outside sim/ includes SimGrid.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+#include <simgrid/version.h>
+
+#include <functional>
+
+namespace strata::sg_compat {
+
+// Calls `callback` whenever any activity completes (3.32: one static signal on Activity).
+inline void on_any_completion(const std::function<void(const simgrid::s4u::Activity&)>& callback) {
+#if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR < 34
+  simgrid::s4u::Activity::on_completion_cb(callback);
+#else
+  simgrid::s4u::Exec::on_completion_cb([callback](const simgrid::s4u::Exec& e) { callback(e); });
+  simgrid::s4u::Comm::on_completion_cb([callback](const simgrid::s4u::Comm& c) { callback(c); });
+#endif
+}
+
+}  // namespace strata::sg_compat
