@@ -9,6 +9,28 @@
 // gpt3-175b, anchor-96 (the synthetic DP workload of README's anchor section). `--set key=value`
 // overrides a family's hyperparameters (gpt: layers, hidden, heads, seq, vocab; mlp: sizes;
 // vision: image, batch-independent only).
+//
+// Conventions every preset follows:
+// - Layer names are unique. GPT: "embed", "l<i>/ln1", "l<i>/qkv", "l<i>/attn", "l<i>/proj",
+//   "l<i>/res1", "l<i>/ln2", "l<i>/fc1", "l<i>/gelu", "l<i>/fc2", "l<i>/res2", then "lnf",
+//   "head", "loss". anchor-96: "l0".."l95". Vision models use the original papers' names
+//   ("conv3_2", "fc7", "conv4_1/b" ...).
+// - Blocks are contiguous and numbered from 0 in layer order; num_blocks_or_layers() is their
+//   count. GPT: block i is transformer layer i; "embed" belongs to block 0 and "lnf", "head",
+//   "loss" to block L-1, so a GPT has exactly `layers` blocks. MLP: one block per linear layer
+//   (with its activation; the loss goes with the last). LeNet-5 / VGG-16: one block per layer
+//   with weights (with its activation and following pool). ResNet-50: stem, 16 bottlenecks,
+//   head (18 blocks). anchor-96: one block per layer.
+// - FLOPs: linear and conv layers count 2·m·k·n (bias adds omitted); their backward costs the
+//   same for the data gradient and again for the weight gradient. The data gradient is kept
+//   for the first layer too (frameworks skip it; keeping it matches the 6N convention and
+//   keeps every layer alike). The attention core's backward is twice its forward (four matmuls
+//   to two), with no weight gradient. Memory-bound layers (norm, activation, pool, residual,
+//   loss) carry rough per-element counts; the cost model should time them by bytes.
+// - out_elems: elements of the layer's output for one sample (GPT: for all `seq` tokens).
+//   saved_elems: what the layer's backward reads that it is the first to keep (see zoo_vision.cpp
+//   and zoo_gpt.cpp for the accounting), so activation_elems_per_sample() counts no tensor twice.
+// - `shape` attributes are the full, unsplit sizes; tensor parallelism divides them by `split`.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +63,12 @@ enum class TensorSplit : std::uint8_t {
   row,         // weight split by input rows: partial sums, allreduce after forward
   heads,       // attention core split by heads
 };
+// GPT: qkv, fc1, gelu: column; attn: heads; proj, fc2: row; norms, residuals: replicated;
+// embed, head, loss: column (vocab-parallel, Megatron). Note that a vocab-parallel embedding
+// ends its forward with an allreduce of seq·hidden (each rank looks up only its vocab slice),
+// and the vocab-parallel loss reduces seq-sized partial sums; lowering adds both. Every layer
+// of non-GPT models is replicated.
+
 
 struct Layer {
   std::string name;              // unique in the model, e.g. "l7/qkv", "conv2_1/a"
@@ -95,5 +123,26 @@ const std::vector<std::string>& zoo_names();
 // Builds a preset, applying `overrides` (from --set). Throws InputError for an unknown model
 // ("unknown model 'x' (known: ...)") or an unknown or invalid override.
 Model make_model(const std::string& name, const std::map<std::string, std::string>& overrides = {});
+
+// Builders behind the presets, for tests and custom models. Sizes must be positive (asserted);
+// make_model checks user input first and throws InputError instead.
+Model make_mlp(const std::string& name, const std::vector<std::int64_t>& sizes);
+Model make_lenet5(std::int32_t image = 28);    // image: side of the square input (multiple of 4, >= 12)
+Model make_vgg16(std::int32_t image = 224);    // image: a multiple of 32
+Model make_resnet50(std::int32_t image = 224); // image: a multiple of 32
+// ASTRA-sim 2.0's data-parallel comparison workload: `layers` fixed layers, 300 µs forward,
+// 600 µs backward and 24 M parameters (a 48 MB bf16 gradient allreduce) each.
+Model make_anchor(const std::string& name, std::int32_t layers = 96);
+
+// Building blocks the builders share.
+// Y = X·W (+ b) on m rows of k features per sample, n outputs: 2·m·k·n FLOP forward and the
+// same for each backward matmul (dX = dY·Wᵀ, dW = Xᵀ·dY). saved_elems = m·k (its input).
+Layer make_linear(std::string name, std::int32_t block, std::int64_t m, std::int64_t k,
+                  std::int64_t n, bool bias = true);
+// A memory-bound layer over `elems` output elements at `flops_per_elem` forward; its data
+// backward costs as much as its forward, and its weight backward as much again if it has
+// params. out_elems = elems; saved_elems is left 0 for the caller to set.
+Layer make_pointwise(std::string name, LayerOp op, std::int32_t block, double elems,
+                     double flops_per_elem, double params = 0);
 
 }  // namespace strata
