@@ -1,0 +1,21 @@
+// The strata subcommands: each registers itself on the app and runs when selected.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace strata::cli {
+
+// Returns the action to run after parsing if the subcommand was chosen.
+using Action = std::function<int()>;
+
+void add_models_command(CLI::App& app, Action& action);
+void add_plan_command(CLI::App& app, Action& action);
+void add_simulate_command(CLI::App& app, Action& action);
+void add_trace_export_command(CLI::App& app, Action& action);
+void add_explore_command(CLI::App& app, Action& action);
+
+// True when stderr is a terminal: progress is shown only then.
+bool progress_wanted();
+
+}  // namespace strata::cli

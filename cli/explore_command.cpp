@@ -1,0 +1,82 @@
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "strata/sim/explore.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/perfetto.hpp"
+#include "strata/traces/trace_json.hpp"
+
+namespace strata::cli {
+
+void add_explore_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("explore", "rank every parallel configuration of a model on a platform");
+  struct Options {
+    CommonFlags flags;
+    int top = 5;
+    bool cross_host_tp = false;
+    std::string trace = "explore-best.trace.json";
+    std::string perfetto = "explore-best.perfetto.json";
+    std::string collectives = "auto";
+    std::string calibration;
+    std::size_t rows = 20;
+  };
+  auto o = std::make_shared<Options>();
+  o->flags.model = "gpt3-13b";
+  o->flags.platform = "platforms/a100-cluster-64.xml";
+  add_common_flags(*cmd, o->flags, false);
+  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML")->capture_default_str();
+  cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--allow-cross-host-tp", o->cross_host_tp, "let tensor parallelism span hosts");
+  cmd->add_option("--trace", o->trace, "where the best configuration's Trace goes (\"\" = none)");
+  cmd->add_option("--perfetto", o->perfetto, "the best configuration's Chrome trace (\"\" = none)");
+  cmd->add_option("--collectives", o->collectives, "auto | step | aggregated");
+  cmd->add_option("--calibration", o->calibration, "calibration JSON");
+  cmd->add_option("--rows", o->rows, "rows of the table to print");
+  cmd->callback([&action, o] {
+    action = [o] {
+      ExploreOptions options;
+      options.model = o->flags.model;
+      options.platform = o->flags.platform;
+      const Model model = make_model(o->flags.model, apply_sets(o->flags.sets, options.base));
+      CommonFlags flags = o->flags;
+      flags.workers = 0;  // the explorer chooses dp/tp/pp
+      StrategyConfig base = build_config(flags, &model);
+      apply_sets(o->flags.sets, base);
+      options.base = base;
+      options.model_overrides = apply_sets(o->flags.sets, base);
+      options.workers = o->flags.workers;
+      if (options.workers <= 0) throw InputError("--workers: required, a positive number");
+      options.top_k = o->top;
+      options.allow_cross_host_tp = o->cross_host_tp;
+      options.replay.collectives = parse_collective_mode(o->collectives);
+      if (!o->calibration.empty()) options.replay.calibration = load_calibration(o->calibration);
+      options.best_trace_path = o->trace.empty() && !o->perfetto.empty() ? o->perfetto + ".trace.json" : o->trace;
+      options.progress = progress_wanted();
+      ExploreResult result = explore(options);
+      std::printf("explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
+                  result.model.c_str(), result.platform.c_str(), options.workers, result.candidates,
+                  result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
+                  result.replay_wall_s);
+      std::cout << format_explore_table(result, o->rows);
+      if (result.rows.empty()) {
+        std::printf("no valid configuration\n");
+        return 1;
+      }
+      if (!options.best_trace_path.empty() && result.rows.front().simulated) {
+        if (!o->perfetto.empty()) {
+          write_chrome_trace(read_trace(options.best_trace_path), o->perfetto);
+          if (o->trace.empty()) std::remove(options.best_trace_path.c_str());
+        }
+        std::printf("best: %s -> %s%s%s\n", result.rows.front().config.to_string().c_str(),
+                    o->trace.empty() ? "" : o->trace.c_str(), o->trace.empty() || o->perfetto.empty() ? "" : ", ",
+                    o->perfetto.c_str());
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace strata::cli

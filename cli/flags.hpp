@@ -1,0 +1,41 @@
+// Flags that mean the same thing in every strata subcommand, and how they become a Model and a
+// StrategyConfig.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/models/strategy.hpp"
+#include "strata/models/zoo.hpp"
+
+namespace strata::cli {
+
+struct CommonFlags {
+  std::string model;
+  int workers = 0;
+  std::string strategy;
+  std::string schedule = "1f1b";
+  std::int64_t microbatches = 0;
+  std::int64_t global_batch = 0;
+  std::string dtype = "auto";
+  std::string optimizer = "adam";
+  std::int64_t seed = 0;
+  std::string platform;
+  std::vector<std::string> sets;
+  int iterations = 1;
+};
+
+// Adds the shared flags to a subcommand; `with_strategy` adds --strategy/--schedule/--microbatches.
+void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
+
+// Splits --set key=value pairs: strategy keys (bucket_mb, dp_algo, tp_algo) go into `config`,
+// the rest are model hyperparameters. Throws InputError on a pair without '='.
+std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config);
+
+// Builds the model and the configuration from the flags (checks dp·tp·pp against --workers).
+Model build_model(const CommonFlags& flags, StrategyConfig& config);
+StrategyConfig build_config(const CommonFlags& flags, const Model* model);
+
+}  // namespace strata::cli
