@@ -47,6 +47,8 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   if (network.ideal_factors && network.model == "LV08") {
     simgrid::s4u::Engine::set_config("network/latency-factor:1");
     simgrid::s4u::Engine::set_config("network/bandwidth-factor:1");
+    // No TCP window cap (4 MiB / 2·latency): RDMA fabrics are not window-limited.
+    simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
   }
   try {
     engine_->load_platform(path);

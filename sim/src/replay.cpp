@@ -122,7 +122,8 @@ class ReplayEngine {
 
   void start_comm(TaskIndex t, std::int32_t flow, WorkerId src, WorkerId dst, double bytes) {
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
-    comm->set_payload_size(static_cast<std::uint64_t>(bytes + 0.5));
+    // At least one byte: concurrent zero-byte transfers serialise in SimGrid 3.32.
+    comm->set_payload_size(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bytes + 0.5)));
     track(comm, t, flow, false);
     comm->start();
   }

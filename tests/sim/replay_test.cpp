@@ -1,1 +1,178 @@
-// placeholder: implemented in a later step
+// Replay against hand-derived times. Platforms set SimGrid's factors to 1 and cross traffic off
+// (strata's default), so α–β formulas hold exactly. Each TEST runs in its own process
+// (gtest_discover_tests); tests needing two replays run them in children (process.hpp).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_fixtures.hpp"
+#include "strata/models/strategy.hpp"
+#include "strata/sim/process.hpp"
+#include "strata/sim/replay.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace {
+
+using test::comm_task;
+using test::fixed_task;
+
+constexpr double kAlpha = 2e-6;  // test-flat-4: two 1 µs private links
+constexpr double kBeta = 1e11;   // 100 GB/s
+
+std::string flat4() { return test::platforms_dir() + "test-flat-4.xml"; }
+
+TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
+  Plan plan(2);
+  Task send = comm_task("send", TaskKind::send, 1e9);
+  send.worker = 0;
+  send.peer = 1;
+  TaskIndex s = plan.add_task(send);
+  Task recv = comm_task("recv", TaskKind::recv, 1e9);
+  recv.worker = 1;
+  recv.peer = 0;
+  TaskIndex r = plan.add_task(recv);
+  plan.add_data_dep(s, r);
+  plan.validate();
+  ReplayResult result = replay(plan, flat4(), {});
+  EXPECT_NEAR(result.report.iteration_time_s, kAlpha + 1e9 / kBeta, 1e-12);
+  EXPECT_DOUBLE_EQ(result.report.bytes_inter_host, 1e9);
+}
+
+double ring_allreduce_time(CollectiveMode mode, int n, double bytes) {
+  Plan plan(n);
+  Task ar = comm_task("ar", TaskKind::allreduce, bytes);
+  ar.algo = CollectiveAlgo::ring;
+  for (int w = 0; w < n; ++w) ar.group.push_back(w);
+  plan.add_task(ar);
+  plan.validate();
+  ReplayOptions options;
+  options.collectives = mode;
+  return replay(plan, flat4(), options).report.iteration_time_s;
+}
+
+TEST(Replay, RingAllreduceStepMatchesAlphaBeta) {
+  const double s = 1e9;
+  const int n = 4;
+  // 2(n-1)·(α + S/(n·B)) = 6 · (2 µs + 2.5 ms) = 15.012 ms
+  EXPECT_NEAR(ring_allreduce_time(CollectiveMode::step, n, s), 2.0 * (n - 1) * (kAlpha + s / (n * kBeta)), 1e-12);
+}
+
+TEST(Replay, RingAllreduceAggregatedMatchesStepExactlyWithoutContention) {
+  auto step = std::stod(run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::step, 4, 1e9)); }));
+  auto agg = std::stod(run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::aggregated, 4, 1e9)); }));
+  EXPECT_NEAR(agg, step, 1e-9 * step);
+}
+
+TEST(Replay, ComputeStreamRunsOneTaskAtATimeCommOverlaps) {
+  Plan plan(2);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.add_task(fixed_task("b", 0, 2.0));
+  Task send = comm_task("send", TaskKind::send, 1e11);  // 1 s + α on the comm stream
+  send.worker = 0;
+  send.peer = 1;
+  plan.add_task(send);
+  plan.validate();
+  ReplayResult result = replay(plan, flat4(), {});
+  EXPECT_NEAR(result.report.iteration_time_s, 3.0, 1e-9);
+  EXPECT_NEAR(result.report.per_worker[0].compute_s, 3.0, 1e-9);
+  EXPECT_NEAR(result.report.per_worker[0].exposed_comm_s, 0.0, 1e-9);
+}
+
+// (m + p − 1)(t_f + t_b) for p uniform stages and no communication cost.
+Report pipeline_report(PipelineSchedule schedule, int p, int m) {
+  const std::string platform = test::flat_cluster(p, 1, 1e18, 0);
+  Model model = test::fixed_model(p, 1e-3, 2e-3, 0, 1000);
+  StrategyConfig c;
+  c.pp = p;
+  c.microbatches = m;
+  c.global_batch = m;
+  c.schedule = schedule;
+  c.dtype = DType::fp32;
+  return replay(lower(model, c), platform, {}).report;
+}
+
+TEST(Replay, GPipeIterationIsMPlusPMinusOneSlots) {
+  const int p = 4;
+  const int m = 8;
+  Report r = pipeline_report(PipelineSchedule::gpipe, p, m);
+  EXPECT_NEAR(r.iteration_time_s, (m + p - 1) * 3e-3, 1e-9);
+  EXPECT_NEAR(r.bubble_fraction, static_cast<double>(p - 1) / (m + p - 1), 1e-6);
+  // Stage 0 holds all m microbatches' activations: 1000 elements x 4 B each.
+  EXPECT_DOUBLE_EQ(r.per_worker[0].peak_memory_bytes, m * 1000 * 4.0);
+}
+
+TEST(Replay, OneFOneBSameTimeAsGPipeWithPMicrobatchesOfMemory) {
+  const int p = 4;
+  const int m = 8;
+  Report r = pipeline_report(PipelineSchedule::one_f_one_b, p, m);
+  EXPECT_NEAR(r.iteration_time_s, (m + p - 1) * 3e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(r.per_worker[0].peak_memory_bytes, p * 1000 * 4.0);
+  EXPECT_DOUBLE_EQ(r.per_worker[p - 1].peak_memory_bytes, 1 * 1000 * 4.0);
+}
+
+double dp_time(double bucket_bytes) {
+  // 8 layers, backward 1 ms each, 25 M fp32 parameters (100 MB of gradients) per layer.
+  Model model = test::fixed_model(8, 0.5e-3, 1e-3, 25e6);
+  StrategyConfig c;
+  c.dp = 4;
+  c.global_batch = 4;
+  c.dtype = DType::fp32;
+  c.optimizer = Optimizer::sgd;
+  c.bucket_bytes = bucket_bytes;
+  return replay(lower(model, c), test::platforms_dir() + "test-flat-4.xml", {}).report.iteration_time_s;
+}
+
+TEST(Replay, DataParallelBucketsOverlapBackward) {
+  auto bucketed = std::stod(run_in_child([] { return std::to_string(dp_time(100e6)); }));
+  auto single = std::stod(run_in_child([] { return std::to_string(dp_time(1e12)); }));
+  EXPECT_LT(bucketed, single * 0.9) << "bucketed " << bucketed << " s, one bucket " << single << " s";
+}
+
+TEST(Replay, TooFewSlotsIsOneLineError) {
+  Plan plan(5);
+  for (int w = 0; w < 5; ++w) plan.add_task(fixed_task("t" + std::to_string(w), w, 1.0));
+  plan.validate();
+  try {
+    replay(plan, flat4(), {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), flat4() + ": 5 workers need 5 worker slots, the platform has 4");
+  }
+}
+
+TEST(Replay, UnknownHostInPlacement) {
+  Plan plan(2);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.add_task(fixed_task("b", 1, 1.0));
+  plan.validate();
+  ReplayOptions options;
+  options.placement = {"node-0", "node-9"};
+  try {
+    replay(plan, flat4(), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "placement: worker 1: unknown host 'node-9'");
+  }
+}
+
+TEST(Replay, MalformedPlatformXml) {
+  const std::string path = test::write_temp("bad.xml",
+                                            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                                            "<platform version=\"4.1\">\n<zone id=\"z\" "
+                                            "routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n</zone>\n</platform>\n");
+  Plan plan(1);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.validate();
+  try {
+    replay(plan, path, {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.xml:6"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace strata
