@@ -54,8 +54,7 @@ case "$cmd" in
     ;;
   explore)
     build
-    exec "$BUILD_DIR/cli/strata" explore --platform platforms/a100-cluster-64.xml --model gpt3-13b \
-         --workers 64 "$@"
+    exec "$BUILD_DIR/cli/strata" explore "$@"
     ;;
   *)
     build >/dev/null

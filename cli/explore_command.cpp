@@ -48,7 +48,7 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.base = base;
       options.model_overrides = apply_sets(o->flags.sets, base);
       options.workers = o->flags.workers;
-      if (options.workers <= 0) throw InputError("--workers: required, a positive number");
+      if (o->flags.workers < 0) throw InputError("--workers: negative value");
       options.top_k = o->top;
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay.collectives = parse_collective_mode(o->collectives);
@@ -57,7 +57,7 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.progress = progress_wanted();
       ExploreResult result = explore(options);
       std::printf("explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
-                  result.model.c_str(), result.platform.c_str(), options.workers, result.candidates,
+                  result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
                   result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
                   result.replay_wall_s);
       std::cout << format_explore_table(result, o->rows);

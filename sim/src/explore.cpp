@@ -145,10 +145,12 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
   return out;
 }
 
-ExploreResult explore(const ExploreOptions& options) {
+ExploreResult explore(const ExploreOptions& requested) {
+  ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
   const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child(
       [&] { return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump(); })));
+  if (options.workers == 0) options.workers = platform.total_slots();
   if (options.workers > platform.total_slots())
     throw InputError(input_error_message(options.platform, "",
                                          std::to_string(options.workers) + " workers need " +
@@ -157,6 +159,7 @@ ExploreResult explore(const ExploreOptions& options) {
   ExploreResult result;
   result.model = model.name;
   result.platform = options.platform;
+  result.workers = options.workers;
   const auto t0 = Clock::now();
   const ClusterSpec cluster = cluster_spec(platform);
   const CostModel cost(options.replay.calibration);

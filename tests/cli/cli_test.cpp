@@ -1,1 +1,175 @@
-// placeholder: implemented in a later step
+// The strata command end to end: bad input gives one line on stderr, a non-zero exit and no
+// output file; the same inputs give byte-identical files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int rc = 0;
+  std::string out;
+  std::string err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("strata-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  Outcome run(const std::string& args) const {
+    const std::string err_file = path("stderr.txt");
+    const std::string cmd = std::string(STRATA_BINARY) + " " + args + " 2>" + err_file;
+    Outcome r;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf{};
+    while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
+    int status = ::pclose(pipe);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    r.err = slurp(err_file);
+    return r;
+  }
+
+  static std::string slurp(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  void write(const std::string& name, const std::string& content) const { std::ofstream(path(name)) << content; }
+
+  // One line on stderr naming `expected`, exit 1, and no file at `output`.
+  void expect_one_line_error(const Outcome& r, const std::string& expected, const std::string& output = "") const {
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
+    if (!output.empty()) {
+      EXPECT_FALSE(fs::exists(output)) << output << " was written";
+      for (const auto& e : fs::directory_iterator(dir_))
+        EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
+    }
+  }
+
+  fs::path dir_;
+};
+
+const std::string kPlatforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";
+
+std::string small_plan(const std::string& tasks) {
+  return "{\"schema_version\":1,\"format\":\"strata-plan\",\"num_workers\":1,\"info\":{},\"buffers\":[],\"tasks\":[" +
+         tasks + "]}";
+}
+
+TEST_F(Cli, ModelsListsTheZoo) {
+  Outcome r = run("models");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* m : {"mlp", "lenet5", "vgg16", "resnet50", "gpt2-small", "gpt3-175b", "anchor-96"})
+    EXPECT_NE(r.out.find(m), std::string::npos) << m;
+}
+
+TEST_F(Cli, MalformedPlatformXml) {
+  write("bad.xml", "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                   "<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n"
+                   "</zone>\n</platform>\n");
+  Outcome r = run("simulate --platform " + path("bad.xml") + " --model mlp --report " + path("r.json"));
+  expect_one_line_error(r, "bad.xml:6", path("r.json"));
+}
+
+TEST_F(Cli, FewerSlotsThanWorkers) {
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --model mlp --strategy dp=8 --trace " + path("t.json"));
+  expect_one_line_error(r, "8 workers need 8 worker slots, the platform has 4", path("t.json"));
+}
+
+TEST_F(Cli, UnknownHostInPlacement) {
+  write("place.txt", "node-0\nnode-7\n");
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --model mlp --strategy dp=2 --placement " +
+              path("place.txt") + " --report " + path("r.json"));
+  expect_one_line_error(r, "placement: worker 1: unknown host 'node-7'", path("r.json"));
+}
+
+TEST_F(Cli, PlanWithCycle) {
+  write("cycle.json", small_plan(
+      R"({"id":"a","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["b"]},)"
+      R"({"id":"b","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["a"]})"));
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("cycle.json") + " --report " +
+              path("r.json"));
+  expect_one_line_error(r, "cycle", path("r.json"));
+  EXPECT_NE(r.err.find("/tasks/"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, NegativeSize) {
+  write("neg.json", small_plan(R"({"id":"a","kind":"linear_fwd","worker":0,"flops":-3})"));
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("neg.json"));
+  expect_one_line_error(r, "/tasks/0/flops");
+}
+
+TEST_F(Cli, MissingSize) {
+  write("missing.json", small_plan(R"({"id":"a","kind":"linear_fwd","worker":0})"));
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("missing.json"));
+  expect_one_line_error(r, "/tasks/0/flops: missing");
+}
+
+TEST_F(Cli, UnknownTaskKind) {
+  write("kind.json", small_plan(R"({"id":"a","kind":"warp_drive","worker":0,"flops":1})"));
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("kind.json"));
+  expect_one_line_error(r, "/tasks/0/kind: unknown task kind 'warp_drive'");
+}
+
+TEST_F(Cli, UnknownModel) {
+  Outcome r = run("plan --model gpt5 -o " + path("p.json"));
+  expect_one_line_error(r, "unknown model 'gpt5'", path("p.json"));
+}
+
+TEST_F(Cli, UnknownStrategyDimension) {
+  Outcome r = run("plan --model mlp --strategy dp=2,zz=2 -o " + path("p.json"));
+  expect_one_line_error(r, "unknown dimension 'zz'", path("p.json"));
+}
+
+TEST_F(Cli, StrategyNotMatchingWorkers) {
+  Outcome r = run("plan --model gpt2-small --workers 16 --strategy dp=2,tp=2,pp=2 -o " + path("p.json"));
+  expect_one_line_error(r, "dp·tp·pp = 8 does not equal --workers 16", path("p.json"));
+}
+
+TEST_F(Cli, MissingFiles) {
+  expect_one_line_error(run("simulate --platform " + path("nope.xml") + " --model mlp"), "nope.xml");
+  expect_one_line_error(run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("nope.json")),
+                        "nope.json");
+  expect_one_line_error(run("trace-export " + path("nope.json") + " -o " + path("x.json")), "nope.json",
+                        path("x.json"));
+}
+
+TEST_F(Cli, SameInputsGiveByteIdenticalFiles) {
+  const std::string args = "--model gpt2-small --set layers=4 --strategy dp=2,tp=2,pp=2 --microbatches 4";
+  ASSERT_EQ(run("plan " + args + " -o " + path("p1.json")).rc, 0);
+  ASSERT_EQ(run("plan " + args + " -o " + path("p2.json")).rc, 0);
+  EXPECT_EQ(slurp(path("p1.json")), slurp(path("p2.json")));
+  for (const char* n : {"1", "2"}) {
+    Outcome r = run("simulate --platform " + kPlatforms + "a100-node-8.xml --plan " + path("p1.json") + " --trace " +
+                path(std::string("t") + n + ".json") + " --report " + path(std::string("r") + n + ".json") +
+                " --perfetto " + path(std::string("f") + n + ".json"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+  }
+  EXPECT_EQ(slurp(path("t1.json")), slurp(path("t2.json")));
+  EXPECT_EQ(slurp(path("r1.json")), slurp(path("r2.json")));
+  EXPECT_EQ(slurp(path("f1.json")), slurp(path("f2.json")));
+  Outcome e = run("trace-export " + path("t1.json") + " -o " + path("e.json"));
+  ASSERT_EQ(e.rc, 0) << e.err;
+  EXPECT_EQ(slurp(path("e.json")), slurp(path("f1.json")));
+}
+
+}  // namespace
