@@ -1,1 +1,339 @@
-// placeholder: implemented in a later step
+#include "strata/traces/json_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace {
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
+
+// "line:column" (both 1-based) of the byte the parser stopped at. nlohmann reports `byte` as the
+// count of bytes read, so the offending byte is at index byte - 1.
+std::string line_column(const std::string& text, std::size_t byte) {
+  const std::size_t at = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  std::size_t line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(at - line_start + 1);
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line L,
+// column C: " prefix: the place is already in our own prefix.
+std::string parse_problem(const std::string& what) {
+  std::size_t at = what.find("parse error");
+  if (at == std::string::npos) return what;
+  std::size_t colon = what.find(": ", at);
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+// Short text for a value inside a message.
+std::string describe(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return quote_for_message(value.get_ref<const std::string&>());
+    default:
+      return value.dump();
+  }
+}
+
+// Finds a non-finite number in `value`; on success `pointer` is its JSON pointer. The pointer is
+// built on the way back up, so a clean document (the usual case) costs no string work.
+template <class Json>
+const Json* find_non_finite(const Json& value, std::string& pointer) {
+  if (value.is_number_float()) {
+    return std::isfinite(value.template get<double>()) ? nullptr : &value;
+  }
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (const Json* bad = find_non_finite(*it, pointer)) {
+        pointer.insert(0, "/" + json_pointer_token(it.key()));
+        return bad;
+      }
+    }
+  } else if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (const Json* bad = find_non_finite(value[i], pointer)) {
+        pointer.insert(0, "/" + std::to_string(i));
+        return bad;
+      }
+    }
+  }
+  return nullptr;
+}
+
+template <class Json>
+std::string dump_lines(const Json& doc, const std::string& where) {
+  STRATA_ASSERT(doc.is_object(), "only objects are dumped one element per line");
+  std::string pointer;
+  if (const Json* bad = find_non_finite(doc, pointer))
+    throw InputError(input_error_message(where, pointer,
+                                         "cannot write " +
+                                             format_number(bad->template get<double>()) +
+                                             ": JSON has no non-finite numbers"));
+  try {
+    std::string out = "{";
+    bool first = true;
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      if (!first) out += ',';
+      first = false;
+      out += Json(it.key()).dump() + ':';
+      if (!it->is_array() || it->empty()) {
+        out += it->dump();
+        continue;
+      }
+      out += "[\n";
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        out += (*it)[i].dump();
+        out += i + 1 < it->size() ? ",\n" : "\n";
+      }
+      out += ']';
+    }
+    return out + "}\n";
+  } catch (const nlohmann::json::type_error& e) {
+    // The only type error dump() raises is invalid UTF-8 in a string (316).
+    throw InputError(input_error_message(where, "", std::string("cannot write: ") + e.what()));
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(source + ":" + line_column(text, e.byte) +
+                     ": parse error: " + parse_problem(e.what()));
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(input_error_message(path, "", "cannot open: " + errno_text(errno)));
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      ::close(fd);
+      throw InputError(input_error_message(path, "", "cannot read: " + errno_text(error)));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return parse_json_text(text, path);
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const std::string& what, int error, bool remove_tmp) {
+    if (remove_tmp) ::unlink(tmp.c_str());
+    throw InputError(input_error_message(path, "", what + ": " + errno_text(error)));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail("cannot write", errno, false);
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      ::close(fd);
+      fail("cannot write", error, true);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // fsync before rename: otherwise a crash can leave an empty file under the final name.
+  if (::fsync(fd) != 0) {
+    int error = errno;
+    ::close(fd);
+    fail("cannot write", error, true);
+  }
+  if (::close(fd) != 0) fail("cannot write", errno, true);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", errno, true);
+}
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string quote_for_message(std::string_view text) {
+  constexpr std::size_t kMaxBytes = 120;
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // Stop before a UTF-8 lead byte, never inside a character.
+    if (i >= kMaxBytes && (c & 0xC0) != 0x80) return out + "...'";
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "'";
+}
+
+std::string json_pointer_token(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string dump_one_element_per_line(const nlohmann::json& doc, const std::string& where) {
+  return dump_lines(doc, where);
+}
+
+std::string dump_one_element_per_line(const nlohmann::ordered_json& doc, const std::string& where) {
+  return dump_lines(doc, where);
+}
+
+void check_file_header(const JsonNode& root, std::string_view format, int version) {
+  JsonNode schema_version = root.at("schema_version");
+  if (std::int64_t v = schema_version.as_int(); v != version)
+    schema_version.fail("unsupported version " + std::to_string(v) + " (this strata reads " +
+                        std::to_string(version) + ")");
+  JsonNode format_node = root.at("format");
+  if (format_node.as_string() != format)
+    format_node.fail("expected " + quote_for_message(format) + ", got " +
+                     describe(format_node.value()));
+}
+
+// ---- JsonNode ----------------------------------------------------------------------------------
+
+void JsonNode::fail(const std::string& problem) const {
+  throw InputError(input_error_message(*source_, pointer_, problem));
+}
+
+void JsonNode::fail_type(const char* expected) const {
+  fail(std::string("expected ") + expected + ", got " + describe(*value_));
+}
+
+void JsonNode::expect_object() const {
+  if (!value_->is_object()) fail_type("an object");
+}
+
+void JsonNode::expect_array() const {
+  if (!value_->is_array()) fail_type("an array");
+}
+
+JsonNode JsonNode::at(std::string_view key) const {
+  std::optional<JsonNode> child = find(key);
+  if (!child) {
+    throw InputError(
+        input_error_message(*source_, pointer_ + "/" + json_pointer_token(key), "missing"));
+  }
+  return *child;
+}
+
+std::optional<JsonNode> JsonNode::find(std::string_view key) const {
+  expect_object();
+  auto it = value_->find(key);
+  if (it == value_->end()) return std::nullopt;
+  return JsonNode(*it, *source_, pointer_ + "/" + json_pointer_token(key));
+}
+
+std::vector<std::string> JsonNode::keys() const {
+  expect_object();
+  std::vector<std::string> out;
+  out.reserve(value_->size());
+  for (auto it = value_->begin(); it != value_->end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+void JsonNode::reject_unknown_fields(std::initializer_list<std::string_view> known) const {
+  expect_object();
+  for (auto it = value_->begin(); it != value_->end(); ++it) {
+    bool is_known = false;
+    for (std::string_view k : known) is_known = is_known || k == it.key();
+    if (!is_known)
+      JsonNode(*it, *source_, pointer_ + "/" + json_pointer_token(it.key())).fail("unknown field");
+  }
+}
+
+std::size_t JsonNode::size() const {
+  expect_array();
+  return value_->size();
+}
+
+JsonNode JsonNode::at(std::size_t index) const {
+  expect_array();
+  STRATA_ASSERT(index < value_->size(), "array index out of range");
+  return JsonNode((*value_)[index], *source_, pointer_ + "/" + std::to_string(index));
+}
+
+std::string JsonNode::as_string() const {
+  if (!value_->is_string()) fail_type("a string");
+  return value_->get<std::string>();
+}
+
+bool JsonNode::as_bool() const {
+  if (!value_->is_boolean()) fail_type("true or false");
+  return value_->get<bool>();
+}
+
+std::int64_t JsonNode::as_int(std::int64_t min, std::int64_t max) const {
+  if (!value_->is_number_integer()) fail_type("an integer");
+  if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > INT64_MAX)
+    fail("value " + value_->dump() + " outside [" + std::to_string(min) + ", " +
+         std::to_string(max) + "]");
+  auto v = value_->get<std::int64_t>();
+  if (min == 0 && v < 0) fail("negative value " + std::to_string(v));
+  if (v < min || v > max)
+    fail("value " + std::to_string(v) + " outside [" + std::to_string(min) + ", " +
+         std::to_string(max) + "]");
+  return v;
+}
+
+double JsonNode::as_number() const {
+  if (!value_->is_number()) fail_type("a number");
+  double v = value_->get<double>();
+  if (!std::isfinite(v)) fail("not a finite number");
+  return v;
+}
+
+double JsonNode::as_size() const {
+  double v = as_number();
+  if (v < 0) fail("negative value " + value_->dump());
+  return v;
+}
+
+}  // namespace strata

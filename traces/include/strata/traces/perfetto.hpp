@@ -1,0 +1,32 @@
+// Export of a Trace as Chrome trace event JSON, which opens in Perfetto (ui.perfetto.dev) and
+// chrome://tracing.
+//
+// Layout: one process per worker, named "worker N (host)" ("worker N" when the host is unknown),
+// with two threads (rows) named "compute" and "comm". Each record is one complete event
+// ("ph":"X") on the row of its worker and stream: name = task id, cat = task kind, ts and dur in
+// microseconds (rounded to the nanosecond, so back-to-back tasks stay back to back), args
+// {bytes (B), flops (FLOP), iteration}. A Trace holds one record per participating rank of a
+// collective, so a collective appears on the comm row of every participant.
+//
+// Numbering: pid = worker + 1; tid = 2 * worker + 1 (compute) and 2 * worker + 2 (comm).
+// Perfetto's importer follows Linux, where pid 0 and tid 0 are the idle task ("swapper") and
+// rows with tid 0 have been merged with others; distinct positive numbers keep every row its own.
+// process_sort_index and thread_sort_index metadata keep workers in rank order, compute above comm.
+//
+// Output is deterministic: metadata events by worker, then complete events in Trace::sort order.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "strata/traces/trace.hpp"
+
+namespace strata {
+
+// {"traceEvents":[...], "otherData":{"executor","source"}}.
+nlohmann::json trace_to_chrome(const Trace& trace);
+
+// Writes trace_to_chrome(trace) to `path` atomically, one event per line.
+void write_chrome_trace(const Trace& trace, const std::string& path);
+
+}  // namespace strata

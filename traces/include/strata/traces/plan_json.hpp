@@ -1,0 +1,39 @@
+// Plan <-> strata plan JSON (schema_version 1; docs/plan-format.md,
+// traces/schema/plan.schema.json).
+//
+// Reading checks everything a Plan promises (plan.hpp): a Plan returned by read_plan or
+// plan_from_json has passed Plan::validate, so it is acyclic and every reference resolves. Any
+// problem is one InputError line naming the file, the JSON pointer and the problem, e.g.
+//   plan.json: /tasks/3/flops: negative value -1
+//   plan.json: /tasks/1/data_deps/0: unknown task 'x'
+//   plan.json:3:14: parse error: syntax error while parsing value - invalid literal; ...
+//
+// Writing is deterministic: equal Plans give byte-identical files. Fields a task kind does not use
+// (a collective's worker, a compute task's peer) and zero-valued optional numbers and empty lists
+// are left out to keep large plans small; the reader accepts them present. write_plan replaces the
+// file atomically and writes nothing if the Plan cannot be represented (a non-finite number).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "strata/traces/plan.hpp"
+
+namespace strata {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+// Reads and validates the plan file at `path`; errors name `path`.
+Plan read_plan(const std::string& path);
+
+// Builds and validates a Plan from a parsed document; errors name `source`.
+Plan plan_from_json(const nlohmann::json& doc, const std::string& source);
+
+// The document write_plan writes (keys of each object in nlohmann::json's sorted order; the file
+// itself keeps the documented field order).
+nlohmann::json plan_to_json(const Plan& plan);
+
+// Writes `plan` to `path`, one buffer and one task per line.
+void write_plan(const Plan& plan, const std::string& path);
+
+}  // namespace strata
