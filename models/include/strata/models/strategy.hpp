@@ -20,7 +20,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "strata/models/zoo.hpp"
 #include "strata/traces/plan.hpp"
@@ -60,14 +63,41 @@ void parse_strategy(const std::string& text, StrategyConfig& into);
 // microbatches divide the per-replica batch, batch divisible by dp. Throws InputError.
 void check_strategy(const Model& model, const StrategyConfig& config);
 
-// Default global batch for a model when none is given (GPT: 8 per worker replica... see .cpp).
+// Default global batch for a model when none is given: dp * round_up(max(base, m), m) with m the
+// microbatch count and base the per-replica batch of the family: GPT 8 sequences, synthetic 1
+// sample (anchor-96's fixed durations are per microbatch), others 32 samples.
 std::int64_t default_global_batch(const Model& model, const StrategyConfig& config);
 
 // Lowers to a validated Plan with PlanInfo filled in.
+//
+// The Plan (details in models/src/lowering*.cpp): per microbatch m and worker, compute tasks
+// `it<i>/dp<d>/pp<s>/tp<t>/mb<m>/{fwd,bwd,bwdw}/<layer>` built by layer_task(); Megatron
+// allreduces `it<i>/dp<d>/pp<s>/mb<m>/{fwd,bwd}/<layer>/ar`; pipeline transfers
+// `.../mb<m>/{send,recv}/{fwd,bwd}`; DP bucket allreduces `it<i>/pp<s>/tp<t>/ar/b<k>`; one
+// optimizer step `it<i>/dp<d>/pp<s>/tp<t>/opt` per worker. Schedules are priorities (slot of
+// the stage's sequence, then position in the slot) plus, for 1F1B and for gradient
+// accumulation without PP, a control dependency of F(j) on the stage's backward of
+// microbatch j - (pp - s). Forward tasks allocate their saved activations, the matching
+// backward-data tasks free them. Without PP the schedule is plain accumulation (F0 B0 F1 B1 ...)
+// and PlanInfo.schedule is "none".
 Plan lower(const Model& model, const StrategyConfig& config);
 
 // The pipeline partition: first block of each stage (size pp + 1, last = blocks), balancing the
 // stages' training FLOPs (contiguous, greedy on prefix sums).
 std::vector<int> partition_blocks(const Model& model, int pp);
+
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);  // gpipe | 1f1b
+std::optional<Optimizer> parse_optimizer(std::string_view name);                // sgd | adam
+
+// Microbatches per replica and iteration: config.microbatches, or pp (1 without PP) when 0.
+std::int64_t microbatch_count(const StrategyConfig& config);
+
+// config.global_batch, or default_global_batch() when 0.
+std::int64_t effective_global_batch(const Model& model, const StrategyConfig& config);
+
+// Bytes of optimizer state per parameter on top of weights and gradients (ZeRO accounting,
+// Rajbhandari et al. 2020): Adam in mixed precision (bf16/fp16) 12 (fp32 master + 2 moments),
+// Adam in fp32 8, SGD with momentum 4 in fp32 and 8 in mixed precision (master + momentum).
+double optimizer_state_bytes_per_param(Optimizer optimizer, DType dtype);
 
 }  // namespace strata
