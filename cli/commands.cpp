@@ -17,16 +17,6 @@
 #include "strata/traces/trace_json.hpp"
 
 namespace strata::cli {
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-}  // namespace
-
 bool progress_wanted() { return ::isatty(STDERR_FILENO) != 0; }
 
 void add_models_command(CLI::App& app, Action& action) {

@@ -19,6 +19,7 @@
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
 // ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations.
 // Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
+#include <algorithm>
 #include <string>
 
 #include "lowering_builder.hpp"
@@ -139,6 +140,15 @@ Plan lower(const Model& model, const StrategyConfig& config) {
                                         static_cast<double>(layout.global_batch);
   plan.info.seed = config.seed;
 
+  // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a
+  // weight-gradient task and an allreduce, plus per-iteration optimizer and bucket tasks.
+  std::size_t widest_stage = 0;
+  for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
+  plan.reserve(static_cast<std::size_t>(config.iterations) * static_cast<std::size_t>(config.workers()) *
+                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 4 + 4) + 2 +
+                    static_cast<std::size_t>(layout.max_buckets)),
+               static_cast<std::size_t>(config.workers()) * (static_cast<std::size_t>(layout.microbatches) + 3) *
+                   (widest_stage + 1));
   lowering::PlanBuilder builder(layout, plan);
   builder.add_buffers();
   for (int it = 0; it < config.iterations; ++it) builder.add_iteration(it);

@@ -38,7 +38,7 @@ void Dispatcher::try_start_head(std::size_t slot, std::vector<TaskIndex>& out) {
   if (busy_[slot] || queues_[slot].empty()) return;
   TaskIndex head = queues_[slot].top().index;
   const Task& t = plan_.task(head);
-  const std::vector<WorkerId> members = t.participants();
+  const auto members = t.participants();
   for (WorkerId w : members) {
     std::size_t s = stream_slot(w, t.stream);
     if (busy_[s] || queues_[s].empty() || queues_[s].top().index != head) return;

@@ -90,6 +90,12 @@ TaskIndex Plan::add_task(Task task) {
   return index;
 }
 
+void Plan::reserve(std::size_t tasks, std::size_t buffers) {
+  tasks_.reserve(tasks);
+  index_.reserve(tasks);
+  buffers_.reserve(buffers);
+}
+
 BufferIndex Plan::add_buffer(Buffer buffer) {
   buffers_.push_back(std::move(buffer));
   return static_cast<BufferIndex>(buffers_.size() - 1);

@@ -35,15 +35,6 @@ std::optional<TaskKind> parse_task_kind(std::string_view name) {
   return parse_enum<TaskKind>(kKindNames, name);
 }
 
-bool is_collective(TaskKind kind) {
-  return kind == TaskKind::allreduce || kind == TaskKind::allgather ||
-         kind == TaskKind::reduce_scatter || kind == TaskKind::broadcast;
-}
-
-bool is_communication(TaskKind kind) {
-  return is_collective(kind) || kind == TaskKind::send || kind == TaskKind::recv;
-}
-
 std::string_view to_string(DType dtype) { return kDTypeNames[static_cast<std::size_t>(dtype)]; }
 std::optional<DType> parse_dtype(std::string_view name) {
   return parse_enum<DType>(kDTypeNames, name);
@@ -68,11 +59,6 @@ std::string_view to_string(CollectiveAlgo algo) {
 }
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name) {
   return parse_enum<CollectiveAlgo>(kAlgoNames, name);
-}
-
-std::vector<WorkerId> Task::participants() const {
-  if (is_collective(kind)) return group;
-  return {worker};
 }
 
 std::optional<double> Task::attr_real(const std::string& key) const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -67,8 +68,13 @@ inline constexpr int kTaskKindCount = static_cast<int>(TaskKind::broadcast) + 1;
 
 std::string_view to_string(TaskKind kind);
 std::optional<TaskKind> parse_task_kind(std::string_view name);
-bool is_collective(TaskKind kind);
-bool is_communication(TaskKind kind);  // p2p or collective
+constexpr bool is_collective(TaskKind kind) {
+  return kind == TaskKind::allreduce || kind == TaskKind::allgather ||
+         kind == TaskKind::reduce_scatter || kind == TaskKind::broadcast;
+}
+constexpr bool is_communication(TaskKind kind) {  // p2p or collective
+  return is_collective(kind) || kind == TaskKind::send || kind == TaskKind::recv;
+}
 
 enum class DType : std::uint8_t { fp32, bf16, fp16, fp64 };
 std::string_view to_string(DType dtype);
@@ -120,8 +126,11 @@ struct Task {
 
   Attributes attrs;
 
-  // Ranks that take part: {worker} or group.
-  std::vector<WorkerId> participants() const;
+  // Ranks that take part: {worker} or group. A view into the task: no allocation.
+  std::span<const WorkerId> participants() const {
+    if (is_collective(kind)) return {group.data(), group.size()};
+    return {&worker, 1};
+  }
   std::optional<double> attr_real(const std::string& key) const;
   std::optional<std::int64_t> attr_int(const std::string& key) const;
 };
