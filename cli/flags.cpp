@@ -49,6 +49,12 @@ std::map<std::string, std::string> apply_sets(const std::vector<std::string>& se
       }
       if (mb < 0) throw InputError("--set bucket_mb: negative size " + value);
       config.bucket_bytes = mb * 1e6;
+    } else if (key == "replicas") {
+      try {
+        config.lowered_replicas = std::stoi(value);
+      } catch (const std::exception&) {
+        throw InputError("--set replicas: '" + value + "' is not an integer");
+      }
     } else if (key == "dp_algo") {
       config.dp_algo = parse_algo_flag(key, value);
     } else if (key == "tp_algo") {

@@ -30,7 +30,8 @@ struct CommonFlags {
 // Adds the shared flags to a subcommand; `with_strategy` adds --strategy/--schedule/--microbatches.
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
 
-// Splits --set key=value pairs: strategy keys (bucket_mb, dp_algo, tp_algo) go into `config`,
+// Splits --set key=value pairs: strategy keys (bucket_mb, dp_algo, tp_algo, replicas = DP
+// replicas lowered, see StrategyConfig::lowered_replicas) go into `config`,
 // the rest are model hyperparameters. Throws InputError on a pair without '='.
 std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config);
 

@@ -103,7 +103,7 @@ void PlanBuilder::add_buffers() {
 
 void PlanBuilder::add_iteration(int iteration) {
   for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
-  for (int d = 0; d < layout_.dp; ++d)
+  for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
       create_tp_allreduces(iteration, d, s);
@@ -111,7 +111,7 @@ void PlanBuilder::add_iteration(int iteration) {
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.pp; ++s)
       for (int t = 0; t < layout_.tp; ++t) create_bucket_allreduces(iteration, s, t);
-  for (int d = 0; d < layout_.dp; ++d)
+  for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       wire_tp_allreduces(d, s);
       for (int t = 0; t < layout_.tp; ++t) wire_worker(d, s, t);
@@ -144,7 +144,7 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   // weight-gradient task and an allreduce, plus per-iteration optimizer and bucket tasks.
   std::size_t widest_stage = 0;
   for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
-  plan.reserve(static_cast<std::size_t>(config.iterations) * static_cast<std::size_t>(config.workers()) *
+  plan.reserve(static_cast<std::size_t>(config.iterations) * static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
                    (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 4 + 4) + 2 +
                     static_cast<std::size_t>(layout.max_buckets)),
                static_cast<std::size_t>(config.workers()) * (static_cast<std::size_t>(layout.microbatches) + 3) *

@@ -121,7 +121,7 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
   const int last = st.last_backward_microbatch();
   const auto& tasks = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
   for (std::size_t k = 0; k < tasks.size(); ++k)
-    for (int d = 0; d < layout_.dp; ++d)
+    for (int d = 0; d < layout_.replicas; ++d)
       for (int i : st.buckets[k])
         plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer),
                            tasks[k]);

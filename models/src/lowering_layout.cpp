@@ -150,6 +150,7 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   layout.model = &model;
   layout.config = &config;
   layout.dp = config.dp;
+  layout.replicas = config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp) : config.dp;
   layout.tp = config.tp;
   layout.pp = config.pp;
   layout.microbatches = static_cast<int>(microbatch_count(config));

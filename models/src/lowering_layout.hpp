@@ -64,6 +64,7 @@ struct Layout {
   const Model* model = nullptr;
   const StrategyConfig* config = nullptr;
   int dp = 1, tp = 1, pp = 1;
+  int replicas = 1;  // data-parallel replicas whose tasks are lowered (see lowered_replicas)
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;

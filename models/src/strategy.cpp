@@ -156,6 +156,9 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
     throw InputError("iterations must be positive (got " + std::to_string(config.iterations) + ")");
   if (!(config.bucket_bytes >= 0) || !std::isfinite(config.bucket_bytes))
     throw InputError("gradient bucket size must be a non-negative number of bytes");
+  if (config.lowered_replicas < 0 || config.lowered_replicas > config.dp)
+    throw InputError("lowered replicas must be in [0, dp] (got " +
+                     std::to_string(config.lowered_replicas) + ")");
   if (model.layers.empty()) throw InputError("model " + model.name + " has no layers");
   check_blocks_contiguous(model);
 

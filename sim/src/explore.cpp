@@ -82,6 +82,14 @@ std::string replay_job(const Model& model, const StrategyConfig& config, const E
   return report_to_json(result.report).dump();
 }
 
+// Tasks the lowering will emit, roughly (forward, backward, weight gradient and a share of the
+// collectives per layer, microbatch and worker): decides whether a replay is reduced.
+double estimated_tasks(const Model& model, const StrategyConfig& c) {
+  const double layers_per_stage = static_cast<double>(model.layers.size()) / c.pp;
+  return static_cast<double>(c.workers()) * static_cast<double>(std::max<std::int64_t>(1, c.microbatches)) *
+         layers_per_stage * 3.5 * c.iterations;
+}
+
 }  // namespace
 
 ClusterSpec cluster_spec(const PlatformSummary& platform) {
@@ -180,7 +188,11 @@ ExploreResult explore(const ExploreOptions& requested) {
   for (std::size_t i = 0; i < k; ++i) {
     std::string path = options.best_trace_path.empty() ? "" : options.best_trace_path + ".candidate" + std::to_string(i);
     trace_paths.push_back(path);
-    const StrategyConfig config = result.rows[i].config;
+    StrategyConfig config = result.rows[i].config;
+    if (config.dp > 1 && estimated_tasks(model, config) > static_cast<double>(options.reduce_above_tasks)) {
+      config.lowered_replicas = 1;
+      result.rows[i].reduced = true;
+    }
     jobs.push_back([&model, config, &options, path] { return replay_job(model, config, options, path); });
   }
   std::vector<std::string> reports = run_in_children(jobs, options.parallel);
@@ -213,6 +225,7 @@ ExploreResult explore(const ExploreOptions& requested) {
 
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows) {
   std::string s;
+  bool any_reduced = false;
   char line[512];
   std::snprintf(line, sizeof line, "%4s %4s %3s %3s %-5s %5s %12s %12s %7s %12s %7s %8s %10s %5s\n", "rank",
                 "dp", "tp", "pp", "sched", "mb", "analytic(s)", "simulated(s)", "err(%)", "tokens/s", "MFU(%)",
@@ -231,11 +244,13 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
                   i + 1, r.config.dp, r.config.tp, r.config.pp,
                   r.config.pp > 1 ? std::string(to_string(r.config.schedule)).c_str() : "-",
                   static_cast<long long>(r.config.microbatches), r.estimate.iteration_s,
-                  sim ? fmt("%.4f", t).c_str() : "-",
+                  sim ? (fmt("%.4f", t) + (r.reduced ? "*" : "")).c_str() : "-",
                   sim ? fmt("%+.1f", 100 * (r.estimate.iteration_s - t) / t).c_str() : "-", tokens, 100 * mfu,
                   100 * bubble, mem / 1073741824.0, fits ? "yes" : "no");
     s += line;
+    any_reduced = any_reduced || r.reduced;
   }
+  if (any_reduced) s += "* replayed as one data-parallel replica with its full DP allreduce flows\n";
   return s;
 }
 

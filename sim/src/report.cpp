@@ -93,6 +93,7 @@ Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& 
   std::vector<double> persistent(workers, 0);
   for (const Buffer& b : plan.buffers())
     if (b.persistent) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
+  std::size_t active = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     WorkerReport wr;
     wr.worker = static_cast<WorkerId>(w);
@@ -107,13 +108,17 @@ Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& 
     wr.peak_memory_bytes = persistent[w] + (w < facts.peak_dynamic_memory.size() ? facts.peak_dynamic_memory[w] : 0);
     persistent_peak = std::max(persistent_peak, wr.peak_memory_bytes);
     busy_by_host[h] += wr.compute_s;
-    r.compute_s += wr.compute_s;
-    r.comm_s += wr.comm_s;
-    r.exposed_comm_s += wr.exposed_comm_s;
-    r.idle_s += wr.idle_s;
+    // Workers without compute tasks (replicas left out by a reduced lowering) are not averaged.
+    if (!c.empty()) {
+      r.compute_s += wr.compute_s;
+      r.comm_s += wr.comm_s;
+      r.exposed_comm_s += wr.exposed_comm_s;
+      r.idle_s += wr.idle_s;
+      ++active;
+    }
     r.per_worker.push_back(wr);
   }
-  const double nw = std::max(1.0, static_cast<double>(workers));
+  const double nw = std::max(1.0, static_cast<double>(active));
   r.compute_s /= nw;
   r.comm_s /= nw;
   r.exposed_comm_s /= nw;

@@ -50,6 +50,11 @@ struct StrategyConfig {
   double bucket_bytes = 25e6;      // DP gradient bucket (B); 0 = one bucket per block
   CollectiveAlgo dp_algo = CollectiveAlgo::ring;
   CollectiveAlgo tp_algo = CollectiveAlgo::ring;
+  // Replay reduction for very large configurations: lower the tasks of only the first
+  // `lowered_replicas` data-parallel replicas (0 = all). DP bucket allreduces keep their full
+  // groups, so every replica's gradient traffic still crosses the network; the replicas left out
+  // are assumed to compute exactly as replica 0 (they are identical by construction).
+  int lowered_replicas = 0;
 
   int workers() const { return dp * tp * pp; }
   std::string to_string() const;  // "dp=2,tp=2,pp=2"
