@@ -20,6 +20,12 @@ using test::fixed_task;
 constexpr double kAlpha = 2e-6;  // test-flat-4: two 1 µs private links
 constexpr double kBeta = 1e11;   // 100 GB/s
 
+// A named default: GCC 12 warns (-Wmaybe-uninitialized) on a braced temporary here.
+const ReplayOptions& default_options() {
+  static const ReplayOptions options;
+  return options;
+}
+
 std::string flat4() { return test::platforms_dir() + "test-flat-4.xml"; }
 
 TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
@@ -34,7 +40,7 @@ TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
   TaskIndex r = plan.add_task(recv);
   plan.add_data_dep(s, r);
   plan.validate();
-  ReplayResult result = replay(plan, flat4(), {});
+  ReplayResult result = replay(plan, flat4(), default_options());
   EXPECT_NEAR(result.report.iteration_time_s, kAlpha + 1e9 / kBeta, 1e-12);
   EXPECT_DOUBLE_EQ(result.report.bytes_inter_host, 1e9);
 }
@@ -73,7 +79,7 @@ TEST(Replay, ComputeStreamRunsOneTaskAtATimeCommOverlaps) {
   send.peer = 1;
   plan.add_task(send);
   plan.validate();
-  ReplayResult result = replay(plan, flat4(), {});
+  ReplayResult result = replay(plan, flat4(), default_options());
   EXPECT_NEAR(result.report.iteration_time_s, 3.0, 1e-9);
   EXPECT_NEAR(result.report.per_worker[0].compute_s, 3.0, 1e-9);
   EXPECT_NEAR(result.report.per_worker[0].exposed_comm_s, 0.0, 1e-9);
@@ -89,7 +95,7 @@ Report pipeline_report(PipelineSchedule schedule, int p, int m) {
   c.global_batch = m;
   c.schedule = schedule;
   c.dtype = DType::fp32;
-  return replay(lower(model, c), platform, {}).report;
+  return replay(lower(model, c), platform, default_options()).report;
 }
 
 TEST(Replay, GPipeIterationIsMPlusPMinusOneSlots) {
@@ -120,7 +126,7 @@ double dp_time(double bucket_bytes) {
   c.dtype = DType::fp32;
   c.optimizer = Optimizer::sgd;
   c.bucket_bytes = bucket_bytes;
-  return replay(lower(model, c), test::platforms_dir() + "test-flat-4.xml", {}).report.iteration_time_s;
+  return replay(lower(model, c), test::platforms_dir() + "test-flat-4.xml", default_options()).report.iteration_time_s;
 }
 
 TEST(Replay, DataParallelBucketsOverlapBackward) {
@@ -134,7 +140,7 @@ TEST(Replay, TooFewSlotsIsOneLineError) {
   for (int w = 0; w < 5; ++w) plan.add_task(fixed_task("t" + std::to_string(w), w, 1.0));
   plan.validate();
   try {
-    replay(plan, flat4(), {});
+    replay(plan, flat4(), default_options());
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), flat4() + ": 5 workers need 5 worker slots, the platform has 4");
@@ -165,7 +171,7 @@ TEST(Replay, MalformedPlatformXml) {
   plan.add_task(fixed_task("a", 0, 1.0));
   plan.validate();
   try {
-    replay(plan, path, {});
+    replay(plan, path, default_options());
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();
