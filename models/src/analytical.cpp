@@ -226,20 +226,10 @@ DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   return dp;
 }
 
-// The optimizer step as the lowering emits it: it reads the gradient and the optimizer state
-// and writes the weights (for mixed-precision Adam 2 + 12 + 2 = 16 B per parameter, ZeRO's
-// accounting), about 10 FLOP per parameter for Adam and 2 for SGD; memory-bound on a GPU.
+// The optimizer step exactly as the lowering emits it (layer_tasks.hpp).
 double optimizer_s(const Context& cx, const StageCost& sc) {
-  const StrategyConfig& config = cx.config;
-  const double elem = bytes_per_element(config.dtype);
-  Task step;
-  step.kind = TaskKind::optimizer_step;
-  step.dtype = config.dtype;
-  step.flops = sc.params * (config.optimizer == Optimizer::adam ? 10.0 : 2.0);
-  step.bytes_read =
-      sc.params * (elem + optimizer_state_bytes_per_param(config.optimizer, config.dtype));
-  step.bytes_written = sc.params * elem;
-  return cx.cost.compute_time(step, cx.cluster.host);
+  return cx.cost.compute_time(
+      optimizer_step_task(cx.model, sc.params, cx.config.optimizer, cx.config.dtype), cx.cluster.host);
 }
 
 void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {

@@ -255,4 +255,19 @@ Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DTyp
   return task;
 }
 
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {
+  const double elem = bytes_per_element(dtype);
+  const double cost_params = model.family == "synthetic" ? 0.0 : params;
+  Task task;
+  task.kind = TaskKind::optimizer_step;
+  task.stream = Stream::compute;
+  task.dtype = dtype;
+  task.flops = cost_params * (optimizer == Optimizer::adam ? 10.0 : 2.0);
+  task.bytes_read = cost_params * (elem + optimizer_state_bytes_per_param(optimizer, dtype));
+  task.bytes_written = cost_params * elem;
+  task.attrs["params"] = params;
+  task.attrs["optimizer"] = std::string(to_string(optimizer));
+  return task;
+}
+
 }  // namespace strata

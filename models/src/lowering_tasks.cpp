@@ -3,6 +3,7 @@
 #include <string>
 
 #include "lowering_builder.hpp"
+#include "strata/models/layer_tasks.hpp"
 
 namespace strata::lowering {
 namespace {
@@ -170,21 +171,11 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   const Stage& st = stage(s);
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const double elem = bytes_per_element(config.dtype);
-  Task task;
+  Task task = optimizer_step_task(*layout_.model, st.params, config.optimizer, config.dtype);
   task.id = worker_prefix(it, d, s, t) + "opt";
-  task.kind = TaskKind::optimizer_step;
-  task.stream = Stream::compute;
   task.worker = rank;
-  task.dtype = config.dtype;
   task.iteration = it;
   task.priority = layout_.optimizer_priority(it);
-  task.flops = st.params * (config.optimizer == Optimizer::adam ? 10.0 : 2.0);
-  task.bytes_read =
-      st.params * (elem + optimizer_state_bytes_per_param(config.optimizer, config.dtype));
-  task.bytes_written = st.params * elem;
-  task.attrs["params"] = st.params;
-  task.attrs["optimizer"] = std::string(to_string(config.optimizer));
   for (std::size_t k = 0; k < b.wgrad.size(); ++k)
     if (b.wgrad[k] != kNoBuffer) {
       task.reads.push_back(b.wgrad[k]);

@@ -120,8 +120,9 @@ TEST(Collectives, AnchorSixteenGpusMatchesAlphaBeta) {
   const double inter = 2 * (2e-6 + 3e6 / 50e9);
   const double allreduce_s = 2 * intra + inter;
   EXPECT_NEAR(r.exposed_comm_s, allreduce_s, 0.05 * allreduce_s);
-  const double compute = 96 * 900e-6;
-  EXPECT_NEAR(r.iteration_time_s - (r.compute_s - compute), compute + allreduce_s, 0.05 * (compute + allreduce_s));
+  const double compute = 96 * 900e-6;  // 86.4 ms; the synthetic model's update costs nothing
+  EXPECT_NEAR(r.compute_s, compute, 1e-9);
+  EXPECT_NEAR(r.iteration_time_s, compute + allreduce_s, 0.05 * (compute + allreduce_s));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string_view>
 
+#include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
 #include "strata/traces/task.hpp"
 
@@ -70,5 +71,13 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
 // operands of the output's size; otherwise saved_elems (what a layer keeps for backward is its
 // input), or out_elems when it saves nothing.
 double input_elems(const Layer& layer);
+
+// The optimizer step of a worker holding `params` parameters, as the lowering emits it and the
+// analytical model times it: it reads the gradient and the optimizer state and writes the weights
+// (mixed-precision Adam 2 + 12 + 2 = 16 B per parameter, ZeRO's accounting), about 10 FLOP per
+// parameter for Adam and 2 for SGD. Synthetic models (family "synthetic", e.g. anchor-96) give
+// layer durations only, as ASTRA-sim's workload files do: their update costs nothing more.
+// Fills kind, stream, dtype, flops, bytes and the "params"/"optimizer" attributes.
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype);
 
 }  // namespace strata
