@@ -121,7 +121,7 @@ TEST(Collectives, AnchorSixteenGpusMatchesAlphaBeta) {
   const double allreduce_s = 2 * intra + inter;
   EXPECT_NEAR(r.exposed_comm_s, allreduce_s, 0.05 * allreduce_s);
   const double compute = 96 * 900e-6;  // 86.4 ms; the synthetic model's update costs nothing
-  EXPECT_NEAR(r.compute_s, compute, 1e-9);
+  EXPECT_NEAR(r.compute_s, compute, 1e-7 * compute);  // SimGrid work-amount precision
   EXPECT_NEAR(r.iteration_time_s, compute + allreduce_s, 0.05 * (compute + allreduce_s));
 }
 
