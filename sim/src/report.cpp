@@ -1,5 +1,7 @@
 #include "strata/sim/report.hpp"
 
+#include "strata/traces/units.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -227,16 +229,22 @@ std::string format_report(const Report& r) {
        ", " + std::to_string(r.workers) + " workers on " + r.platform + "\n";
   s += "collectives " + r.collectives + ", network " + r.network + ", " + std::to_string(r.tasks) +
        " tasks, " + std::to_string(r.flows) + " collective flows\n";
-  s += "iteration time      " + fmt("%.6f s", r.iteration_time_s) + " (mean of " + std::to_string(r.iterations) + ")\n";
-  s += "compute per worker  " + fmt("%.6f s", r.compute_s) + "\n";
-  s += "comm per worker     " + fmt("%.6f s", r.comm_s) + ", exposed " + fmt("%.6f s", r.exposed_comm_s) + "\n";
-  s += "idle per worker     " + fmt("%.6f s", r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
-  s += "bytes intra-host    " + fmt("%.3f GB", r.bytes_intra_host / 1e9) + ", inter-host " + fmt("%.3f GB", r.bytes_inter_host / 1e9) + "\n";
-  s += "peak memory         " + fmt("%.2f GiB", r.peak_memory_bytes / 1073741824.0) + " per worker" +
-       (r.gpu_memory_bytes > 0 ? std::string(r.fits ? " (fits in " : " (does NOT fit in ") + fmt("%.0f GiB)", r.gpu_memory_bytes / 1073741824.0) : "") + "\n";
+  s += "iteration time      " + format_seconds(r.iteration_time_s) + " (mean of " + std::to_string(r.iterations) +
+       " iteration" + (r.iterations == 1 ? "" : "s") + ")\n";
+  s += "compute per worker  " + format_seconds(r.compute_s) + "\n";
+  s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) + "\n";
+  s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
+  s += "bytes per iteration " + format_si(r.bytes_intra_host, "B") + " intra-host, " +
+       format_si(r.bytes_inter_host, "B") + " inter-host\n";
+  s += "peak memory         " + format_bytes(r.peak_memory_bytes) + " per worker" +
+       (r.gpu_memory_bytes > 0 ? std::string(r.fits ? " (fits in " : " (does NOT fit in ") +
+                                     format_bytes(r.gpu_memory_bytes) + ")"
+                               : "") +
+       "\n";
   s += "throughput          " + fmt("%.1f tokens/s", r.tokens_per_s) + ", " + fmt("%.2f samples/s", r.samples_per_s) + "\n";
   s += "MFU                 " + fmt("%.1f %%", 100 * r.mfu) + "\n";
-  s += "energy              " + fmt("%.1f J", r.energy_j) + " per iteration, cost " + fmt("%.6f USD", r.cost_usd) + " per iteration\n";
+  s += "energy              " + format_si(r.energy_j, "J") + " per iteration, cost " + fmt("%.3g USD", r.cost_usd) +
+       " per iteration\n";
   return s;
 }
 
