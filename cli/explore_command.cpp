@@ -7,6 +7,7 @@
 #include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/perfetto.hpp"
+#include "strata/traces/timeline_svg.hpp"
 #include "strata/traces/trace_json.hpp"
 
 namespace strata::cli {
@@ -19,6 +20,7 @@ void add_explore_command(CLI::App& app, Action& action) {
     bool cross_host_tp = false;
     std::string trace = "explore-best.trace.json";
     std::string perfetto = "explore-best.perfetto.json";
+    std::string svg = "explore-best.svg";
     std::string collectives = "auto";
     std::string calibration;
     std::size_t rows = 20;
@@ -32,6 +34,7 @@ void add_explore_command(CLI::App& app, Action& action) {
   cmd->add_flag("--allow-cross-host-tp", o->cross_host_tp, "let tensor parallelism span hosts");
   cmd->add_option("--trace", o->trace, "where the best configuration's Trace goes (\"\" = none)");
   cmd->add_option("--perfetto", o->perfetto, "the best configuration's Chrome trace (\"\" = none)");
+  cmd->add_option("--svg", o->svg, "the best configuration's SVG timeline (\"\" = none)");
   cmd->add_option("--collectives", o->collectives, "auto | step | aggregated");
   cmd->add_option("--calibration", o->calibration, "calibration JSON");
   cmd->add_option("--rows", o->rows, "rows of the table to print");
@@ -53,7 +56,8 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay.collectives = parse_collective_mode(o->collectives);
       if (!o->calibration.empty()) options.replay.calibration = load_calibration(o->calibration);
-      options.best_trace_path = o->trace.empty() && !o->perfetto.empty() ? o->perfetto + ".trace.json" : o->trace;
+      const bool derived = !o->perfetto.empty() || !o->svg.empty();
+      options.best_trace_path = o->trace.empty() && derived ? "explore-best.tmp.trace.json" : o->trace;
       options.progress = progress_wanted();
       ExploreResult result = explore(options);
       std::printf("explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
@@ -66,13 +70,21 @@ void add_explore_command(CLI::App& app, Action& action) {
         return 1;
       }
       if (!options.best_trace_path.empty() && result.rows.front().simulated) {
-        if (!o->perfetto.empty()) {
-          write_chrome_trace(read_trace(options.best_trace_path), o->perfetto);
+        if (derived) {
+          const Trace best = read_trace(options.best_trace_path);
+          if (!o->perfetto.empty()) write_chrome_trace(best, o->perfetto);
+          if (!o->svg.empty()) {
+            TimelineOptions timeline;
+            timeline.title = "best: " + result.rows.front().config.to_string() + " " + result.model + " on " +
+                             result.platform;
+            write_timeline_svg(best, o->svg, timeline);
+          }
           if (o->trace.empty()) std::remove(options.best_trace_path.c_str());
         }
-        std::printf("best: %s -> %s%s%s\n", result.rows.front().config.to_string().c_str(),
-                    o->trace.empty() ? "" : o->trace.c_str(), o->trace.empty() || o->perfetto.empty() ? "" : ", ",
-                    o->perfetto.c_str());
+        std::string files;
+        for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
+          if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+        std::printf("best: %s -> %s\n", result.rows.front().config.to_string().c_str(), files.c_str());
       }
       return 0;
     };
