@@ -97,6 +97,12 @@ void add_simulate_command(CLI::App& app, Action& action) {
       if (!o->calibration.empty()) options.calibration = load_calibration(o->calibration);
       if (!o->placement.empty()) options.placement = read_placement(o->placement);
       options.keep_trace = !o->trace.empty() || !o->perfetto.empty();
+      if (progress_wanted())
+        options.progress = [](std::size_t done, std::size_t all, double now) {
+          std::fprintf(stderr, "\rreplay: %3.0f %% (%zu of %zu tasks, simulated %.6f s)%s",
+                       100.0 * static_cast<double>(done) / static_cast<double>(all), done, all, now,
+                       done == all ? "\n" : "");
+        };
       ReplayResult result = replay(plan, o->flags.platform, options);
       if (!o->trace.empty()) write_trace(result.trace, o->trace);
       if (!o->perfetto.empty()) write_chrome_trace(result.trace, o->perfetto);

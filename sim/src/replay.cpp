@@ -28,7 +28,8 @@ class ReplayEngine {
         dispatcher_(plan),
         start_(plan.size(), 0),
         live_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
-        peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0) {
+        peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
+        progress_(options.progress) {
     for (const HostSpec& h : platform.summary().hosts) specs_.push_back(h);
   }
 
@@ -219,6 +220,10 @@ class ReplayEngine {
       trace_.records.push_back(std::move(r));
     }
     dispatcher_.complete(t);
+    if (progress_ && dispatcher_.completed() >= next_progress_) {
+      progress_(dispatcher_.completed(), plan_.size(), now);
+      next_progress_ = dispatcher_.completed() + std::max<std::size_t>(1, plan_.size() / 100);
+    }
   }
 
   const Plan& plan_;
@@ -237,6 +242,8 @@ class ReplayEngine {
   double bytes_intra_ = 0;
   double bytes_inter_ = 0;
   std::size_t flows_ = 0;
+  std::function<void(std::size_t, std::size_t, double)> progress_;
+  std::size_t next_progress_ = 0;
 };
 
 NetworkConfig network_config(const NetworkOptions& options) {

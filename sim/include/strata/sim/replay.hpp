@@ -10,6 +10,7 @@
 // One replay per process: SimGrid 3.32 keeps one engine per process (process.hpp runs several).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct ReplayOptions {
   Calibration calibration = Calibration::defaults();
   std::vector<std::string> placement;  // host name per worker; empty = natural order
   bool keep_trace = true;               // false: the Trace is used for the report, then dropped
+  // Called about every 1 % of the tasks with (tasks completed, tasks in all, simulated seconds);
+  // the CLI draws a progress line on a terminal.
+  std::function<void(std::size_t, std::size_t, double)> progress;
 };
 
 struct ReplayResult {
