@@ -1,8 +1,6 @@
 // load_calibration: reads the JSON that `strata calibrate` writes
 // (traces/schema/calibration.schema.json), checking every field, so that a bad file fails here
 // with one line naming file, JSON pointer and problem rather than skewing a simulation.
-#include <array>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 
 #include "strata/models/cost_model.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 namespace {
@@ -18,27 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kFormat = "strata-calibration";
-
-// Shortest text that reads back as `value` ("1.7", not "1.700000").
-std::string format_number(double value) {
-  std::array<char, 32> buffer{};
-  auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return ec == std::errc() ? std::string(buffer.data(), end) : std::to_string(value);
-}
-
-// RFC 6901: '~' -> "~0", '/' -> "~1" (so "linear_fwd/bf16" is /flops_efficiency/linear_fwd~1bf16).
-std::string escape_pointer_token(const std::string& token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
 
 class CalibrationReader {
  public:
@@ -85,7 +63,7 @@ class CalibrationReader {
     const std::string pointer = "/" + name;
     if (!object.is_object()) fail(pointer, "expected an object");
     for (const auto& [key, value] : object.items()) {
-      const std::string place = pointer + "/" + escape_pointer_token(key);
+      const std::string place = pointer + "/" + json_pointer_token(key);
       check_key(key, place);
       into[key] = (this->*check)(value, place);
     }
@@ -135,7 +113,7 @@ Calibration load_calibration(const std::string& path) {
   for (const auto& [key, value] : doc.items()) {
     if (key == "schema_version" || key == "format") continue;
     // Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-    const std::string pointer = std::string("/").append(escape_pointer_token(key));
+    const std::string pointer = std::string("/").append(json_pointer_token(key));
     if (key == "default_flops_efficiency")
       calibration.default_flops_efficiency = reader.efficiency(value, pointer);
     else if (key == "default_mem_efficiency")
