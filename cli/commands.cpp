@@ -103,7 +103,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        100.0 * static_cast<double>(done) / static_cast<double>(all), done, all, now,
                        done == all ? "\n" : "");
         };
-      ReplayResult result = replay(plan, o->flags.platform, options);
+      ReplayResult result = replay(plan, resolve_platform(o->flags.platform), options);
       if (!o->trace.empty()) write_trace(result.trace, o->trace);
       if (!o->perfetto.empty()) write_chrome_trace(result.trace, o->perfetto);
       if (!o->report.empty()) write_file_atomically(o->report, report_to_json(result.report).dump(1) + "\n");

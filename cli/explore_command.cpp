@@ -6,9 +6,6 @@
 #include "flags.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
-#include "strata/traces/perfetto.hpp"
-#include "strata/traces/timeline_svg.hpp"
-#include "strata/traces/trace_json.hpp"
 
 namespace strata::cli {
 
@@ -42,7 +39,7 @@ void add_explore_command(CLI::App& app, Action& action) {
     action = [o] {
       ExploreOptions options;
       options.model = o->flags.model;
-      options.platform = o->flags.platform;
+      options.platform = resolve_platform(o->flags.platform);
       const Model model = make_model(o->flags.model, apply_sets(o->flags.sets, options.base));
       CommonFlags flags = o->flags;
       flags.workers = 0;  // the explorer chooses dp/tp/pp
@@ -56,8 +53,9 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay.collectives = parse_collective_mode(o->collectives);
       if (!o->calibration.empty()) options.replay.calibration = load_calibration(o->calibration);
-      const bool derived = !o->perfetto.empty() || !o->svg.empty();
-      options.best_trace_path = o->trace.empty() && derived ? "explore-best.tmp.trace.json" : o->trace;
+      options.best_trace_path = o->trace;
+      options.best_perfetto_path = o->perfetto;
+      options.best_svg_path = o->svg;
       options.progress = progress_wanted();
       ExploreResult result = explore(options);
       std::printf("explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
@@ -69,22 +67,12 @@ void add_explore_command(CLI::App& app, Action& action) {
         std::printf("no valid configuration\n");
         return 1;
       }
-      if (!options.best_trace_path.empty() && result.rows.front().simulated) {
-        if (derived) {
-          const Trace best = read_trace(options.best_trace_path);
-          if (!o->perfetto.empty()) write_chrome_trace(best, o->perfetto);
-          if (!o->svg.empty()) {
-            TimelineOptions timeline;
-            timeline.title = "best: " + result.rows.front().config.to_string() + " " + result.model + " on " +
-                             result.platform;
-            write_timeline_svg(best, o->svg, timeline);
-          }
-          if (o->trace.empty()) std::remove(options.best_trace_path.c_str());
-        }
+      if (result.rows.front().simulated) {
         std::string files;
         for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
           if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
-        std::printf("best: %s -> %s\n", result.rows.front().config.to_string().c_str(), files.c_str());
+        std::printf("best: %s%s%s\n", result.rows.front().config.to_string().c_str(), files.empty() ? "" : " -> ",
+                    files.c_str());
       }
       return 0;
     };

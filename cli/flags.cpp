@@ -1,5 +1,7 @@
 #include "flags.hpp"
 
+#include <filesystem>
+
 #include "strata/traces/error.hpp"
 
 namespace strata::cli {
@@ -85,6 +87,13 @@ StrategyConfig build_config(const CommonFlags& flags, const Model* model) {
   c.seed = flags.seed;
   c.iterations = flags.iterations;
   return c;
+}
+
+std::string resolve_platform(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || fs::exists(path)) return path;
+  const fs::path shipped = fs::path(STRATA_PLATFORMS_DIR) / fs::path(path).filename();
+  return fs::exists(shipped) ? shipped.string() : path;
 }
 
 Model build_model(const CommonFlags& flags, StrategyConfig& config) {

@@ -37,6 +37,11 @@ std::map<std::string, std::string> apply_sets(const std::vector<std::string>& se
 
 // Builds the model and the configuration from the flags (checks dp·tp·pp against --workers).
 Model build_model(const CommonFlags& flags, StrategyConfig& config);
+
+// A platform given as a path that does not exist here but names a shipped platform
+// ("a100-cluster-64.xml" or "platforms/a100-cluster-64.xml") resolves to the shipped file, so
+// the defaults work from any directory.
+std::string resolve_platform(const std::string& path);
 StrategyConfig build_config(const CommonFlags& flags, const Model* model);
 
 }  // namespace strata::cli

@@ -9,6 +9,7 @@
 #include "strata/sim/process.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/perfetto.hpp"
+#include "strata/traces/timeline_svg.hpp"
 #include "strata/traces/trace_json.hpp"
 
 namespace strata {
@@ -71,15 +72,26 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Replays one configuration in this (child) process; writes its trace to `trace_path` if given.
-std::string replay_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options,
-                       const std::string& trace_path) {
-  Plan plan = lower(model, config);
+// Replays one configuration in this (child) process and returns its report as JSON.
+std::string replay_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
   ReplayOptions replay_options = options.replay;
-  replay_options.keep_trace = !trace_path.empty();
-  ReplayResult result = replay(plan, options.platform, replay_options);
-  if (!trace_path.empty()) write_trace(result.trace, trace_path);
-  return report_to_json(result.report).dump();
+  replay_options.keep_trace = false;
+  return report_to_json(replay(lower(model, config), options.platform, replay_options).report).dump();
+}
+
+// Replays the best configuration again, keeping its trace, and writes the requested files.
+std::string write_best_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
+  ReplayOptions replay_options = options.replay;
+  replay_options.keep_trace = true;
+  const ReplayResult result = replay(lower(model, config), options.platform, replay_options);
+  if (!options.best_trace_path.empty()) write_trace(result.trace, options.best_trace_path);
+  if (!options.best_perfetto_path.empty()) write_chrome_trace(result.trace, options.best_perfetto_path);
+  if (!options.best_svg_path.empty()) {
+    TimelineOptions timeline;
+    timeline.title = "best: " + config.to_string() + " " + model.name + " on " + options.platform;
+    write_timeline_svg(result.trace, options.best_svg_path, timeline);
+  }
+  return "";
 }
 
 // Tasks the lowering will emit, roughly (forward, backward, weight gradient and a share of the
@@ -184,16 +196,13 @@ ExploreResult explore(const ExploreOptions& requested) {
   const auto t1 = Clock::now();
   const std::size_t k = std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
   std::vector<std::function<std::string()>> jobs;
-  std::vector<std::string> trace_paths;
   for (std::size_t i = 0; i < k; ++i) {
-    std::string path = options.best_trace_path.empty() ? "" : options.best_trace_path + ".candidate" + std::to_string(i);
-    trace_paths.push_back(path);
     StrategyConfig config = result.rows[i].config;
     if (config.dp > 1 && estimated_tasks(model, config) > static_cast<double>(options.reduce_above_tasks)) {
       config.lowered_replicas = 1;
       result.rows[i].reduced = true;
     }
-    jobs.push_back([&model, config, &options, path] { return replay_job(model, config, options, path); });
+    jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
   }
   std::vector<std::string> reports = run_in_children(jobs, options.parallel);
   for (std::size_t i = 0; i < k; ++i) result.rows[i].simulated = report_from_json(nlohmann::json::parse(reports[i]));
@@ -208,18 +217,17 @@ ExploreResult explore(const ExploreOptions& requested) {
     if (ra.fits != rb.fits) return ra.fits;
     return ra.iteration_time_s < rb.iteration_time_s;
   });
-  if (!options.best_trace_path.empty() && k > 0) {
-    for (std::size_t i = 0; i < k; ++i) {
-      if (i == order.front())
-        std::rename(trace_paths[i].c_str(), options.best_trace_path.c_str());
-      else
-        std::remove(trace_paths[i].c_str());
-    }
-  }
   std::vector<ExploreRow> ranked;
   for (std::size_t i : order) ranked.push_back(result.rows[i]);
   for (std::size_t i = k; i < result.rows.size(); ++i) ranked.push_back(result.rows[i]);
   result.rows = std::move(ranked);
+  const bool outputs = !options.best_trace_path.empty() || !options.best_perfetto_path.empty() ||
+                       !options.best_svg_path.empty();
+  if (k > 0 && outputs) {
+    StrategyConfig best = result.rows.front().config;
+    if (result.rows.front().reduced) best.lowered_replicas = 1;
+    run_in_child([&] { return write_best_job(model, best, options); });
+  }
   return result;
 }
 

@@ -27,7 +27,10 @@ struct ExploreOptions {
   bool allow_cross_host_tp = false;
   std::string platform;
   ReplayOptions replay;
-  std::string best_trace_path;    // where the best configuration's trace goes ("" = none)
+  // The best configuration is replayed once more (in its own process) to write these; "" = none.
+  std::string best_trace_path;     // strata Trace JSON
+  std::string best_perfetto_path;  // Chrome trace event JSON
+  std::string best_svg_path;       // SVG timeline
   int parallel = 2;               // replays at once
   bool progress = false;          // progress lines on stderr
   std::size_t reduce_above_tasks = 1500000;  // replay one DP replica above this plan size
