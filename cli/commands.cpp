@@ -63,9 +63,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("simulate", "replay a Plan on a SimGrid platform");
   struct Options {
     CommonFlags flags;
-    std::string plan, trace, report, perfetto, collectives = "auto", calibration, placement;
-    std::string network_model = "LV08";
-    bool simgrid_factors = false;
+    ReplayFlags replay;
+    std::string plan, trace, report, perfetto, placement;
   };
   auto o = std::make_shared<Options>();
   add_common_flags(*cmd, o->flags, true);
@@ -74,12 +73,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--trace", o->trace, "write the predicted Trace (strata JSON)");
   cmd->add_option("--report", o->report, "write the report (JSON)");
   cmd->add_option("--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
-  cmd->add_option("--collectives", o->collectives, "auto | step | aggregated");
-  cmd->add_option("--calibration", o->calibration, "calibration JSON (strata calibrate)");
+  add_replay_flags(*cmd, o->replay);
   cmd->add_option("--placement", o->placement, "host per worker: JSON {\"workers\": [...]} or one per line");
-  cmd->add_option("--network-model", o->network_model, "SimGrid network/model (default LV08)");
-  cmd->add_flag("--simgrid-factors", o->simgrid_factors,
-                "keep SimGrid's TCP latency/bandwidth factors and cross traffic (default: off, exact α-β)");
   cmd->callback([&action, o] {
     action = [o] {
       Plan plan;
@@ -90,11 +85,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
         Model model = build_model(o->flags, config);
         plan = lower(model, config);
       }
-      ReplayOptions options;
-      options.collectives = parse_collective_mode(o->collectives);
-      options.network.model = o->network_model;
-      options.network.simgrid_factors = o->simgrid_factors;
-      if (!o->calibration.empty()) options.calibration = load_calibration(o->calibration);
+      ReplayOptions options = replay_options(o->replay);
       if (!o->placement.empty()) options.placement = read_placement(o->placement);
       options.keep_trace = !o->trace.empty() || !o->perfetto.empty();
       if (progress_wanted())

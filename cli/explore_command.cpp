@@ -18,8 +18,7 @@ void add_explore_command(CLI::App& app, Action& action) {
     std::string trace = "explore-best.trace.json";
     std::string perfetto = "explore-best.perfetto.json";
     std::string svg = "explore-best.svg";
-    std::string collectives = "auto";
-    std::string calibration;
+    ReplayFlags replay;
     std::size_t rows = 20;
   };
   auto o = std::make_shared<Options>();
@@ -32,8 +31,7 @@ void add_explore_command(CLI::App& app, Action& action) {
   cmd->add_option("--trace", o->trace, "where the best configuration's Trace goes (\"\" = none)");
   cmd->add_option("--perfetto", o->perfetto, "the best configuration's Chrome trace (\"\" = none)");
   cmd->add_option("--svg", o->svg, "the best configuration's SVG timeline (\"\" = none)");
-  cmd->add_option("--collectives", o->collectives, "auto | step | aggregated");
-  cmd->add_option("--calibration", o->calibration, "calibration JSON");
+  add_replay_flags(*cmd, o->replay);
   cmd->add_option("--rows", o->rows, "rows of the table to print");
   cmd->callback([&action, o] {
     action = [o] {
@@ -51,8 +49,7 @@ void add_explore_command(CLI::App& app, Action& action) {
       if (o->flags.workers < 0) throw InputError("--workers: negative value");
       options.top_k = o->top;
       options.allow_cross_host_tp = o->cross_host_tp;
-      options.replay.collectives = parse_collective_mode(o->collectives);
-      if (!o->calibration.empty()) options.replay.calibration = load_calibration(o->calibration);
+      options.replay = replay_options(o->replay);
       options.best_trace_path = o->trace;
       options.best_perfetto_path = o->perfetto;
       options.best_svg_path = o->svg;

@@ -34,6 +34,24 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   app.add_option("--set", flags.sets, "key=value model or solver hyperparameter (repeatable)");
 }
 
+void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
+  app.add_option("--collectives", flags.collectives, "collective fidelity: auto | step | aggregated")
+      ->check(CLI::IsMember({"auto", "step", "aggregated"}));
+  app.add_option("--calibration", flags.calibration, "calibration JSON (efficiencies, overheads)");
+  app.add_option("--network-model", flags.network_model, "SimGrid network/model (default LV08)");
+  app.add_flag("--simgrid-factors", flags.simgrid_factors,
+               "keep SimGrid's TCP latency/bandwidth factors and cross traffic (default: off, exact α-β)");
+}
+
+ReplayOptions replay_options(const ReplayFlags& flags) {
+  ReplayOptions options;
+  options.collectives = parse_collective_mode(flags.collectives);
+  options.network.model = flags.network_model;
+  options.network.simgrid_factors = flags.simgrid_factors;
+  if (!flags.calibration.empty()) options.calibration = load_calibration(flags.calibration);
+  return options;
+}
+
 std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config) {
   std::map<std::string, std::string> model_overrides;
   for (const std::string& pair : sets) {

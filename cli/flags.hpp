@@ -9,6 +9,7 @@
 
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
+#include "strata/sim/replay.hpp"
 
 namespace strata::cli {
 
@@ -26,6 +27,17 @@ struct CommonFlags {
   std::vector<std::string> sets;
   int iterations = 1;
 };
+
+// Flags of every subcommand that replays on SimGrid (simulate, explore).
+struct ReplayFlags {
+  std::string collectives = "auto";
+  std::string calibration;
+  std::string network_model = "LV08";
+  bool simgrid_factors = false;
+};
+void add_replay_flags(CLI::App& app, ReplayFlags& flags);
+// Replay options from the flags (reads the calibration file). Throws InputError.
+ReplayOptions replay_options(const ReplayFlags& flags);
 
 // Adds the shared flags to a subcommand; `with_strategy` adds --strategy/--schedule/--microbatches.
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
