@@ -204,7 +204,10 @@ ExploreResult explore(const ExploreOptions& requested) {
     }
     jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
   }
-  std::vector<std::string> reports = run_in_children(jobs, options.parallel);
+  std::vector<std::string> reports = run_in_children(jobs, options.parallel, [&](std::size_t done) {
+    if (options.progress)
+      std::cerr << "explore: replayed " << done << " of " << k << " (" << fmt("%.1f s", seconds_since(t1)) << ")\n";
+  });
   for (std::size_t i = 0; i < k; ++i) result.rows[i].simulated = report_from_json(nlohmann::json::parse(reports[i]));
   result.replay_wall_s = seconds_since(t1);
 

@@ -77,14 +77,17 @@ std::string collect(Child child) {
 std::string run_in_child(const std::function<std::string()>& work) { return collect(spawn(work)); }
 
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
-                                         int parallel) {
+                                         int parallel, const std::function<void(std::size_t)>& on_done) {
   std::vector<std::string> results(jobs.size());
   std::size_t next = 0;
   while (next < jobs.size()) {
     std::vector<std::pair<std::size_t, Child>> batch;
     for (int p = 0; p < std::max(1, parallel) && next < jobs.size(); ++p, ++next)
       batch.emplace_back(next, spawn(jobs[next]));
-    for (auto& [index, child] : batch) results[index] = collect(child);
+    for (auto& [index, child] : batch) {
+      results[index] = collect(child);
+      if (on_done) on_done(index + 1);
+    }
   }
   return results;
 }
