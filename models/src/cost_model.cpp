@@ -67,19 +67,24 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
       STRATA_ASSERT(valid_efficiency(value), "efficiency of " + key + " outside (0, 1]");
   for (const auto& [key, value] : c.overhead_s)
     STRATA_ASSERT(value >= 0, "negative overhead for " + key);
+  for (int k = 0; k < kTaskKindCount; ++k)
+    for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64}) {
+      const auto kind = static_cast<TaskKind>(k);
+      flops_efficiency_[slot(kind, d)] = lookup(c.flops_efficiency, kind, d, c.default_flops_efficiency);
+      mem_efficiency_[slot(kind, d)] = lookup(c.mem_efficiency, kind, d, c.default_mem_efficiency);
+      overhead_[slot(kind, d)] = lookup(c.overhead_s, kind, d, 0.0);
+    }
 }
 
 double CostModel::flops_efficiency(TaskKind kind, DType dtype) const {
-  return lookup(calibration_.flops_efficiency, kind, dtype, calibration_.default_flops_efficiency);
+  return flops_efficiency_[slot(kind, dtype)];
 }
 
 double CostModel::mem_efficiency(TaskKind kind, DType dtype) const {
-  return lookup(calibration_.mem_efficiency, kind, dtype, calibration_.default_mem_efficiency);
+  return mem_efficiency_[slot(kind, dtype)];
 }
 
-double CostModel::overhead(TaskKind kind, DType dtype) const {
-  return lookup(calibration_.overhead_s, kind, dtype, 0.0);
-}
+double CostModel::overhead(TaskKind kind, DType dtype) const { return overhead_[slot(kind, dtype)]; }
 
 // A host without a memory bandwidth (mem_bw = 0: a plain SimGrid host) has no memory roof:
 // its tasks are timed on FLOPs alone, as SimGrid itself would time them.

@@ -8,6 +8,7 @@
 // efficiencies and adds per-task overheads; `strata calibrate` (real_exec) will produce it.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 
@@ -48,7 +49,16 @@ class CostModel {
   const Calibration& calibration() const { return calibration_; }
 
  private:
+  static std::size_t slot(TaskKind kind, DType dtype) {
+    return static_cast<std::size_t>(kind) * kDTypes + static_cast<std::size_t>(dtype);
+  }
+  static constexpr std::size_t kDTypes = 4;
+
   Calibration calibration_;
+  // The calibration resolved per (kind, dtype) once: a replay asks for every task.
+  std::array<double, kTaskKindCount * kDTypes> flops_efficiency_{};
+  std::array<double, kTaskKindCount * kDTypes> mem_efficiency_{};
+  std::array<double, kTaskKindCount * kDTypes> overhead_{};
 };
 
 }  // namespace strata
