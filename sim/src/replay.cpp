@@ -31,6 +31,8 @@ class ReplayEngine {
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         progress_(options.progress) {
     for (const HostSpec& h : platform.summary().hosts) specs_.push_back(h);
+    spans_.reserve(plan.size());
+    live_.reserve(1024);
   }
 
   void run() {
@@ -42,7 +44,7 @@ class ReplayEngine {
                                               " tasks never started (dependency on a missing task?)");
   }
 
-  Trace take_trace() { return std::move(trace_); }
+  const std::vector<Span>& spans() const { return spans_; }
   ReplayFacts facts() const {
     ReplayFacts f;
     f.host_of_worker = host_of_;
@@ -72,7 +74,8 @@ class ReplayEngine {
 
   void pump() {
     for (;;) {
-      std::vector<TaskIndex> ready = dispatcher_.take_startable();
+      // Only take_startable() rewrites this vector; starting (even completing) tasks does not.
+      const std::vector<TaskIndex>& ready = dispatcher_.take_startable();
       if (ready.empty()) return;
       for (TaskIndex t : ready) start_task(t);
     }
@@ -206,18 +209,7 @@ class ReplayEngine {
     const double now = sg::Engine::get_clock();
     for (WorkerId w : task.participants()) {
       live_memory_[static_cast<std::size_t>(w)] -= task.mem_free;
-      TraceRecord r;
-      r.id = task.id;
-      r.kind = task.kind;
-      r.stream = task.stream;
-      r.worker = w;
-      r.host = platform_.summary().hosts[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(w)])].name;
-      r.iteration = task.iteration;
-      r.start = start_[t];
-      r.end = now;
-      r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
-      r.flops = task.flops;
-      trace_.records.push_back(std::move(r));
+      spans_.push_back(Span{t, w, start_[t], now});
     }
     dispatcher_.complete(t);
     if (progress_ && dispatcher_.completed() >= next_progress_) {
@@ -238,7 +230,7 @@ class ReplayEngine {
   std::vector<double> peak_memory_;
   std::unordered_map<const sg::Activity*, Handle> live_;
   std::unordered_map<TaskIndex, CollectiveState> collectives_;
-  Trace trace_;
+  std::vector<Span> spans_;
   double bytes_intra_ = 0;
   double bytes_inter_ = 0;
   std::size_t flows_ = 0;
@@ -292,16 +284,12 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   ReplayEngine engine(plan, platform, options, host_of, fidelity);
   engine.run();
   ReplayResult result;
-  result.trace = engine.take_trace();
-  result.trace.executor = "sim";
-  result.trace.source = plan.info.model + " " + plan.info.strategy + " on " + platform_path;
   ReplayFacts facts = engine.facts();
   facts.network = options.network.describe();
-  result.report = make_report(plan, result.trace, platform.summary(), facts);
-  if (options.keep_trace)
-    result.trace.sort();
-  else
-    result.trace.records.clear();
+  result.report = make_report(plan, engine.spans(), platform.summary(), facts);
+  if (options.keep_trace) result.trace = make_trace(plan, engine.spans(), platform.summary(), host_of);
+  result.trace.executor = "sim";
+  result.trace.source = plan.info.model + " " + plan.info.strategy + " on " + platform_path;
   return result;
 }
 

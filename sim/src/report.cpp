@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 namespace strata {
 namespace {
@@ -55,7 +56,42 @@ std::string fmt(const char* format, double value) {
 
 }  // namespace
 
-Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& platform,
+Trace make_trace(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
+                 const std::vector<int>& host_of_worker) {
+  // Trace::sort's order — (start, worker, id, stream, end) — on the compact spans, comparing
+  // ids only on ties, then records built in that order: sorting records moves strings.
+  std::vector<const Span*> order;
+  order.reserve(spans.size());
+  for (const Span& s : spans) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [&plan](const Span* a, const Span* b) {
+    if (a->start != b->start) return a->start < b->start;
+    if (a->worker != b->worker) return a->worker < b->worker;
+    const Task& ta = plan.task(a->task);
+    const Task& tb = plan.task(b->task);
+    return std::tie(ta.id, ta.stream, a->end) < std::tie(tb.id, tb.stream, b->end);
+  });
+  Trace trace;
+  trace.records.reserve(spans.size());
+  for (const Span* span : order) {
+    const Span& s = *span;
+    const Task& task = plan.task(s.task);
+    TraceRecord r;
+    r.id = task.id;
+    r.kind = task.kind;
+    r.stream = task.stream;
+    r.worker = s.worker;
+    r.host = platform.hosts[static_cast<std::size_t>(host_of_worker[static_cast<std::size_t>(s.worker)])].name;
+    r.iteration = task.iteration;
+    r.start = s.start;
+    r.end = s.end;
+    r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
+    r.flops = task.flops;
+    trace.records.push_back(std::move(r));
+  }
+  return trace;
+}
+
+Report make_report(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
                    const ReplayFacts& facts) {
   Report r;
   r.model = plan.info.model;
@@ -73,12 +109,14 @@ Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& 
                                {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
   const auto workers = static_cast<std::size_t>(r.workers);
   std::vector<std::vector<Interval>> compute(workers), comm(workers);
-  for (const TraceRecord& rec : trace.records) {
-    auto& w = window[static_cast<std::size_t>(rec.iteration)];
-    w.first = std::min(w.first, rec.start);
-    w.second = std::max(w.second, rec.end);
-    if (rec.end <= rec.start) continue;
-    (rec.stream == Stream::compute ? compute : comm)[static_cast<std::size_t>(rec.worker)].push_back({rec.start, rec.end});
+  for (const Span& span : spans) {
+    const Task& task = plan.task(span.task);
+    auto& w = window[static_cast<std::size_t>(task.iteration)];
+    w.first = std::min(w.first, span.start);
+    w.second = std::max(w.second, span.end);
+    if (span.end <= span.start) continue;
+    (task.stream == Stream::compute ? compute : comm)[static_cast<std::size_t>(span.worker)].push_back(
+        {span.start, span.end});
   }
   double sum_iter = 0;
   for (const auto& [a, b] : window) {

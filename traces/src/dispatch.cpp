@@ -8,7 +8,7 @@ namespace strata {
 
 Dispatcher::Dispatcher(const Plan& plan)
     : plan_(plan),
-      successors_(plan.size()),
+      offsets_(plan.size() + 1, 0),
       pending_(plan.size(), 0),
       queues_(static_cast<std::size_t>(plan.num_workers()) * 2),
       busy_(static_cast<std::size_t>(plan.num_workers()) * 2, false) {
@@ -16,9 +16,17 @@ Dispatcher::Dispatcher(const Plan& plan)
     const Task& t = plan.task(i);
     for (const auto* deps : {&t.data_deps, &t.control_deps})
       for (TaskIndex d : *deps) {
-        successors_[d].push_back(i);
+        ++offsets_[d + 1];
         ++pending_[i];
       }
+  }
+  for (std::size_t i = 1; i < offsets_.size(); ++i) offsets_[i] += offsets_[i - 1];
+  successors_.resize(offsets_.back());
+  std::vector<std::size_t> fill(offsets_.begin(), offsets_.end() - 1);
+  for (TaskIndex i = 0; i < plan.size(); ++i) {
+    const Task& t = plan.task(i);
+    for (const auto* deps : {&t.data_deps, &t.control_deps})
+      for (TaskIndex d : *deps) successors_[fill[d]++] = i;
   }
   for (TaskIndex i = 0; i < plan.size(); ++i)
     if (pending_[i] == 0) make_ready(i);
@@ -52,19 +60,22 @@ void Dispatcher::try_start_head(std::size_t slot, std::vector<TaskIndex>& out) {
   out.push_back(head);
 }
 
-std::vector<TaskIndex> Dispatcher::take_startable() {
-  std::vector<TaskIndex> out;
-  std::vector<std::size_t> slots;
-  slots.swap(dirty_);
-  std::sort(slots.begin(), slots.end());
-  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-  for (std::size_t slot : slots) try_start_head(slot, out);
-  std::sort(out.begin(), out.end(), [this](TaskIndex a, TaskIndex b) {
-    const Task& ta = plan_.task(a);
-    const Task& tb = plan_.task(b);
-    return ta.priority != tb.priority ? ta.priority < tb.priority : a < b;
-  });
-  return out;
+const std::vector<TaskIndex>& Dispatcher::take_startable() {
+  startable_.clear();
+  slots_.clear();
+  slots_.swap(dirty_);
+  if (slots_.size() > 1) {
+    std::sort(slots_.begin(), slots_.end());
+    slots_.erase(std::unique(slots_.begin(), slots_.end()), slots_.end());
+  }
+  for (std::size_t slot : slots_) try_start_head(slot, startable_);
+  if (startable_.size() > 1)
+    std::sort(startable_.begin(), startable_.end(), [this](TaskIndex a, TaskIndex b) {
+      const Task& ta = plan_.task(a);
+      const Task& tb = plan_.task(b);
+      return ta.priority != tb.priority ? ta.priority < tb.priority : a < b;
+    });
+  return startable_;
 }
 
 void Dispatcher::complete(TaskIndex task) {
@@ -77,8 +88,8 @@ void Dispatcher::complete(TaskIndex task) {
   }
   --running_;
   ++completed_;
-  for (TaskIndex s : successors_[task])
-    if (--pending_[s] == 0) make_ready(s);
+  for (std::size_t k = offsets_[task]; k < offsets_[task + 1]; ++k)
+    if (--pending_[successors_[k]] == 0) make_ready(successors_[k]);
 }
 
 }  // namespace strata

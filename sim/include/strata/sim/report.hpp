@@ -63,6 +63,15 @@ struct Report {
   std::vector<WorkerReport> per_worker;
 };
 
+// One task's execution on one of its workers, as the replay records it (a collective has one
+// per member). Compact: the Trace with ids and host names is built from these only when kept.
+struct Span {
+  TaskIndex task = 0;
+  WorkerId worker = 0;
+  double start = 0;  // s
+  double end = 0;    // s
+};
+
 // Facts the replay gathered that the trace does not hold.
 struct ReplayFacts {
   std::vector<int> host_of_worker;
@@ -74,8 +83,12 @@ struct ReplayFacts {
   std::string network;      // model and factors
 };
 
-Report make_report(const Plan& plan, const Trace& trace, const PlatformSummary& platform,
+Report make_report(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
                    const ReplayFacts& facts);
+
+// The Trace of a replay: one record per span, with ids, kinds and host names, in canonical order.
+Trace make_trace(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
+                 const std::vector<int>& host_of_worker);
 
 nlohmann::json report_to_json(const Report& report);
 Report report_from_json(const nlohmann::json& json);

@@ -28,8 +28,9 @@ class Dispatcher {
   // REQUIRES: plan validated; plan outlives the Dispatcher.
   explicit Dispatcher(const Plan& plan);
 
-  // Tasks that start now, in (priority, index) order; they are marked running.
-  std::vector<TaskIndex> take_startable();
+  // Tasks that start now, in (priority, index) order; they are marked running. The vector is
+  // the Dispatcher's own and stays valid until the next call.
+  const std::vector<TaskIndex>& take_startable();
 
   // Marks a running task finished, frees its streams and releases its successors.
   void complete(TaskIndex task);
@@ -55,11 +56,15 @@ class Dispatcher {
   void try_start_head(std::size_t slot, std::vector<TaskIndex>& out);
 
   const Plan& plan_;
-  std::vector<std::vector<TaskIndex>> successors_;
+  // Successors in compressed rows: those of task i are successors_[offsets_[i] .. offsets_[i+1]).
+  std::vector<std::size_t> offsets_;
+  std::vector<TaskIndex> successors_;
   std::vector<std::uint32_t> pending_;  // unfinished predecessors per task
   std::vector<Queue> queues_;           // per stream slot
   std::vector<bool> busy_;              // per stream slot
   std::vector<std::size_t> dirty_;      // slots whose head may now start
+  std::vector<std::size_t> slots_;      // scratch for take_startable
+  std::vector<TaskIndex> startable_;    // what take_startable returns
   std::size_t completed_ = 0;
   std::size_t running_ = 0;
 };
