@@ -1,6 +1,7 @@
 #include "strata/sim/replay.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "loaded_platform.hpp"
@@ -32,7 +33,6 @@ class ReplayEngine {
         progress_(options.progress) {
     for (const HostSpec& h : platform.summary().hosts) specs_.push_back(h);
     spans_.reserve(plan.size());
-    live_.reserve(1024);
   }
 
   void run() {
@@ -120,8 +120,18 @@ class ReplayEngine {
       bytes_inter_ += bytes;
   }
 
+  // Each started activity carries a pointer to its Handle (SimGrid's per-activity data slot):
+  // no lookup table on the hot path. Handles live in a deque (stable addresses) and are reused.
   void track(const sg::ActivityPtr& activity, TaskIndex t, std::int32_t flow, bool timer) {
-    live_.emplace(activity.get(), Handle{activity, t, flow, timer});
+    Handle* h = nullptr;
+    if (free_handles_.empty()) {
+      h = &handles_.emplace_back();
+    } else {
+      h = free_handles_.back();
+      free_handles_.pop_back();
+    }
+    *h = Handle{activity, t, flow, timer};
+    activity->set_data(h);
   }
 
   void start_comm(TaskIndex t, std::int32_t flow, WorkerId src, WorkerId dst, double bytes) {
@@ -181,10 +191,11 @@ class ReplayEngine {
   }
 
   void on_completion(const sg::Activity& activity) {
-    auto it = live_.find(&activity);
-    if (it == live_.end()) return;
-    Handle handle = std::move(it->second);  // keeps the activity alive through this callback
-    live_.erase(it);
+    auto* slot = activity.get_data<Handle>();
+    if (slot == nullptr) return;
+    Handle handle = std::move(*slot);  // keeps the activity alive through this callback
+    slot->keep = nullptr;
+    free_handles_.push_back(slot);
     const TaskIndex t = handle.task;
     if (handle.flow < 0) {
       finish_task(t);
@@ -228,7 +239,8 @@ class ReplayEngine {
   std::vector<double> start_;
   std::vector<double> live_memory_;
   std::vector<double> peak_memory_;
-  std::unordered_map<const sg::Activity*, Handle> live_;
+  std::deque<Handle> handles_;
+  std::vector<Handle*> free_handles_;
   std::unordered_map<TaskIndex, CollectiveState> collectives_;
   std::vector<Span> spans_;
   double bytes_intra_ = 0;
