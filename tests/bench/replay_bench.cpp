@@ -41,6 +41,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "../sim/sim_fixtures.hpp"
 #include "bench_common.hpp"
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
@@ -73,22 +74,7 @@ Plan pipeline_plan(int iterations) {
 
 // A synthetic model of `layers` fixed layers: 100 µs forward, 200 µs backward, 1 M parameters
 // (a 4 MB fp32 gradient allreduce per layer).
-Model small_fixed_model(int layers) {
-  Model m;
-  m.name = "fixed-" + std::to_string(layers);
-  m.family = "synthetic";
-  for (int b = 0; b < layers; ++b) {
-    Layer l;
-    l.name = "l" + std::to_string(b);
-    l.op = LayerOp::fixed;
-    l.block = b;
-    l.params = 1e6;
-    l.fixed_fwd_s = 100e-6;
-    l.fixed_bwd_s = 200e-6;
-    m.layers.push_back(l);
-  }
-  return m;
-}
+Model small_fixed_model(int layers) { return test::fixed_model(layers, 100e-6, 200e-6, 1e6); }
 
 Plan wide_plan(int workers) {
   StrategyConfig c;
