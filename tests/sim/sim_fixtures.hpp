@@ -14,11 +14,27 @@ namespace strata::test {
 
 inline std::string platforms_dir() { return std::string(STRATA_SOURCE_DIR) + "/platforms/"; }
 
-// Writes `xml` to a fresh file under the system temporary folder and returns its path.
+// This test process's temporary folder, removed when the process exits (children forked by
+// run_in_child leave through _exit and do not remove it).
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() : path(std::filesystem::temp_directory_path() / ("strata-test-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+inline const std::filesystem::path& temp_dir() {
+  static const TempDir dir;
+  return dir.path;
+}
+
+// Writes `xml` to a fresh file in the test's temporary folder and returns its path.
 inline std::string write_temp(const std::string& name, const std::string& xml) {
-  auto dir = std::filesystem::temp_directory_path() / ("strata-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  auto path = dir / name;
+  auto path = temp_dir() / name;
   std::ofstream(path) << xml;
   return path.string();
 }
