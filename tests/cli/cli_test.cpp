@@ -172,4 +172,32 @@ TEST_F(Cli, SameInputsGiveByteIdenticalFiles) {
   EXPECT_EQ(slurp(path("e.json")), slurp(path("f1.json")));
 }
 
+TEST_F(Cli, ExplorePrintsTheRankedTableAndWritesTheBestTrace) {
+  Outcome r = run("explore --platform a100-node-8.xml --model gpt2-small --set layers=4 --workers 8 --top 2 --trace " +
+                  path("best.json") + " --perfetto " + path("best.perfetto.json") + " --svg " + path("best.svg"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("analytic(s) simulated(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mem(GiB)"), std::string::npos);
+  EXPECT_NE(r.out.find("best: dp="), std::string::npos);
+  // The two replayed rows come first and carry a simulated time; the third carries none.
+  const auto row = [&](int rank) {
+    const std::string key = "\n   " + std::to_string(rank) + " ";
+    const auto at = r.out.find(key);
+    return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  // Columns: rank dp tp pp sched mb analytic simulated ...
+  const auto simulated_column = [](const std::string& line) {
+    std::istringstream in(line);
+    std::string column;
+    for (int i = 0; i < 8; ++i) in >> column;
+    return column;
+  };
+  EXPECT_NE(simulated_column(row(1)), "-") << row(1);
+  EXPECT_NE(simulated_column(row(2)), "-") << row(2);
+  EXPECT_EQ(simulated_column(row(3)), "-") << row(3);
+  EXPECT_TRUE(fs::exists(path("best.json")));
+  EXPECT_TRUE(fs::exists(path("best.perfetto.json")));
+  EXPECT_NE(slurp(path("best.svg")).find("<svg"), std::string::npos);
+}
+
 }  // namespace
