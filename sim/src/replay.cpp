@@ -27,7 +27,7 @@ class ReplayEngine {
         host_of_(std::move(host_of)),
         fidelity_(fidelity),
         dispatcher_(plan),
-        start_(plan.size(), 0),
+        first_span_(plan.size(), 0),
         live_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         progress_(options.progress) {
@@ -84,8 +84,10 @@ class ReplayEngine {
   void start_task(TaskIndex t) {
     const Task& task = plan_.task(t);
     const double now = sg::Engine::get_clock();
-    start_[t] = now;
+    // Spans are appended as tasks start, so they come in start-time order (the Trace's order).
+    first_span_[t] = spans_.size();
     for (WorkerId w : task.participants()) {
+      spans_.push_back(Span{t, w, now, now});
       auto& live = live_memory_[static_cast<std::size_t>(w)];
       live += task.mem_alloc;
       peak_memory_[static_cast<std::size_t>(w)] = std::max(peak_memory_[static_cast<std::size_t>(w)], live);
@@ -218,9 +220,10 @@ class ReplayEngine {
   void finish_task(TaskIndex t) {
     const Task& task = plan_.task(t);
     const double now = sg::Engine::get_clock();
+    std::size_t span = first_span_[t];
     for (WorkerId w : task.participants()) {
       live_memory_[static_cast<std::size_t>(w)] -= task.mem_free;
-      spans_.push_back(Span{t, w, start_[t], now});
+      spans_[span++].end = now;
     }
     dispatcher_.complete(t);
     if (progress_ && dispatcher_.completed() >= next_progress_) {
@@ -236,7 +239,7 @@ class ReplayEngine {
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
-  std::vector<double> start_;
+  std::vector<std::size_t> first_span_;  // per task: its first span in spans_
   std::vector<double> live_memory_;
   std::vector<double> peak_memory_;
   std::deque<Handle> handles_;

@@ -58,18 +58,28 @@ std::string fmt(const char* format, double value) {
 
 Trace make_trace(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
                  const std::vector<int>& host_of_worker) {
-  // Trace::sort's order — (start, worker, id, stream, end) — on the compact spans, comparing
-  // ids only on ties, then records built in that order: sorting records moves strings.
+  // Trace::sort's order — (start, worker, id, stream, end) — on the compact spans, then records
+  // built in that order: sorting records moves strings. The replay appends spans as tasks start,
+  // so only runs of equal start need the rest of the key; any other input is sorted whole. The
+  // key is a total order (ids are unique, a task has one span per worker), so the unstable sort
+  // gives Trace::sort's result.
   std::vector<const Span*> order;
   order.reserve(spans.size());
   for (const Span& s : spans) order.push_back(&s);
-  std::stable_sort(order.begin(), order.end(), [&plan](const Span* a, const Span* b) {
-    if (a->start != b->start) return a->start < b->start;
+  auto by_start = [](const Span* a, const Span* b) { return a->start < b->start; };
+  auto rest = [&plan](const Span* a, const Span* b) {
     if (a->worker != b->worker) return a->worker < b->worker;
     const Task& ta = plan.task(a->task);
     const Task& tb = plan.task(b->task);
     return std::tie(ta.id, ta.stream, a->end) < std::tie(tb.id, tb.stream, b->end);
-  });
+  };
+  if (!std::is_sorted(order.begin(), order.end(), by_start))
+    std::stable_sort(order.begin(), order.end(), by_start);
+  for (auto run = order.begin(); run != order.end();) {
+    auto end = std::find_if(run, order.end(), [&](const Span* s) { return s->start != (*run)->start; });
+    if (end - run > 1) std::sort(run, end, rest);
+    run = end;
+  }
   Trace trace;
   trace.records.reserve(spans.size());
   for (const Span* span : order) {
