@@ -38,13 +38,11 @@ void add_explore_command(CLI::App& app, Action& action) {
       ExploreOptions options;
       options.model = o->flags.model;
       options.platform = resolve_platform(o->flags.platform);
-      const Model model = make_model(o->flags.model, apply_sets(o->flags.sets, options.base));
       CommonFlags flags = o->flags;
       flags.workers = 0;  // the explorer chooses dp/tp/pp
-      StrategyConfig base = build_config(flags, &model);
-      apply_sets(o->flags.sets, base);
-      options.base = base;
-      options.model_overrides = apply_sets(o->flags.sets, base);
+      build_model(flags, options.base);  // checks the model and --set; dtype, optimizer, batch, ...
+      StrategyConfig ignored;
+      options.model_overrides = apply_sets(o->flags.sets, ignored);
       options.workers = o->flags.workers;
       if (o->flags.workers < 0) throw InputError("--workers: negative value");
       options.top_k = o->top;

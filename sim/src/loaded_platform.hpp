@@ -34,9 +34,6 @@ class LoadedPlatform {
 
   // Route latency (s) between two hosts; cached.
   double latency(int from, int to);
-  // True when the route between two different hosts crosses this host pair's NIC (always for
-  // from != to); intra-host otherwise. Used to classify bytes per link class.
-  static bool is_intra(int from, int to) { return from == to; }
 
  private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
