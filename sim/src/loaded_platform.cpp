@@ -1,6 +1,8 @@
 #include "loaded_platform.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <xbt/log.h>
 
@@ -32,6 +34,18 @@ void route_figures(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b, dou
   }
 }
 
+bool mentions_profiles(const std::string& path) {
+  if (path.size() < 4 || path.compare(path.size() - 4, 4, ".xml") != 0) return true;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return true;
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string xml = text.str();
+  for (const char* marker : {"speed_file", "availability_file", "state_file", "trace_connect"})
+    if (xml.find(marker) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& network) {
@@ -59,6 +73,7 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     throw InputError(what.find(path) != std::string::npos ? what
                                                           : input_error_message(path, "", what));
   }
+  host_profiles_ = mentions_profiles(path);
   hosts_ = engine_->get_all_hosts();
   std::sort(hosts_.begin(), hosts_.end(), [](const auto* a, const auto* b) {
     return natural_less(a->get_name(), b->get_name());

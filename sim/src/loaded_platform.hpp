@@ -32,6 +32,11 @@ class LoadedPlatform {
   simgrid::s4u::Host* host(int index) const { return hosts_[static_cast<std::size_t>(index)]; }
   simgrid::s4u::Engine& engine() { return *engine_; }
 
+  // Whether a host's speed or state may change during the run: the file attaches availability
+  // or state profiles (`speed_file`, `availability_file`, `state_file`, `trace_connect`), or
+  // is not an XML file strata can read. Conservative: any such attribute anywhere counts.
+  bool has_host_profiles() const { return host_profiles_; }
+
   // Route latency (s) between two hosts; cached.
   double latency(int from, int to);
 
@@ -40,6 +45,7 @@ class LoadedPlatform {
   std::vector<simgrid::s4u::Host*> hosts_;
   PlatformSummary summary_;
   std::map<std::pair<int, int>, double> latency_;
+  bool host_profiles_ = true;
 };
 
 }  // namespace strata

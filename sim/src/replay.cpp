@@ -13,10 +13,6 @@ namespace sg = simgrid::s4u;
 namespace strata {
 namespace {
 
-// A timer is an Exec bounded to a tiny share of its host's speed, so it takes exactly
-// `seconds` without slowing the host's kernels measurably (1e-6 of one core).
-constexpr double kTimerShare = 1e-6;
-
 class ReplayEngine {
  public:
   ReplayEngine(const Plan& plan, LoadedPlatform& platform, const ReplayOptions& options,
@@ -32,7 +28,17 @@ class ReplayEngine {
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         progress_(options.progress) {
     for (const HostSpec& h : platform.summary().hosts) specs_.push_back(h);
-    spans_.reserve(plan.size());
+    // On a host whose speed never changes and that has a core for each worker placed on it,
+    // a worker's kernels (one at a time) each get one core at full speed: a kernel takes
+    // exactly the cost model's time, so it is an engine timer instead of an Exec (same result,
+    // no resource share to solve). Hosts with fewer cores than workers, or platforms with
+    // speed or state profiles, keep Execs, which share the host as SimGrid's CPU model says.
+    std::vector<int> workers_on(specs_.size(), 0);
+    for (int h : host_of_) ++workers_on[static_cast<std::size_t>(h)];
+    compute_as_timer_.resize(specs_.size(), false);
+    if (!platform.has_host_profiles())
+      for (std::size_t h = 0; h < specs_.size(); ++h)
+        compute_as_timer_[h] = workers_on[h] <= platform.host(static_cast<int>(h))->get_core_count();
   }
 
   void run() {
@@ -61,7 +67,6 @@ class ReplayEngine {
     sg::ActivityPtr keep;  // alive until the completion callback returns (DESIGN.md)
     TaskIndex task;
     std::int32_t flow;     // -1: the task's own activity
-    bool timer;
   };
   struct CollectiveState {
     std::vector<Flow> flows;
@@ -106,11 +111,16 @@ class ReplayEngine {
         finish_task(t);
         return;
       }
-      sg::Host* host = host_of_worker(task.worker);
+      const int host_index = host_of_[static_cast<std::size_t>(task.worker)];
+      if (compute_as_timer_[static_cast<std::size_t>(host_index)]) {
+        sg_compat::at(now + seconds, [this, t] { timer_done(t, -1); });
+        return;
+      }
+      sg::Host* host = platform_.host(host_index);
       sg::ExecPtr exec = sg::Exec::init();
       exec->set_host(host);
       exec->set_flops_amount(seconds * host->get_speed());
-      track(exec, t, -1, false);
+      track(exec, t, -1);
       exec->start();
     }
   }
@@ -124,7 +134,7 @@ class ReplayEngine {
 
   // Each started activity carries a pointer to its Handle (SimGrid's per-activity data slot):
   // no lookup table on the hot path. Handles live in a deque (stable addresses) and are reused.
-  void track(const sg::ActivityPtr& activity, TaskIndex t, std::int32_t flow, bool timer) {
+  void track(const sg::ActivityPtr& activity, TaskIndex t, std::int32_t flow) {
     Handle* h = nullptr;
     if (free_handles_.empty()) {
       h = &handles_.emplace_back();
@@ -132,7 +142,7 @@ class ReplayEngine {
       h = free_handles_.back();
       free_handles_.pop_back();
     }
-    *h = Handle{activity, t, flow, timer};
+    *h = Handle{activity, t, flow};
     activity->set_data(h);
   }
 
@@ -140,19 +150,17 @@ class ReplayEngine {
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
     // At least one byte: concurrent zero-byte transfers serialise in SimGrid 3.32.
     comm->set_payload_size(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bytes + 0.5)));
-    track(comm, t, flow, false);
+    track(comm, t, flow);
     comm->start();
   }
 
-  void start_timer(TaskIndex t, std::int32_t flow, WorkerId at, double seconds) {
-    sg::Host* host = host_of_worker(at);
-    const double rate = host->get_speed() * kTimerShare;
-    sg::ExecPtr exec = sg::Exec::init();
-    exec->set_host(host);
-    exec->set_flops_amount(seconds * rate);
-    exec->set_bound(rate);
-    track(exec, t, flow, true);
-    exec->start();
+  // An engine timer completes a compute task (flow -1) or a flow's extra latency terms.
+  void timer_done(TaskIndex t, std::int32_t flow) {
+    if (flow < 0)
+      finish_task(t);
+    else
+      flow_done(t, static_cast<std::uint32_t>(flow));
+    pump();
   }
 
   void start_collective(TaskIndex t) {
@@ -204,11 +212,11 @@ class ReplayEngine {
     } else {
       const auto f = static_cast<std::uint32_t>(handle.flow);
       const Flow& flow = collectives_[t].flows[f];
-      if (!handle.timer && flow.extra_latencies > 0) {
+      if (flow.extra_latencies > 0) {
         const double delay = flow.extra_latencies * platform_.latency(host_of_[static_cast<std::size_t>(flow.src)],
                                                                       host_of_[static_cast<std::size_t>(flow.dst)]);
         if (delay > 0) {
-          start_timer(t, handle.flow, flow.src, delay);
+          sg_compat::at(sg::Engine::get_clock() + delay, [this, t, f = handle.flow] { timer_done(t, f); });
           return;
         }
       }
@@ -239,6 +247,7 @@ class ReplayEngine {
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
+  std::vector<bool> compute_as_timer_;  // per host: a core per worker, constant speed
   std::vector<std::size_t> first_span_;  // per task: its first span in spans_
   std::vector<double> live_memory_;
   std::vector<double> peak_memory_;

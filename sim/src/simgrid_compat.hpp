@@ -3,10 +3,12 @@
 // on_this_completion / on_completion and added ActivitySet. Nothing outside sim/ includes SimGrid.
 #pragma once
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 
 #include <functional>
+#include <utility>
 
 namespace strata::sg_compat {
 
@@ -18,6 +20,15 @@ inline void on_any_completion(const std::function<void(const simgrid::s4u::Activ
   simgrid::s4u::Exec::on_completion_cb([callback](const simgrid::s4u::Exec& e) { callback(e); });
   simgrid::s4u::Comm::on_completion_cb([callback](const simgrid::s4u::Comm& c) { callback(c); });
 #endif
+}
+
+// Calls `callback` from maestro when the simulated clock reaches `date` (s): an event in the
+// engine's own timer queue, with no activity and no resource share. Timers due at one date run
+// in an order fixed by the sequence of calls, so replays stay deterministic. (Same API in 3.32
+// and 3.34+.)
+template <class Callback>
+void at(double date, Callback callback) {
+  simgrid::kernel::timer::Timer::set(date, std::move(callback));
 }
 
 }  // namespace strata::sg_compat

@@ -73,15 +73,16 @@ inline void remove_temp() {
 }
 
 // A flat cluster: `hosts` hosts node-0 .. node-(hosts-1) with one GPU slot each (1 TFLOP/s in
-// every dtype, 1 TB/s memory), a private SPLITDUPLEX link of `bw` B/s and `lat` s per host and an
-// ideal FATPIPE backbone, so every transfer crosses two links of the network model.
+// every dtype, 1 TB/s memory) and a private SPLITDUPLEX link of `bw` B/s and `lat` s per host,
+// so every transfer crosses two links of the network model (the sender's up, the receiver's
+// down).
 inline std::string flat_platform(int hosts, double bw = 10e9, double lat = 1e-6) {
   std::ostringstream xml;
   xml << "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
       << "<platform version=\"4.1\">\n"
       << "<cluster id=\"c\" prefix=\"node-\" radical=\"0-" << hosts - 1 << "\" suffix=\"\" speed=\"1e12f\" "
       << "core=\"1\" bw=\"" << bw << "Bps\" lat=\"" << lat << "s\" sharing_policy=\"SPLITDUPLEX\" "
-      << "bb_bw=\"1e18Bps\" bb_lat=\"0s\" bb_sharing_policy=\"FATPIPE\">\n"
+      << ">\n"
       << "<prop id=\"gpus\" value=\"1\"/>\n"
       << "<prop id=\"flops_fp32\" value=\"1e12\"/><prop id=\"flops_bf16\" value=\"1e12\"/>\n"
       << "<prop id=\"mem_bw\" value=\"1e12\"/><prop id=\"gpu_memory\" value=\"80e9\"/>\n"

@@ -8,13 +8,17 @@
 //   is precomputed before its timer starts: each Plan task (a compute task becomes an Exec of
 //   the same duration on the same host, a send a Comm of the same payload between the same
 //   hosts, a recv or zero-cost task nothing); each collective expanded into the same flows
-//   (strata::expand_collective) with the same extra-latency timers (an Exec bounded to 1e-6 of
-//   the host's speed, as strata's); edges: the Plan's data and control dependencies, the flows'
+//   (strata::expand_collective) with the same extra-latency delays (engine timers); edges: the Plan's data and control dependencies, the flows'
 //   own dependencies, and per (worker, stream) an edge from the task that held the stream before
 //   — read off a recording replay by strata, so that the bare program needs no dispatcher. Like
 //   strata it creates each activity from maestro only when its last predecessor completes
 //   (DESIGN.md, SimGrid 3.32 facts) and counts readiness itself. Both programs must predict the
 //   same makespan (checked and printed).
+// - bare_timers (the overhead case only): the bare program with each compute task of a worker
+//   with a core of its own as an engine timer instead of an Exec, which is what strata's replay does
+//   (same result, no host share to solve). strata / bare_timers is what strata's own bookkeeping
+//   (dispatcher, cost model, spans, memory, trace, report) costs over the cheapest SimGrid
+//   program of the same replay; printed for information.
 // Both timers cover engine creation, network configuration, platform load, the simulation and
 // the engine's destruction; strata's also covers what replay() adds (placement, dispatcher,
 // trace records, report, trace sort).
@@ -29,10 +33,12 @@
 //   cluster of one-GPU hosts.
 // Growth: time per task at 10x and 100x over 1x, goal <= 1.5 at 100x, for strata and for the
 // bare program (what SimGrid itself costs at that size).
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
 #include <xbt/log.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -293,8 +299,9 @@ BarePlan make_bare_plan(const Plan& plan, const std::string& recording) {
 
 class BareReplay {
  public:
-  explicit BareReplay(const BarePlan& plan)
-      : plan_(plan), pending_(plan.pending), live_(plan.nodes.size()) {}
+  // timer_compute: a compute task of a worker alone on its host is an engine timer, not an Exec.
+  BareReplay(const BarePlan& plan, bool timer_compute)
+      : plan_(plan), pending_(plan.pending), live_(plan.nodes.size()), timer_compute_(timer_compute) {}
 
   // Returns the simulated makespan.
   double run(const std::string& platform_path) {
@@ -313,6 +320,8 @@ class BareReplay {
       sg::Engine::set_config("network/TCP-gamma:0");
       engine.load_platform(platform_path);
       for (const auto& h : plan_.host_of_worker) hosts_.push_back(sg::Host::by_name(h));
+      for (const sg::Host* h : hosts_)
+        exclusive_.push_back(timer_compute_ && std::count(hosts_.begin(), hosts_.end(), h) <= h->get_core_count());
 #if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR < 34
       sg::Activity::on_completion_cb([this](const sg::Activity& a) { on_completion(a); });
 #else
@@ -329,21 +338,27 @@ class BareReplay {
   }
 
  private:
-  static constexpr double kTimerShare = 1e-6;
-
-  void start_exec(std::uint32_t v, sg::Host* host, double seconds, bool timer) {
-    const double speed = host->get_speed();
+  // An Exec on the worker's host; with timer_compute, an engine timer when the host has a core
+  // for each of its workers (the task then takes exactly its duration), as strata's replay does.
+  void start_exec(std::uint32_t v, std::int32_t worker, double seconds) {
+    if (exclusive_[static_cast<std::size_t>(worker)]) {
+      start_timer(v, seconds);
+      return;
+    }
+    sg::Host* host = hosts_[static_cast<std::size_t>(worker)];
     sg::ExecPtr exec = sg::Exec::init();
     exec->set_host(host);
-    if (timer) {
-      exec->set_flops_amount(seconds * speed * kTimerShare);
-      exec->set_bound(speed * kTimerShare);
-    } else {
-      exec->set_flops_amount(seconds * speed);
-    }
+    exec->set_flops_amount(seconds * host->get_speed());
     exec->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(v)));
     live_[v] = exec;
     exec->start();
+  }
+
+  void start_timer(std::uint32_t v, double seconds) {
+    simgrid::kernel::timer::Timer::set(sg::Engine::get_clock() + seconds, [this, v] {
+      complete(v);
+      drain();
+    });
   }
 
   double latency(std::int32_t src, std::int32_t dst) {
@@ -365,12 +380,12 @@ class BareReplay {
         instant_.push_back(v);
         return;
       case BareKind::exec:
-        start_exec(v, hosts_[static_cast<std::size_t>(node.src)], node.amount, false);
+        start_exec(v, node.src, node.amount);
         return;
       case BareKind::timer: {
         const double delay = node.amount * latency(node.src, node.dst);
         if (delay > 0)
-          start_exec(v, hosts_[static_cast<std::size_t>(node.src)], delay, true);
+          start_timer(v, delay);
         else
           instant_.push_back(v);
         return;
@@ -414,6 +429,8 @@ class BareReplay {
   std::vector<std::uint32_t> pending_;
   std::vector<sg::ActivityPtr> live_;
   std::vector<sg::Host*> hosts_;
+  std::vector<bool> exclusive_;  // per worker: timer_compute, and a core of its own
+  bool timer_compute_ = false;
   std::vector<std::uint32_t> instant_;
   std::unordered_map<std::uint64_t, double> latency_;
   std::size_t completed_ = 0;
@@ -430,11 +447,13 @@ struct Case {
   int runs = 1;
   // Filled as the benchmarks run.
   std::unique_ptr<Plan> plan;  // lowered once, dropped after the bare runs
+  std::unique_ptr<BarePlan> bare;
   std::string platform;
   std::size_t tasks = 0;
   std::size_t flows = 0;
   double strata_makespan = 0;
   double bare_makespan = 0;
+  double bare_timers_makespan = 0;
 
   const Plan& get_plan() {
     if (!plan) {
@@ -476,19 +495,38 @@ void bm_strata_no_trace(benchmark::State& state, Case& c) {
   state.counters["us_per_task"] = best(c.name + "/strata_keep_trace_false") / static_cast<double>(c.tasks) * 1e6;
 }
 
+std::string timed_bare_replay(const BarePlan& bare, const std::string& platform, bool timer_compute) {
+  const Stopwatch watch;
+  BareReplay engine(bare, timer_compute);  // copies the predecessor counts: readiness state is timed
+  const double makespan = engine.run(platform);
+  const std::string times = watch.text();
+  std::ostringstream out;
+  out.precision(17);
+  out << times << ' ' << makespan;
+  return out.str();
+}
+
+const BarePlan& bare_plan_of(Case& c) {
+  if (!c.bare) {
+    const Plan& plan = c.get_plan();
+    c.bare = std::make_unique<BarePlan>(
+        make_bare_plan(plan, run_in_child([&] { return record_order(plan, c.platform); })));
+  }
+  return *c.bare;
+}
+
+// Runs before bm_bare, which drops the case's plans.
+void bm_bare_timers(benchmark::State& state, Case& c) {
+  const BarePlan& bare = bare_plan_of(c);
+  std::istringstream rest(run_timed(state, c.name + "/bare_timers", [&] { return timed_bare_replay(bare, c.platform, true); }));
+  rest >> c.bare_timers_makespan;
+  state.counters["tasks"] = static_cast<double>(c.tasks);
+  state.counters["us_per_task"] = best(c.name + "/bare_timers") / static_cast<double>(c.tasks) * 1e6;
+}
+
 void bm_bare(benchmark::State& state, Case& c) {
-  const Plan& plan = c.get_plan();
-  const BarePlan bare = make_bare_plan(plan, run_in_child([&] { return record_order(plan, c.platform); }));
-  std::istringstream rest(run_timed(state, c.name + "/bare", [&] {
-    const Stopwatch watch;
-    BareReplay engine(bare);  // copies the predecessor counts: readiness state is timed
-    const double makespan = engine.run(c.platform);
-    const std::string times = watch.text();
-    std::ostringstream out;
-    out.precision(17);
-    out << times << ' ' << makespan;
-    return out.str();
-  }));
+  const BarePlan& bare = bare_plan_of(c);
+  std::istringstream rest(run_timed(state, c.name + "/bare", [&] { return timed_bare_replay(bare, c.platform, false); }));
   rest >> c.bare_makespan;
   if (c.strata_makespan == 0) c.strata_makespan = bare.strata_makespan;
   state.counters["tasks"] = static_cast<double>(c.tasks);
@@ -496,6 +534,7 @@ void bm_bare(benchmark::State& state, Case& c) {
   state.counters["us_per_task"] = best(c.name + "/bare") / static_cast<double>(c.tasks) * 1e6;
   state.counters["sim_makespan_s"] = c.bare_makespan;
   c.plan.reset();  // the next cases' plans need the memory
+  c.bare.reset();
 }
 
 void register_benchmarks() {
@@ -528,7 +567,10 @@ void register_benchmarks() {
           ->UseManualTime()->Iterations(c->runs)->Unit(benchmark::kMillisecond);
     };
     reg("strata", bm_strata);
-    if (c->name == "longer/x100") reg("strata_keep_trace_false", bm_strata_no_trace);
+    if (c->name == "longer/x100") {
+      reg("strata_keep_trace_false", bm_strata_no_trace);
+      reg("bare_simgrid_timers", bm_bare_timers);
+    }
     reg("bare_simgrid", bm_bare);
   }
 }
@@ -605,6 +647,13 @@ void print_summary() {
     if (has_samples(n)) {
       std::cout << "    strata::replay with ReplayOptions::keep_trace = false: " << times(n, c->tasks) << '\n';
       print_ratio("replay_overhead_ratio_keep_trace_false", n, 1, b, 1, 0);
+    }
+    const std::string t = c->name + "/bare_timers";
+    if (has_samples(t)) {
+      std::cout << "    bare SimGrid with compute as engine timers, as strata's replay does: " << times(t, c->tasks)
+                << "\n    (simulated makespan " << fixed(c->bare_timers_makespan, 6)
+                << " s); strata's own bookkeeping over it:\n";
+      print_ratio("replay_bookkeeping_ratio", s, 1, t, 1, 0);
     }
   }
   print_growth("longer");

@@ -85,6 +85,53 @@ TEST(Replay, ComputeStreamRunsOneTaskAtATimeCommOverlaps) {
   EXPECT_NEAR(result.report.per_worker[0].exposed_comm_s, 0.0, 1e-9);
 }
 
+// One host of 1 TFLOP/s and `cores` cores holding `gpus` worker slots, with a loopback route;
+// `extra` is added to the <host> element (a profile attribute).
+std::string one_host(const std::string& name, int cores, int gpus, const std::string& extra = "") {
+  return test::write_temp(name,
+                          "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                          "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\n"
+                          "<host id=\"h0\" speed=\"1e12f\" core=\"" + std::to_string(cores) + "\" " + extra + ">"
+                          "<prop id=\"gpus\" value=\"" + std::to_string(gpus) + "\"/></host>\n"
+                          "<link id=\"loop\" bandwidth=\"1e12Bps\" latency=\"0s\" sharing_policy=\"FATPIPE\"/>\n"
+                          "<route src=\"h0\" dst=\"h0\"><link_ctn id=\"loop\"/></route>\n"
+                          "</zone></platform>\n");
+}
+
+// A worker alone on its host runs its kernels as engine timers; workers sharing a host run
+// Execs that share its speed, as SimGrid says: two 1 s tasks on one core end together at 2 s.
+TEST(Replay, WorkersSharingOneCoreShareItsSpeed) {
+  Plan plan(2);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.add_task(fixed_task("b", 1, 1.0));
+  plan.validate();
+  ReplayResult result = replay(plan, one_host("shared-core.xml", 1, 2), default_options());
+  EXPECT_NEAR(result.report.iteration_time_s, 2.0, 1e-9);
+  for (const TraceRecord& r : result.trace.records) EXPECT_NEAR(r.end, 2.0, 1e-9) << r.id;
+}
+
+TEST(Replay, WorkersOnTwoCoresOfOneHostRunAtFullSpeed) {
+  Plan plan(2);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.add_task(fixed_task("b", 1, 1.0));
+  plan.validate();
+  ReplayResult result = replay(plan, one_host("two-cores.xml", 2, 2), default_options());
+  EXPECT_NEAR(result.report.iteration_time_s, 1.0, 1e-9);
+}
+
+// A speed profile (SimGrid's speed_file: half speed from t = 0) makes the replay keep an Exec
+// even for a worker alone on its host: 1 s of work takes 2 s.
+TEST(Replay, SpeedProfileSlowsComputeOfAWorkerAloneOnItsHost) {
+  test::write_temp("half-speed.profile", "0 0.5\n");  // next to the platform, where SimGrid looks
+  Plan plan(1);
+  plan.add_task(fixed_task("a", 0, 1.0));
+  plan.add_task(fixed_task("b", 0, 0.5));
+  plan.validate();
+  ReplayResult result =
+      replay(plan, one_host("profiled.xml", 1, 1, "speed_file=\"half-speed.profile\""), default_options());
+  EXPECT_NEAR(result.report.iteration_time_s, 3.0, 1e-9);
+}
+
 // (m + p − 1)(t_f + t_b) for p uniform stages and no communication cost.
 Report pipeline_report(PipelineSchedule schedule, int p, int m) {
   const std::string platform = test::flat_cluster(p, 1, 1e18, 0);

@@ -1,11 +1,13 @@
 // replay: executes a Plan on a SimGrid platform and predicts its Trace and Report.
 //
 // strata owns readiness (DESIGN.md, SimGrid 3.32 facts): the shared Dispatcher (traces/
-// dispatch.hpp) decides which tasks start; each task becomes SimGrid activities only when it
-// starts — an Exec on its worker's host for compute (duration from the CostModel, one core per
-// worker slot), a Comm between hosts for a send, and the flows of its expansion
-// (collectives.hpp) for a collective. Activities are started from maestro and completion
-// callbacks drive the rest, so the cost is linear in the number of activities.
+// dispatch.hpp) decides which tasks start; each task becomes SimGrid work only when it starts.
+// A compute task (duration from the CostModel) is an event in SimGrid's timer queue when its
+// host has a core per worker placed on it and no speed or state profile, since the kernel then
+// runs at full speed; otherwise it is an Exec on the host, which shares it. A send is a Comm
+// between hosts, a collective the flows of its expansion (collectives.hpp). Activities are
+// started from maestro and completion callbacks drive the rest, so the cost is linear in the
+// number of activities.
 //
 // One replay per process: SimGrid 3.32 keeps one engine per process (process.hpp runs several).
 #pragma once
