@@ -1,0 +1,93 @@
+// Trainer<T>: trains a model on Fashion-MNIST by running its Plan for real, batch after batch.
+//
+// The Plan (one iteration, global batch B, dp data-parallel ranks, M microbatches of m samples)
+// is run once per batch. Before each run the batch's samples are bound to the Plan's input
+// buffers: rank r's microbatch j gets samples [r·B/dp + j·m, … + m) of the batch, and its labels
+// go to the loss tasks of (r, j). Weights are He-initialised from the seed (biases zero), the
+// same way on every rank, so data-parallel replicas start equal. An epoch is the whole training
+// set in a seeded order (EpochBatches); a last partial batch is dropped.
+//
+// Test accuracy runs the Plan's forward tasks only (forward kernels and forward transfers, in
+// topological order, one thread) on the test set, reading the logits each loss task would read:
+// evaluation goes through the same buffers and kernels as training. A last partial test batch is
+// padded by repeating its first sample and the padding is not counted.
+//
+// Ownership: the Trainer owns the Workspace, transport, runner and interpreter of the Plan.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/real/backend.hpp"
+#include "strata/real/fashion_mnist.hpp"
+#include "strata/real/interpreter.hpp"
+#include "strata/real/thread_transport.hpp"
+
+namespace strata::real {
+
+struct TrainConfig {
+  std::uint64_t seed = 0;
+  OptimizerSettings optimizer;
+  bool pin_workers = true;
+};
+
+struct EpochResult {
+  std::int64_t epoch = 0;        // 1-based
+  double train_loss = 0;         // mean over the epoch's batches
+  double test_accuracy = 0;      // fraction in [0, 1]
+  double train_seconds = 0;      // s, wall time of the epoch's Plan runs
+  double samples_per_second = 0;
+};
+
+template <typename T>
+class Trainer {
+ public:
+  // REQUIRES: plan validated, one iteration, inputs of 784 pixels; check_kernels passes (thrown
+  // otherwise). `backend` outlives the Trainer.
+  Trainer(const Plan& plan, Backend& backend, const TrainConfig& config);
+  ~Trainer();
+
+  // Binds `indices` (B of them) of `data`, runs the Plan once; returns the batch's mean loss.
+  double train_batch(const LabelledImages& data, const std::vector<std::int64_t>& indices,
+                     std::vector<TaskTiming>* timings = nullptr);
+  // One epoch over `train`, then test accuracy on `test`. `progress(batch, batches)` is called
+  // after every batch when set.
+  EpochResult train_epoch(std::int64_t epoch, const LabelledImages& train, const LabelledImages& test,
+                          const std::function<void(std::int64_t, std::int64_t)>& progress = {});
+  double test_accuracy(const LabelledImages& test);
+
+  Workspace<T>& workspace() { return *ws_; }
+  std::uint64_t bytes_sent() const { return transport_->bytes_sent(); }
+  std::int64_t global_batch() const { return global_batch_; }
+
+ private:
+  struct Slot {  // one (dp rank, microbatch)
+    std::int64_t dp = 0;
+    std::int64_t mb = 0;
+    BufferIndex input = 0;
+    BufferIndex logits = 0;
+    BufferIndex loss = 0;
+  };
+  void initialise_weights(std::uint64_t seed);
+  void bind(const LabelledImages& data, const std::vector<std::int64_t>& indices);
+
+  const Plan& plan_;
+  TrainConfig config_;
+  std::unique_ptr<Workspace<T>> ws_;
+  std::unique_ptr<ThreadTransport<T>> transport_;
+  std::unique_ptr<TaskRunner<T>> runner_;
+  std::unique_ptr<Interpreter<T>> interpreter_;
+  std::vector<Slot> slots_;
+  std::vector<TaskIndex> forward_order_;  // forward tasks in topological order
+  std::int64_t global_batch_ = 0;
+  std::int64_t dp_ = 1;
+  std::int64_t micro_ = 0;  // samples per microbatch
+};
+
+extern template class Trainer<float>;
+extern template class Trainer<double>;
+
+}  // namespace strata::real

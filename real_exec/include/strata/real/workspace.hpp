@@ -1,0 +1,55 @@
+// Workspace<T>: the memory of a Plan being run for real: one array of T per Plan buffer, the
+// labels of each (data-parallel rank, microbatch), and the optimizer step counters.
+//
+// A Plan buffer of `bytes` bytes in dtype d holds bytes / size(d) elements; the real executor
+// stores them as T (float, or double for the exactness tests) whatever d says, so a Plan
+// lowered for fp32 runs in float64 unchanged. Weight buffers hold a layer's weights followed by
+// its bias (linear: k·n + n, conv: c_out·c_in·kh·kw + c_out); "opt/state" holds the optimizer's
+// per-parameter state (Adam: first moments then second moments; SGD: the velocity).
+//
+// Ownership: the Workspace owns every array; pointers into it stay valid for its lifetime
+// (arrays are never resized after construction). Thread safety: tasks that the Plan orders by
+// its dependencies touch disjoint arrays or touch them one after the other; the Workspace adds
+// no locking of its own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/traces/plan.hpp"
+
+namespace strata::real {
+
+// Integer value of a coordinate segment ("dp3" for `coordinate("…/dp3/…", "dp")`), or -1.
+std::int64_t coordinate(const std::string& id, const std::string& name);
+
+template <typename T>
+class Workspace {
+ public:
+  // Allocates every buffer of `plan`, zero-filled. REQUIRES: plan validated.
+  explicit Workspace(const Plan& plan);
+
+  T* data(BufferIndex b) { return arrays_[b].data(); }
+  const T* data(BufferIndex b) const { return arrays_[b].data(); }
+  std::int64_t size(BufferIndex b) const { return static_cast<std::int64_t>(arrays_[b].size()); }
+
+  // Labels of the samples bound to (data-parallel rank, microbatch), set before a run.
+  void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);
+  // REQUIRES: set_labels was called for this pair (checked).
+  const std::vector<std::int32_t>& labels(std::int64_t dp, std::int64_t microbatch) const;
+
+  // Number of updates an optimizer state buffer has had; the caller increments it.
+  std::int64_t& optimizer_steps(BufferIndex state) { return steps_[state]; }
+
+ private:
+  std::vector<std::vector<T>> arrays_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> labels_;
+  std::map<BufferIndex, std::int64_t> steps_;
+};
+
+extern template class Workspace<float>;
+extern template class Workspace<double>;
+
+}  // namespace strata::real

@@ -1,0 +1,243 @@
+#include "strata/real/task_runner.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "strata/traces/error.hpp"
+
+namespace strata::real {
+namespace {
+
+std::string attr_string(const Task& t, const std::string& key) {
+  auto it = t.attrs.find(key);
+  if (it == t.attrs.end()) return "";
+  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return "";
+}
+
+std::int64_t attr(const Task& t, const std::string& key) {
+  auto v = t.attr_int(key);
+  STRATA_ASSERT(v.has_value(), "task " + t.id + " lacks integer attribute '" + key + "'");
+  return *v;
+}
+
+// Why `t` has no kernel, or "" when it has one.
+std::string missing_kernel(const Task& t) {
+  switch (t.kind) {
+    case TaskKind::linear_fwd:
+    case TaskKind::linear_bwd_data:
+    case TaskKind::linear_bwd_weight:
+    case TaskKind::conv_fwd:
+    case TaskKind::conv_bwd_data:
+    case TaskKind::conv_bwd_weight:
+    case TaskKind::loss_fwd:
+    case TaskKind::loss_bwd:
+    case TaskKind::grad_accumulate:
+    case TaskKind::send:
+    case TaskKind::recv:
+    case TaskKind::allreduce:
+      return "";
+    case TaskKind::activation_fwd:
+    case TaskKind::activation_bwd: {
+      const std::string fn = attr_string(t, "fn");
+      return fn == "relu" || fn == "tanh" ? "" : "activation fn '" + fn + "' has no kernel (relu, tanh)";
+    }
+    case TaskKind::pool_fwd:
+    case TaskKind::pool_bwd:
+      if (attr_string(t, "fn") != "max" || t.attr_int("kh").value_or(0) != 2 || t.attr_int("kw").value_or(0) != 2 ||
+          t.attr_int("stride").value_or(0) != 2)
+        return "only 2x2 max pooling with stride 2 has a kernel";
+      return "";
+    case TaskKind::optimizer_step: {
+      const std::string opt = attr_string(t, "optimizer");
+      return opt == "sgd" || opt == "adam" ? "" : "optimizer '" + opt + "' has no kernel (sgd, adam)";
+    }
+    default:
+      return "kind '" + std::string(to_string(t.kind)) + "' has no real kernel";
+  }
+}
+
+}  // namespace
+
+void check_kernels(const Plan& plan, const std::string& source) {
+  for (TaskIndex i = 0; i < plan.size(); ++i) {
+    const std::string why = missing_kernel(plan.task(i));
+    if (!why.empty())
+      throw InputError(input_error_message(source, "/tasks/" + std::to_string(i),
+                                           "task " + plan.task(i).id + ": " + why +
+                                               "; the real executor runs linear, conv, relu/tanh, "
+                                               "2x2 max pool, softmax cross-entropy, sgd/adam, "
+                                               "grad_accumulate, send/recv and allreduce"));
+  }
+}
+
+template <typename T>
+TaskRunner<T>::TaskRunner(const Plan& plan, Backend& backend, Workspace<T>& ws, Transport<T>& transport,
+                          OptimizerSettings optimizer)
+    : plan_(plan), backend_(backend), ws_(ws), transport_(transport), optimizer_(optimizer) {}
+
+template <typename T>
+void TaskRunner<T>::run(TaskIndex index) {
+  const Task& t = plan_.task(index);
+  switch (t.kind) {
+    case TaskKind::linear_fwd:
+    case TaskKind::linear_bwd_data:
+    case TaskKind::linear_bwd_weight:
+      return run_linear(t);
+    case TaskKind::conv_fwd:
+    case TaskKind::conv_bwd_data:
+    case TaskKind::conv_bwd_weight:
+      return run_conv(t);
+    case TaskKind::activation_fwd:
+    case TaskKind::activation_bwd:
+      return run_activation(t);
+    case TaskKind::pool_fwd:
+    case TaskKind::pool_bwd:
+      return run_pool(t);
+    case TaskKind::loss_fwd:
+    case TaskKind::loss_bwd:
+      return run_loss(t);
+    case TaskKind::grad_accumulate:
+      return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
+    case TaskKind::optimizer_step:
+      return run_optimizer(t);
+    case TaskKind::send:
+      return transport_.send(plan_, index, ws_);
+    case TaskKind::recv:
+      return transport_.recv(plan_, index, ws_);
+    case TaskKind::allreduce:
+      return transport_.allreduce(plan_, index, ws_);
+    default:
+      STRATA_ASSERT(false, "task " + t.id + ": no kernel (check_kernels was not called)");
+  }
+}
+
+template <typename T>
+void TaskRunner<T>::run_linear(const Task& t) {
+  const LinearShape s{attr(t, "m"), attr(t, "k"), attr(t, "n")};
+  const std::int64_t weights = s.in_features * s.out_features;
+  if (t.kind == TaskKind::linear_fwd) {
+    const T* w = buf(t.reads[1]);
+    linear_forward(backend_, s, buf(t.reads[0]), w, w + weights, buf(t.writes[0]));
+  } else if (t.kind == TaskKind::linear_bwd_data) {
+    linear_backward_data(backend_, s, buf(t.reads[0]), buf(t.reads[2]), buf(t.writes[0]), false);
+  } else {
+    T* dw = buf(t.writes[0]);
+    linear_backward_weight(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw, dw + weights, true);
+  }
+}
+
+template <typename T>
+void TaskRunner<T>::run_conv(const Task& t) {
+  Conv2dShape s;
+  s.batch = attr(t, "n");
+  s.in_channels = attr(t, "c_in");
+  s.height = attr(t, "h_in");
+  s.width = attr(t, "w_in");
+  s.out_channels = attr(t, "c_out");
+  s.kernel_h = attr(t, "kh");
+  s.kernel_w = attr(t, "kw");
+  s.stride = attr(t, "stride");
+  s.padding = attr(t, "pad");
+  if (t.kind == TaskKind::conv_fwd) {
+    const T* w = buf(t.reads[1]);
+    conv2d_forward(backend_, s, buf(t.reads[0]), w, w + s.weight_size(), buf(t.writes[0]));
+  } else if (t.kind == TaskKind::conv_bwd_data) {
+    conv2d_backward_data(backend_, s, buf(t.reads[0]), buf(t.reads[2]), buf(t.writes[0]), false);
+  } else {
+    T* dw = buf(t.writes[0]);
+    conv2d_backward_weight(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw, dw + s.weight_size(), true);
+  }
+}
+
+template <typename T>
+void TaskRunner<T>::run_activation(const Task& t) {
+  const bool relu = attr_string(t, "fn") == "relu";
+  const std::int64_t n = elems(t.writes[0]);
+  if (t.kind == TaskKind::activation_fwd) {
+    if (relu)
+      relu_forward(n, buf(t.reads[0]), buf(t.writes[0]));
+    else
+      tanh_forward(n, buf(t.reads[0]), buf(t.writes[0]));
+    return;
+  }
+  if (relu) {
+    relu_backward(n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
+  } else {
+    std::vector<T> y(static_cast<std::size_t>(n));  // the Plan keeps X; tanh' needs Y
+    tanh_forward(n, buf(t.reads[1]), y.data());
+    tanh_backward(n, y.data(), buf(t.reads[0]), buf(t.writes[0]));
+  }
+}
+
+template <typename T>
+void TaskRunner<T>::run_pool(const Task& t) {
+  Pool2dShape s;
+  s.channels = attr(t, "channels");
+  s.height = 2 * attr(t, "h_out");
+  s.width = 2 * attr(t, "w_out");
+  const BufferIndex x = t.kind == TaskKind::pool_fwd ? t.reads[0] : t.reads[1];
+  s.batch = elems(x) / (s.channels * s.height * s.width);
+  STRATA_ASSERT(s.input_size() == elems(x), "task " + t.id + ": pool input is not 2x its output");
+  std::vector<std::int64_t> argmax(static_cast<std::size_t>(s.output_size()));
+  if (t.kind == TaskKind::pool_fwd) {
+    maxpool2x2_forward(s, buf(x), buf(t.writes[0]), argmax.data());
+    return;
+  }
+  std::vector<T> y(static_cast<std::size_t>(s.output_size()));  // recompute the argmax
+  maxpool2x2_forward(s, buf(x), y.data(), argmax.data());
+  maxpool2x2_backward(s, buf(t.reads[0]), argmax.data(), buf(t.writes[0]));
+}
+
+template <typename T>
+void TaskRunner<T>::run_loss(const Task& t) {
+  const std::int64_t classes = attr(t, "classes");
+  const BufferIndex logits = t.reads[0];
+  const std::int64_t batch = elems(logits) / classes;
+  const auto& labels = ws_.labels(coordinate(t.id, "dp"), std::max<std::int64_t>(0, coordinate(t.id, "mb")));
+  STRATA_ASSERT(static_cast<std::int64_t>(labels.size()) == batch, "task " + t.id + ": labels do not match the batch");
+  std::vector<T> probs(static_cast<std::size_t>(batch * classes));
+  const T loss = softmax_cross_entropy_forward(batch, classes, buf(logits), labels.data(), probs.data());
+  if (t.kind == TaskKind::loss_fwd) {
+    buf(t.writes[0])[0] = loss;
+    return;
+  }
+  T* dlogits = buf(t.writes[0]);
+  softmax_cross_entropy_backward(batch, classes, probs.data(), labels.data(), dlogits);
+  const std::int64_t global = plan_.info.global_batch > 0 ? plan_.info.global_batch : batch;
+  backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(global), dlogits);
+}
+
+template <typename T>
+void TaskRunner<T>::run_optimizer(const Task& t) {
+  const bool adam = attr_string(t, "optimizer") == "adam";
+  const BufferIndex state = t.reads.back();
+  const std::size_t pairs = t.reads.size() - 1;
+  STRATA_ASSERT(t.writes.size() == pairs + 1, "task " + t.id + ": one weight per gradient, then the state");
+  std::int64_t params = 0;
+  for (std::size_t i = 0; i < pairs; ++i) params += elems(t.reads[i]);
+  STRATA_ASSERT(elems(state) >= (adam ? 2 : 1) * params, "task " + t.id + ": optimizer state too small");
+  const std::int64_t step = ++ws_.optimizer_steps(state);
+  T* first = buf(state);
+  T* second = first + params;
+  for (std::size_t i = 0; i < pairs; ++i) {
+    const std::int64_t n = elems(t.reads[i]);
+    T* grad = buf(t.reads[i]);
+    T* weight = buf(t.writes[i]);
+    if (adam) {
+      AdamConfig c = optimizer_.adam;
+      c.learning_rate = optimizer_.learning_rate;
+      adam_step(c, step, n, grad, first, second, weight);
+      second += n;
+    } else {
+      sgd_momentum_step(SgdConfig{optimizer_.learning_rate, optimizer_.momentum}, n, grad, first, weight);
+    }
+    first += n;
+    zero(n, grad);
+  }
+}
+
+template class TaskRunner<float>;
+template class TaskRunner<double>;
+
+}  // namespace strata::real
