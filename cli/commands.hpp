@@ -14,6 +14,7 @@ void add_plan_command(CLI::App& app, Action& action);
 void add_simulate_command(CLI::App& app, Action& action);
 void add_trace_export_command(CLI::App& app, Action& action);
 void add_explore_command(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
 
 // True when stderr is a terminal: progress is shown only then.
 bool progress_wanted();

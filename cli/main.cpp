@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   strata::cli::add_simulate_command(app, action);
   strata::cli::add_trace_export_command(app, action);
   strata::cli::add_explore_command(app, action);
+  strata::cli::add_run_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -153,6 +153,38 @@ TEST_F(Cli, MissingFiles) {
                         path("x.json"));
 }
 
+TEST_F(Cli, RunWithoutTheDatasetIsOneLine) {
+  ::setenv("STRATA_FASHION_MNIST", path("no-data").c_str(), 1);  // inherited by the strata child
+  Outcome r = run("run --model mlp --epochs 1 --trace " + path("t.json"));
+  ::unsetenv("STRATA_FASHION_MNIST");
+  expect_one_line_error(r, "missing file", path("t.json"));
+}
+
+TEST_F(Cli, RunRefusesAPlanWithAKindWithoutKernel) {
+  ASSERT_EQ(run("plan --model gpt2-small --set layers=1 --set seq=16 -o " + path("gpt.json")).rc, 0);
+  Outcome r = run("run --plan " + path("gpt.json") + " --epochs 1");
+  expect_one_line_error(r, "has no real kernel");
+}
+
+TEST_F(Cli, RunRejectsAnUnavailableTransport) {
+  expect_one_line_error(run("run --model mlp --transport carrier-pigeon"), "--transport: 'carrier-pigeon'");
+}
+
+TEST_F(Cli, RunTrainsAndWritesTheMeasuredTraceWithThePlansIds) {
+  Outcome r = run("run --model mlp --strategy dp=2 --epochs 1 --trace " + path("m.json") + " --no-pin");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("epoch 1/1: train loss"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos) << r.out;
+  ASSERT_EQ(run("plan --model mlp --strategy dp=2 --global-batch 128 -o " + path("p.json")).rc, 0);
+  const std::string trace = slurp(path("m.json"));
+  const std::string plan = slurp(path("p.json"));
+  for (const char* id : {"it0/dp1/pp0/tp0/mb0/fwd/fc1", "it0/pp0/tp0/ar/b0", "it0/dp0/pp0/tp0/opt"}) {
+    EXPECT_NE(plan.find(id), std::string::npos) << id;
+    EXPECT_NE(trace.find(id), std::string::npos) << id;
+  }
+  EXPECT_NE(trace.find("\"executor\":\"real\""), std::string::npos);
+}
+
 TEST_F(Cli, SameInputsGiveByteIdenticalFiles) {
   const std::string args = "--model gpt2-small --set layers=4 --strategy dp=2,tp=2,pp=2 --microbatches 4";
   ASSERT_EQ(run("plan " + args + " -o " + path("p1.json")).rc, 0);

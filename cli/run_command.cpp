@@ -1,0 +1,139 @@
+// strata run: trains a model for real on Fashion-MNIST by interpreting its Plan (real_exec/).
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "strata/models/strategy.hpp"
+#include "strata/real/trainer.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/plan_json.hpp"
+#include "strata/traces/trace_json.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct RunOptions {
+  CommonFlags flags;
+  std::string plan;
+  std::string trace;
+  std::string transport = "threads";
+  std::string precision = "fp32";
+  int epochs = 5;
+  bool no_pin = false;
+};
+
+// Optimizer settings (--set lr=, momentum=) are the trainer's, not the model's: take them out.
+real::OptimizerSettings take_optimizer_sets(std::vector<std::string>& sets, const std::string& optimizer) {
+  real::OptimizerSettings s;
+  s.learning_rate = optimizer == "sgd" ? 0.01 : 1e-3;
+  std::vector<std::string> rest;
+  for (const std::string& kv : sets) {
+    const auto eq = kv.find('=');
+    const std::string key = kv.substr(0, eq);
+    if (eq == std::string::npos || (key != "lr" && key != "momentum")) {
+      rest.push_back(kv);
+      continue;
+    }
+    double value = 0;
+    try {
+      value = std::stod(kv.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw InputError("--set " + kv + ": not a number");
+    }
+    if (!(value >= 0)) throw InputError("--set " + kv + ": must be >= 0");
+    (key == "lr" ? s.learning_rate : s.momentum) = value;
+  }
+  sets = rest;
+  return s;
+}
+
+void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * done / std::max<std::int64_t>(1, all));
+  std::fprintf(stderr, "\repoch %d/%d [%s%s] %lld/%lld batches", epoch, epochs, std::string(static_cast<std::size_t>(filled), '=').c_str(),
+               std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(), static_cast<long long>(done),
+               static_cast<long long>(all));
+  if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
+}
+
+template <typename T>
+int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
+  const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  real::CpuBackend backend;
+  real::TrainConfig config;
+  config.seed = static_cast<std::uint64_t>(o.flags.seed);
+  config.optimizer = optimizer;
+  config.pin_workers = !o.no_pin;
+  real::Trainer<T> trainer(plan, backend, config);
+  std::printf("run %s %s on %d worker thread(s) (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
+              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), backend.name().c_str(),
+              o.transport.c_str(), o.precision.c_str(), static_cast<long long>(trainer.global_batch()),
+              static_cast<long long>(train_set.count / trainer.global_batch()));
+  const bool progress = progress_wanted();
+  for (int e = 1; e <= o.epochs; ++e) {
+    std::function<void(std::int64_t, std::int64_t)> on_batch;
+    if (progress) on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
+    const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
+    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s\n", e, o.epochs,
+                r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds);
+    std::fflush(stdout);
+  }
+  if (!o.trace.empty()) {
+    std::vector<real::TaskTiming> timings;
+    std::vector<std::int64_t> first(static_cast<std::size_t>(trainer.global_batch()));
+    for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
+    trainer.train_batch(train_set, first, &timings);
+    char host[256] = "localhost";
+    ::gethostname(host, sizeof host - 1);
+    write_trace(real::measured_trace(plan, timings, host, plan.info.model + " " + plan.info.strategy), o.trace);
+    std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+  }
+  std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(trainer.bytes_sent()));
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("run", "train for real on Fashion-MNIST by interpreting the Plan");
+  auto o = std::make_shared<RunOptions>();
+  add_common_flags(*cmd, o->flags, true);
+  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")->check(CLI::PositiveNumber);
+  cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
+  cmd->add_option("--transport", o->transport, "threads (workers as threads of this process)");
+  cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
+  cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
+  cmd->callback([&action, o] {
+    action = [o] {
+      if (o->transport != "threads")
+        throw InputError("--transport: '" + o->transport + "' is not available in this build (available: threads)");
+      if (o->precision != "fp32" && o->precision != "fp64")
+        throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
+      const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);
+      Plan plan;
+      if (!o->plan.empty()) {
+        plan = read_plan(o->plan);
+        real::check_kernels(plan, o->plan);
+      } else {
+        if (o->flags.global_batch == 0) {  // 64 samples per data-parallel rank
+          StrategyConfig probe;
+          build_model(o->flags, probe);
+          o->flags.global_batch = 64 * probe.dp;
+        }
+        StrategyConfig config;
+        Model model = build_model(o->flags, config);
+        plan = lower(model, config);
+        real::check_kernels(plan, "plan of " + o->flags.model);
+      }
+      return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
+    };
+  });
+}
+
+}  // namespace strata::cli
