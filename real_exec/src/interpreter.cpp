@@ -114,20 +114,8 @@ Trace measured_trace(const Plan& plan, const std::vector<TaskTiming>& timings, c
   trace.records.reserve(plan.size());
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& task = plan.task(i);
-    for (WorkerId w : task.participants()) {
-      TraceRecord r;
-      r.id = task.id;
-      r.kind = task.kind;
-      r.stream = task.stream;
-      r.worker = w;
-      r.host = host;
-      r.iteration = task.iteration;
-      r.start = timings[i].start;
-      r.end = timings[i].end;
-      r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
-      r.flops = task.flops;
-      trace.records.push_back(std::move(r));
-    }
+    for (WorkerId w : task.participants())
+      trace.records.push_back(trace_record(task, w, host, timings[i].start, timings[i].end));
   }
   trace.sort();
   return trace;

@@ -84,19 +84,9 @@ Trace make_trace(const Plan& plan, const std::vector<Span>& spans, const Platfor
   trace.records.reserve(spans.size());
   for (const Span* span : order) {
     const Span& s = *span;
-    const Task& task = plan.task(s.task);
-    TraceRecord r;
-    r.id = task.id;
-    r.kind = task.kind;
-    r.stream = task.stream;
-    r.worker = s.worker;
-    r.host = platform.hosts[static_cast<std::size_t>(host_of_worker[static_cast<std::size_t>(s.worker)])].name;
-    r.iteration = task.iteration;
-    r.start = s.start;
-    r.end = s.end;
-    r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
-    r.flops = task.flops;
-    trace.records.push_back(std::move(r));
+    const std::string& host =
+        platform.hosts[static_cast<std::size_t>(host_of_worker[static_cast<std::size_t>(s.worker)])].name;
+    trace.records.push_back(trace_record(plan.task(s.task), s.worker, host, s.start, s.end));
   }
   return trace;
 }

@@ -2,8 +2,24 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace strata {
+
+TraceRecord trace_record(const Task& task, WorkerId worker, std::string host, double start, double end) {
+  TraceRecord r;
+  r.id = task.id;
+  r.kind = task.kind;
+  r.stream = task.stream;
+  r.worker = worker;
+  r.host = std::move(host);
+  r.iteration = task.iteration;
+  r.start = start;
+  r.end = end;
+  r.bytes = is_communication(task.kind) ? task.comm_bytes : task.bytes_read + task.bytes_written;
+  r.flops = task.flops;
+  return r;
+}
 
 void Trace::sort() {
   // (start, worker, id) is the documented order; stream and end only break ties between records

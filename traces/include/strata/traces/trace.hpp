@@ -25,6 +25,11 @@ struct TraceRecord {
   double flops = 0;    // FLOP
 };
 
+// The record of `task` run by `worker` on `host` from `start` to `end` (s): bytes are the
+// transfer's payload for communication, the bytes moved for compute. Both executors build their
+// records with it, so predicted and measured traces carry the same figures.
+TraceRecord trace_record(const Task& task, WorkerId worker, std::string host, double start, double end);
+
 struct Trace {
   std::string executor;  // "sim" or "real"
   std::string source;    // what ran: model and strategy, or the plan file
