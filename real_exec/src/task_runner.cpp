@@ -8,12 +8,7 @@
 namespace strata::real {
 namespace {
 
-std::string attr_string(const Task& t, const std::string& key) {
-  auto it = t.attrs.find(key);
-  if (it == t.attrs.end()) return "";
-  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return "";
-}
+std::string attr_string(const Task& t, const std::string& key) { return t.attr_string(key).value_or(""); }
 
 std::int64_t attr(const Task& t, const std::string& key) {
   auto v = t.attr_int(key);

@@ -76,4 +76,11 @@ std::optional<std::int64_t> Task::attr_int(const std::string& key) const {
   return std::nullopt;
 }
 
+std::optional<std::string> Task::attr_string(const std::string& key) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return std::nullopt;
+  if (const auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return std::nullopt;
+}
+
 }  // namespace strata

@@ -133,6 +133,7 @@ struct Task {
   }
   std::optional<double> attr_real(const std::string& key) const;
   std::optional<std::int64_t> attr_int(const std::string& key) const;
+  std::optional<std::string> attr_string(const std::string& key) const;
 };
 
 // A named piece of memory on one worker that tasks read and write (activations, weights,
