@@ -121,13 +121,9 @@ void add_run_command(CLI::App& app, Action& action) {
         plan = read_plan(o->plan);
         real::check_kernels(plan, o->plan);
       } else {
-        if (o->flags.global_batch == 0) {  // 64 samples per data-parallel rank
-          StrategyConfig probe;
-          build_model(o->flags, probe);
-          o->flags.global_batch = 64 * probe.dp;
-        }
         StrategyConfig config;
         Model model = build_model(o->flags, config);
+        if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
         plan = lower(model, config);
         real::check_kernels(plan, "plan of " + o->flags.model);
       }
