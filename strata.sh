@@ -15,7 +15,8 @@ cd "$(dirname "$0")"
 
 readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev
                    nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev
-                   libopenblas-dev zlib1g-dev dataset-fashion-mnist)
+                   libopenblas-dev zlib1g-dev dataset-fashion-mnist
+                   libopenmpi-dev openmpi-bin)
 BUILD_DIR=${BUILD_DIR:-build}
 
 install_missing() {
