@@ -2,6 +2,7 @@
 #include "strata/models/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "strata/traces/error.hpp"
@@ -39,22 +40,35 @@ Calibration Calibration::defaults() {
 
 namespace {
 
-// "kind/dtype", then "kind", then the fallback.
+// "kind/dtype/class", "kind/class", "kind/dtype", "kind", then the fallback; `cls` empty: the
+// class-less keys only.
 double lookup(const std::map<std::string, double>& table, TaskKind kind, DType dtype,
-              double fallback) {
-  std::string key(to_string(kind));
-  const std::size_t kind_length = key.size();
-  key += '/';
-  key += to_string(dtype);
-  if (auto it = table.find(key); it != table.end()) return it->second;
-  key.resize(kind_length);
-  if (auto it = table.find(key); it != table.end()) return it->second;
+              const std::string& cls, double fallback) {
+  const std::string k(to_string(kind));
+  const std::string d(to_string(dtype));
+  if (!cls.empty()) {
+    if (auto it = table.find(k + "/" + d + "/" + cls); it != table.end()) return it->second;
+    if (auto it = table.find(k + "/" + cls); it != table.end()) return it->second;
+  }
+  if (auto it = table.find(k + "/" + d); it != table.end()) return it->second;
+  if (auto it = table.find(k); it != table.end()) return it->second;
   return fallback;
 }
 
 bool valid_efficiency(double e) { return e > 0 && e <= 1; }
 
+int decade(double work) { return std::clamp(static_cast<int>(std::floor(std::log10(work))), 0, 16); }
+
 }  // namespace
+
+std::string shape_class(double work) {
+  STRATA_ASSERT(work > 0, "shape class of no work");
+  return "1e" + std::to_string(decade(work));
+}
+
+std::size_t CostModel::work_class(double work) {
+  return work > 0 ? static_cast<std::size_t>(decade(work)) + 1 : 0;
+}
 
 // load_calibration() checks files; a Calibration built in code is checked here.
 CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibration)) {
@@ -68,23 +82,28 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
   for (const auto& [key, value] : c.overhead_s)
     STRATA_ASSERT(value >= 0, "negative overhead for " + key);
   for (int k = 0; k < kTaskKindCount; ++k)
-    for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64}) {
-      const auto kind = static_cast<TaskKind>(k);
-      flops_efficiency_[slot(kind, d)] = lookup(c.flops_efficiency, kind, d, c.default_flops_efficiency);
-      mem_efficiency_[slot(kind, d)] = lookup(c.mem_efficiency, kind, d, c.default_mem_efficiency);
-      overhead_[slot(kind, d)] = lookup(c.overhead_s, kind, d, 0.0);
-    }
+    for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64})
+      for (std::size_t cls = 0; cls < kClasses; ++cls) {
+        const auto kind = static_cast<TaskKind>(k);
+        const std::string name = cls == 0 ? "" : "1e" + std::to_string(cls - 1);
+        const std::size_t s = slot(kind, d, cls);
+        flops_efficiency_[s] = lookup(c.flops_efficiency, kind, d, name, c.default_flops_efficiency);
+        mem_efficiency_[s] = lookup(c.mem_efficiency, kind, d, name, c.default_mem_efficiency);
+        overhead_[s] = lookup(c.overhead_s, kind, d, name, 0.0);
+      }
 }
 
-double CostModel::flops_efficiency(TaskKind kind, DType dtype) const {
-  return flops_efficiency_[slot(kind, dtype)];
+double CostModel::flops_efficiency(TaskKind kind, DType dtype, double work) const {
+  return flops_efficiency_[slot(kind, dtype, work_class(work))];
 }
 
-double CostModel::mem_efficiency(TaskKind kind, DType dtype) const {
-  return mem_efficiency_[slot(kind, dtype)];
+double CostModel::mem_efficiency(TaskKind kind, DType dtype, double work) const {
+  return mem_efficiency_[slot(kind, dtype, work_class(work))];
 }
 
-double CostModel::overhead(TaskKind kind, DType dtype) const { return overhead_[slot(kind, dtype)]; }
+double CostModel::overhead(TaskKind kind, DType dtype, double work) const {
+  return overhead_[slot(kind, dtype, work_class(work))];
+}
 
 // A host without a memory bandwidth (mem_bw = 0: a plain SimGrid host) has no memory roof:
 // its tasks are timed on FLOPs alone, as SimGrid itself would time them.
@@ -97,17 +116,17 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
                                            "fixed task needs a non-negative duration_s"));
     return *duration;
   }
+  const double bytes = task.bytes_read + task.bytes_written;
+  const std::size_t s = slot(task.kind, task.dtype, work_class(task.flops > 0 ? task.flops : bytes));
   double compute = 0;
   if (task.flops > 0) {
     const double peak = host.peak_flops(task.dtype);
     STRATA_ASSERT(peak > 0, "host '" + host.name + "' has no FLOP/s for task " + task.id);
-    compute = task.flops / (peak * flops_efficiency(task.kind, task.dtype));
+    compute = task.flops / (peak * flops_efficiency_[s]);
   }
   double memory = 0;
-  const double bytes = task.bytes_read + task.bytes_written;
-  if (bytes > 0 && host.mem_bw > 0)
-    memory = bytes / (host.mem_bw * mem_efficiency(task.kind, task.dtype));
-  return overhead(task.kind, task.dtype) + std::max(compute, memory);
+  if (bytes > 0 && host.mem_bw > 0) memory = bytes / (host.mem_bw * mem_efficiency_[s]);
+  return overhead_[s] + std::max(compute, memory);
 }
 
 }  // namespace strata

@@ -116,7 +116,7 @@ class CalibrationFile : public ::testing::Test {
 
 TEST_F(CalibrationFile, LoadsOverridesAndKeepsDefaults) {
   const std::string path = write("good.json", R"({
-    "schema_version": 1, "format": "strata-calibration",
+    "schema_version": 2, "format": "strata-calibration",
     "default_flops_efficiency": 0.4, "default_mem_efficiency": 0.9,
     "flops_efficiency": {"linear_fwd/bf16": 0.72},
     "mem_efficiency": {"norm_fwd": 0.85},
@@ -134,44 +134,97 @@ TEST_F(CalibrationFile, LoadsOverridesAndKeepsDefaults) {
 }
 
 TEST_F(CalibrationFile, RejectsOtherSchemaVersion) {
-  const std::string path = write("v2.json", R"({"schema_version": 2})");
-  EXPECT_EQ(error_of(path), path + ": /schema_version: unsupported version 2 (expected 1)");
+  // A file of the first format (no shape classes, transports or host) is refused, not misread.
+  const std::string path = write("v1.json", R"({"schema_version": 1, "flops_efficiency": {}})");
+  EXPECT_EQ(error_of(path), path + ": /schema_version: unsupported version 1 (expected 2)");
 }
 
 TEST_F(CalibrationFile, RejectsEfficiencyAboveOne) {
   const std::string path =
-      write("c.json", R"({"schema_version": 1, "flops_efficiency": {"linear_fwd": 1.7}})");
+      write("c.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd": 1.7}})");
   EXPECT_EQ(error_of(path), path + ": /flops_efficiency/linear_fwd: efficiency 1.7 outside (0, 1]");
 }
 
 TEST_F(CalibrationFile, RejectsUnknownKind) {
   const std::string path =
-      write("kind.json", R"({"schema_version": 1, "mem_efficiency": {"lnear_fwd": 0.5}})");
+      write("kind.json", R"({"schema_version": 2, "mem_efficiency": {"lnear_fwd": 0.5}})");
   EXPECT_EQ(error_of(path), path + ": /mem_efficiency/lnear_fwd: unknown task kind 'lnear_fwd'");
 }
 
 TEST_F(CalibrationFile, RejectsCommunicationKindAndUnknownDtype) {
   std::string path =
-      write("comm.json", R"({"schema_version": 1, "overhead_s": {"allreduce": 1e-6}})");
+      write("comm.json", R"({"schema_version": 2, "overhead_s": {"allreduce": 1e-6}})");
   EXPECT_EQ(error_of(path),
             path + ": /overhead_s/allreduce: task kind 'allreduce' is not a compute kind");
   // '/' in a key is escaped as ~1 in the JSON pointer (RFC 6901).
   path =
-      write("dtype.json", R"({"schema_version": 1, "flops_efficiency": {"linear_fwd/bf32": 0.5}})");
+      write("dtype.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/bf32": 0.5}})");
   EXPECT_EQ(error_of(path), path + ": /flops_efficiency/linear_fwd~1bf32: unknown dtype 'bf32'");
 }
 
 TEST_F(CalibrationFile, RejectsMissingFileUnknownKeyAndBadJson) {
   const std::string missing = (std::filesystem::path(::testing::TempDir()) / "none.json").string();
   EXPECT_EQ(error_of(missing), missing + ": cannot open file");
-  std::string path = write("key.json", R"({"schema_version": 1, "default_flops_eff": 0.5})");
+  std::string path = write("key.json", R"({"schema_version": 2, "default_flops_eff": 0.5})");
   EXPECT_EQ(error_of(path), path + ": /default_flops_eff: unknown key");
-  path = write("bad.json", R"({"schema_version": 1,)");
+  path = write("bad.json", R"({"schema_version": 2,)");
   const std::string error = error_of(path);
   EXPECT_EQ(error.rfind(path + ": invalid JSON: ", 0), 0u) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   path = write("noversion.json", R"({"format": "strata-calibration"})");
   EXPECT_EQ(error_of(path), path + ": /schema_version: missing");
+}
+
+TEST(CostModel, ShapeClassEntriesWinOverClasslessOnesForTheirDecadeOnly) {
+  Calibration calibration = Calibration::defaults();
+  calibration.flops_efficiency["linear_fwd/fp32"] = 0.5;
+  calibration.flops_efficiency["linear_fwd/1e9"] = 0.25;         // any dtype, [1e9, 1e10) FLOP
+  calibration.flops_efficiency["linear_fwd/fp32/1e10"] = 0.125;  // fp32, [1e10, 1e11) FLOP
+  calibration.mem_efficiency["activation_fwd/1e6"] = 0.5;       // no FLOPs: class of the bytes
+  const CostModel cost(calibration);
+  // 1e9 FLOP / (10e12 x 0.25) = 0.4 ms; 5e10 / (10e12 x 0.125) = 40 ms; 1e12 / (10e12 x 0.5) = 0.2 s.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e9, 0), test_host()), 4e-4);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 5e10, 0), test_host()), 0.04);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e12, 0), test_host()), 0.1 * 2);
+  // 9.99e9 is still in 1e9's decade: 9.99e9 / (100e12 x 0.25) for bf16.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::bf16, 9.99e9, 0), test_host()),
+                   9.99e9 / 25e12);
+  // 4e6 B / (1e12 B/s x 0.5) = 8 µs.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::activation_fwd, DType::fp32, 0, 4e6), test_host()), 8e-6);
+  EXPECT_EQ(shape_class(1), "1e0");
+  EXPECT_EQ(shape_class(99999), "1e4");
+}
+
+TEST_F(CalibrationFile, WrittenCalibrationReadsBackTheSame) {
+  Calibration c = Calibration::defaults();
+  c.flops_efficiency["linear_fwd/fp32/1e7"] = 0.61;
+  c.mem_efficiency["activation_bwd/1e5"] = 0.33;
+  c.overhead_s["loss_fwd"] = 2.5e-6;
+  c.transports["threads"] = TransportCalibration{1.5e-6, 2e-10, 3e-6, 4e-10, 2};
+  c.host = HostCalibration{"box", 2, 9.6e10, 4.8e10, 1.2e10};
+  const std::string text = calibration_to_json(c, "cpu", "2026-11-22T00:00:00Z");
+  const Calibration back = load_calibration(write("round.json", text));
+  EXPECT_EQ(back.flops_efficiency, c.flops_efficiency);
+  EXPECT_EQ(back.mem_efficiency, c.mem_efficiency);
+  EXPECT_EQ(back.overhead_s, c.overhead_s);
+  ASSERT_EQ(back.transports.count("threads"), 1u);
+  EXPECT_DOUBLE_EQ(back.transports.at("threads").p2p_beta_s_per_byte, 2e-10);
+  EXPECT_DOUBLE_EQ(back.transports.at("threads").allreduce_alpha_s, 3e-6);
+  EXPECT_EQ(back.host.name, "box");
+  EXPECT_EQ(back.host.cores, 2);
+  EXPECT_DOUBLE_EQ(back.host.mem_bw, 1.2e10);
+  EXPECT_EQ(calibration_to_json(back, "cpu", "2026-11-22T00:00:00Z"), text);
+}
+
+TEST_F(CalibrationFile, RejectsBadShapeClassTransportAndHost) {
+  std::string path = write("cls.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/fp32/1e99": 0.5}})");
+  EXPECT_EQ(error_of(path),
+            path + ": /flops_efficiency/linear_fwd~1fp32~11e99: unknown shape class '1e99' (expected 1e0 ... 1e16)");
+  path = write("tr.json", R"({"schema_version": 2, "transports": {"mpi": {"p2p_alpha_s": -1}}})");
+  EXPECT_EQ(error_of(path), path + ": /transports/mpi/p2p_alpha_s: negative overhead -1 s");
+  path = write("host.json",
+               R"({"schema_version": 2, "host": {"name": "h", "cores": 0, "flops_fp32": 1, "flops_fp64": 1, "mem_bw": 1}})");
+  EXPECT_EQ(error_of(path), path + ": /host/cores: expected an integer >= 1, got 0");
 }
 
 // --- host properties -----------------------------------------------------------------------

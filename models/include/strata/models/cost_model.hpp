@@ -1,14 +1,20 @@
 // CostModel: the predicted duration of a compute task on a host.
 //
-// time = overhead(kind) + max(flops / (peak(dtype) * eff_flops(kind, dtype)),
-//                             (bytes_read + bytes_written) / (mem_bw * eff_mem(kind, dtype)))
-// a roofline on the host's dense peak for the task's dtype and its memory bandwidth, with
-// efficiencies looked up per (kind, dtype), falling back to per-kind, then to the defaults.
-// `fixed` tasks take their `duration_s` attribute. Calibration (calibration.hpp) overrides
-// efficiencies and adds per-task overheads; `strata calibrate` (real_exec) will produce it.
+// time = overhead(kind) + max(flops / (peak(dtype) * eff_flops(kind, dtype, class)),
+//                             (bytes_read + bytes_written) / (mem_bw * eff_mem(kind, dtype, class)))
+// a roofline on the host's dense peak for the task's dtype and its memory bandwidth.
+// `fixed` tasks take their `duration_s` attribute. A Calibration overrides efficiencies and adds
+// per-task overheads; `strata calibrate` (real_exec) measures one.
+//
+// Shape class: the decade of a task's work, its FLOPs (bytes moved for a task without FLOPs):
+// class "1e7" holds tasks of [1e7, 1e8) FLOP. Small GEMMs reach a lower fraction of peak than
+// large ones, so a calibration may give each class its own efficiency. Table keys are
+// "kind", "kind/dtype", "kind/class" or "kind/dtype/class"; a lookup tries kind/dtype/class,
+// kind/class, kind/dtype, kind, then the default.
 #pragma once
 
 #include <array>
+#include <vector>
 #include <map>
 #include <string>
 
@@ -17,15 +23,36 @@
 
 namespace strata {
 
+// α–β of one way of moving tensors between workers (a real_exec transport: "threads", "mpi"):
+// a message of n bytes takes alpha_s + n * beta_s_per_byte.
+struct TransportCalibration {
+  double p2p_alpha_s = 0;                // s, send + receive of an empty message
+  double p2p_beta_s_per_byte = 0;        // s/B
+  double allreduce_alpha_s = 0;          // s, ring allreduce of `allreduce_ranks` ranks
+  double allreduce_beta_s_per_byte = 0;  // s per byte of the reduced buffer
+  int allreduce_ranks = 2;
+};
+
+// The machine a calibration was measured on, as a one-host platform needs it.
+struct HostCalibration {
+  std::string name;        // host name (informational)
+  int cores = 0;           // worker slots
+  double flops_fp32 = 0;   // FLOP/s per core, the peak efficiencies are relative to
+  double flops_fp64 = 0;   // FLOP/s per core
+  double mem_bw = 0;       // B/s per core
+};
+
 struct Calibration {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   std::string source;                       // file it came from, or "defaults"
   double default_flops_efficiency = 0.5;    // fraction of peak FLOP/s
   double default_mem_efficiency = 0.8;      // fraction of peak memory bandwidth
-  // keys "kind" or "kind/dtype", e.g. "linear_fwd/bf16"
+  // keys "kind[/dtype][/class]", e.g. "linear_fwd/bf16", "linear_fwd/fp32/1e7"
   std::map<std::string, double> flops_efficiency;
   std::map<std::string, double> mem_efficiency;
   std::map<std::string, double> overhead_s;  // per task of that kind (s)
+  std::map<std::string, TransportCalibration> transports;  // by transport name
+  HostCalibration host;                                    // cores == 0: not measured
 
   // Built-in defaults: GEMM-like kinds 0.7 of peak, attention 0.5, memory-bound kinds at
   // 0.8 of bandwidth (see cost_model.cpp for the sources of these figures).
@@ -37,28 +64,41 @@ struct Calibration {
 // schema_version other than kSchemaVersion.
 Calibration load_calibration(const std::string& path);
 
+// The JSON load_calibration reads, with every table and the informational `device` and
+// `created` fields; keys in sorted order, so equal calibrations give equal text.
+std::string calibration_to_json(const Calibration& calibration, const std::string& device,
+                                const std::string& created);
+
+// The shape class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
+std::string shape_class(double work);
+
 class CostModel {
  public:
   explicit CostModel(Calibration calibration = Calibration::defaults());
 
   // Seconds. REQUIRES: task is a compute kind.
   double compute_time(const Task& task, const HostSpec& host) const;
-  double flops_efficiency(TaskKind kind, DType dtype) const;
-  double mem_efficiency(TaskKind kind, DType dtype) const;
-  double overhead(TaskKind kind, DType dtype) const;
+  // `work` picks the shape class (0: the class-less entries).
+  double flops_efficiency(TaskKind kind, DType dtype, double work = 0) const;
+  double mem_efficiency(TaskKind kind, DType dtype, double work = 0) const;
+  double overhead(TaskKind kind, DType dtype, double work = 0) const;
   const Calibration& calibration() const { return calibration_; }
 
  private:
-  static std::size_t slot(TaskKind kind, DType dtype) {
-    return static_cast<std::size_t>(kind) * kDTypes + static_cast<std::size_t>(dtype);
-  }
   static constexpr std::size_t kDTypes = 4;
+  // Class 0 is "no class" (work 0); class c >= 1 is the decade 1e(c-1).
+  static constexpr std::size_t kClasses = 18;
+  static std::size_t work_class(double work);
+  static std::size_t slot(TaskKind kind, DType dtype, std::size_t cls) {
+    return (static_cast<std::size_t>(kind) * kDTypes + static_cast<std::size_t>(dtype)) * kClasses + cls;
+  }
+  static constexpr std::size_t kSlots = kTaskKindCount * kDTypes * kClasses;
 
   Calibration calibration_;
-  // The calibration resolved per (kind, dtype) once: a replay asks for every task.
-  std::array<double, kTaskKindCount * kDTypes> flops_efficiency_{};
-  std::array<double, kTaskKindCount * kDTypes> mem_efficiency_{};
-  std::array<double, kTaskKindCount * kDTypes> overhead_{};
+  // The calibration resolved per (kind, dtype, class) once: a replay asks for every task.
+  std::vector<double> flops_efficiency_ = std::vector<double>(kSlots);
+  std::vector<double> mem_efficiency_ = std::vector<double>(kSlots);
+  std::vector<double> overhead_ = std::vector<double>(kSlots);
 };
 
 }  // namespace strata
