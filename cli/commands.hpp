@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+
+#include "strata/models/cost_model.hpp"
 
 namespace strata::cli {
 
@@ -15,6 +18,12 @@ void add_simulate_command(CLI::App& app, Action& action);
 void add_trace_export_command(CLI::App& app, Action& action);
 void add_explore_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
+void add_calibrate_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
+
+// α–β of a real_exec transport measured on this machine: "threads" in this process; "mpi" in
+// two OpenMPI processes launched with mpirun (a build with MPI). Throws InputError.
+TransportCalibration measure_transport_calibration(const std::string& transport);
 
 // True when stderr is a terminal: progress is shown only then.
 bool progress_wanted();

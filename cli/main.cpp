@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   strata::cli::add_trace_export_command(app, action);
   strata::cli::add_explore_command(app, action);
   strata::cli::add_run_command(app, action);
+  strata::cli::add_calibrate_command(app, action);
+  strata::cli::add_validate_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

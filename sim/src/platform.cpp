@@ -1,6 +1,7 @@
 #include "strata/sim/platform.hpp"
 
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,42 @@ std::vector<std::string> read_placement(const std::string& path) {
     out.push_back(line.substr(b, e - b + 1));
   }
   return out;
+}
+
+std::string one_host_platform_xml(const Calibration& calibration, const std::string& transport) {
+  const HostCalibration& h = calibration.host;
+  if (h.cores <= 0)
+    throw InputError(input_error_message(calibration.source, "/host", "no measured host (run strata calibrate)"));
+  const auto it = calibration.transports.find(transport);
+  if (it == calibration.transports.end())
+    throw InputError(input_error_message(calibration.source, "/transports",
+                                         "no measurements of transport '" + transport + "' (run strata calibrate" +
+                                             (transport == "mpi" ? " in a build with MPI)" : ")")));
+  const TransportCalibration& t = it->second;
+  auto num = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return std::string(buf);
+  };
+  std::string name;
+  for (char c : h.name) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '-';
+  if (name.empty()) name = "this-machine";
+  const double bw = t.p2p_beta_s_per_byte > 0 ? 1 / t.p2p_beta_s_per_byte : 1e15;
+  std::string xml;
+  xml += "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
+  xml += "<!--\n  strata platform of the machine measured by `strata calibrate` (" + calibration.source + "):\n";
+  xml += "  one host, " + std::to_string(h.cores) + " worker slots (cores), speed = the measured single-core fp32 peak;\n";
+  xml += "  loopback = the '" + transport + "' transport's point-to-point alpha and 1/beta.\n-->\n";
+  xml += "<platform version=\"4.1\">\n  <zone id=\"" + name + "-zone\" routing=\"Full\">\n";
+  xml += "    <host id=\"" + name + "\" speed=\"" + num(h.flops_fp32) + "f\" core=\"" + std::to_string(h.cores) + "\">\n";
+  xml += "      <prop id=\"flops_fp32\" value=\"" + num(h.flops_fp32) + "\"/>\n";
+  xml += "      <prop id=\"flops_fp64\" value=\"" + num(h.flops_fp64) + "\"/>\n";
+  xml += "      <prop id=\"mem_bw\" value=\"" + num(h.mem_bw) + "\"/>\n";
+  xml += "    </host>\n";
+  xml += "    <link id=\"loopback\" bandwidth=\"" + num(bw) + "Bps\" latency=\"" + num(t.p2p_alpha_s) + "s\"/>\n";
+  xml += "    <route src=\"" + name + "\" dst=\"" + name + "\" symmetrical=\"NO\"><link_ctn id=\"loopback\"/></route>\n";
+  xml += "  </zone>\n</platform>\n";
+  return xml;
 }
 
 }  // namespace strata

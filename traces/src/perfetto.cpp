@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
@@ -11,7 +12,9 @@ namespace {
 // Events keep the field order of the format's documentation (name, ph, pid, tid, ts, ...).
 using OrderedJson = nlohmann::ordered_json;
 
-std::int64_t pid_of(WorkerId worker) { return std::int64_t{worker} + 1; }
+constexpr std::int64_t kGroupPids = 10000;  // pid block of each Trace in a side-by-side document
+
+std::int64_t pid_of(WorkerId worker, std::int64_t group = 0) { return group * kGroupPids + worker + 1; }
 std::int64_t tid_of(WorkerId worker, Stream stream) {
   return 2 * std::int64_t{worker} + (stream == Stream::compute ? 1 : 2);
 }
@@ -19,37 +22,39 @@ std::int64_t tid_of(WorkerId worker, Stream stream) {
 // Nanoseconds since the start of the run: the common grid that ts and dur are rounded to.
 double to_ns(double seconds) { return std::round(seconds * 1e9); }
 
-OrderedJson metadata(const char* name, WorkerId worker, std::int64_t tid, const char* arg,
+OrderedJson metadata(const char* name, WorkerId worker, std::int64_t group, std::int64_t tid, const char* arg,
                      OrderedJson value) {
   OrderedJson e;
   e["name"] = name;
   e["ph"] = "M";
-  e["pid"] = pid_of(worker);
+  e["pid"] = pid_of(worker, group);
   e["tid"] = tid;
   e["args"][arg] = std::move(value);
   return e;
 }
 
-void add_worker_metadata(WorkerId worker, const std::string& host, OrderedJson& events) {
-  std::string name = "worker " + std::to_string(worker);
+void add_worker_metadata(WorkerId worker, const std::string& host, const std::string& label, std::int64_t group,
+                         OrderedJson& events) {
+  std::string name = label.empty() ? "" : label + ": ";
+  name += "worker " + std::to_string(worker);
   if (!host.empty()) name += " (" + host + ")";
   const std::int64_t compute = tid_of(worker, Stream::compute);
   const std::int64_t comm = tid_of(worker, Stream::comm);
-  events.push_back(metadata("process_name", worker, compute, "name", name));
-  events.push_back(metadata("process_sort_index", worker, compute, "sort_index", pid_of(worker)));
-  events.push_back(metadata("thread_name", worker, compute, "name", "compute"));
-  events.push_back(metadata("thread_sort_index", worker, compute, "sort_index", compute));
-  events.push_back(metadata("thread_name", worker, comm, "name", "comm"));
-  events.push_back(metadata("thread_sort_index", worker, comm, "sort_index", comm));
+  events.push_back(metadata("process_name", worker, group, compute, "name", name));
+  events.push_back(metadata("process_sort_index", worker, group, compute, "sort_index", pid_of(worker, group)));
+  events.push_back(metadata("thread_name", worker, group, compute, "name", "compute"));
+  events.push_back(metadata("thread_sort_index", worker, group, compute, "sort_index", compute));
+  events.push_back(metadata("thread_name", worker, group, comm, "name", "comm"));
+  events.push_back(metadata("thread_sort_index", worker, group, comm, "sort_index", comm));
 }
 
-OrderedJson complete_event(const TraceRecord& r) {
+OrderedJson complete_event(const TraceRecord& r, std::int64_t group) {
   const double start_ns = to_ns(r.start);
   OrderedJson e;
   e["name"] = r.id;
   e["cat"] = to_string(r.kind);
   e["ph"] = "X";
-  e["pid"] = pid_of(r.worker);
+  e["pid"] = pid_of(r.worker, group);
   e["tid"] = tid_of(r.worker, r.stream);
   e["ts"] = start_ns / 1e3;
   e["dur"] = (to_ns(r.end) - start_ns) / 1e3;
@@ -59,23 +64,40 @@ OrderedJson complete_event(const TraceRecord& r) {
   return e;
 }
 
-OrderedJson chrome_document(const Trace& trace) {
+void add_trace(const Trace& trace, const std::string& label, std::int64_t group, OrderedJson& events) {
   Trace sorted;
   sorted.records = trace.records;
   sorted.sort();
-
   // Host of each worker: the first one named in canonical order (a worker runs on one host).
   std::map<WorkerId, std::string> hosts;
   for (const TraceRecord& r : sorted.records) {
     auto [it, inserted] = hosts.emplace(r.worker, r.host);
     if (it->second.empty()) it->second = r.host;
   }
+  for (const auto& [worker, host] : hosts) add_worker_metadata(worker, host, label, group, events);
+  for (const TraceRecord& r : sorted.records) events.push_back(complete_event(r, group));
+}
+
+OrderedJson chrome_document(const Trace& trace) {
   OrderedJson doc;
-  OrderedJson& events = doc["traceEvents"] = OrderedJson::array();
-  for (const auto& [worker, host] : hosts) add_worker_metadata(worker, host, events);
-  for (const TraceRecord& r : sorted.records) events.push_back(complete_event(r));
+  add_trace(trace, "", 0, doc["traceEvents"] = OrderedJson::array());
   doc["otherData"]["executor"] = trace.executor;
   doc["otherData"]["source"] = trace.source;
+  return doc;
+}
+
+OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
+  OrderedJson doc;
+  OrderedJson& events = doc["traceEvents"] = OrderedJson::array();
+  OrderedJson& groups = doc["otherData"]["groups"] = OrderedJson::array();
+  for (std::size_t g = 0; g < traces.size(); ++g) {
+    STRATA_ASSERT(traces[g].trace != nullptr, "side-by-side trace without a Trace");
+    add_trace(*traces[g].trace, traces[g].label, static_cast<std::int64_t>(g), events);
+    groups.push_back({{"label", traces[g].label},
+                      {"executor", traces[g].trace->executor},
+                      {"source", traces[g].trace->source},
+                      {"first_pid", pid_of(0, static_cast<std::int64_t>(g))}});
+  }
   return doc;
 }
 
@@ -87,6 +109,14 @@ nlohmann::json trace_to_chrome(const Trace& trace) {
 
 void write_chrome_trace(const Trace& trace, const std::string& path) {
   write_file_atomically(path, dump_one_element_per_line(chrome_document(trace), path));
+}
+
+nlohmann::json traces_to_chrome(const std::vector<LabelledTrace>& traces) {
+  return nlohmann::json(chrome_document(traces));
+}
+
+void write_chrome_traces(const std::vector<LabelledTrace>& traces, const std::string& path) {
+  write_file_atomically(path, dump_one_element_per_line(chrome_document(traces), path));
 }
 
 }  // namespace strata

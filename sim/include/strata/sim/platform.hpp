@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/models/cost_model.hpp"
 #include "strata/models/hardware.hpp"
 
 namespace strata {
@@ -46,5 +47,13 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
 
 // Reads a placement file: JSON {"workers": ["node-0", "node-0", ...]} or one host name per line.
 std::vector<std::string> read_placement(const std::string& path);
+
+// The SimGrid platform of the machine a calibration measured (`strata calibrate
+// --emit-platform`): one host named after it, `cores` worker slots at the measured fp32 peak per
+// core, flops_fp64 and mem_bw properties, and a shared loopback link whose bandwidth and latency
+// are the transport's point-to-point β and α, so a send between two workers of the machine takes
+// α + bytes·β. Throws InputError naming the calibration file when it has no host or no such
+// transport.
+std::string one_host_platform_xml(const Calibration& calibration, const std::string& transport);
 
 }  // namespace strata

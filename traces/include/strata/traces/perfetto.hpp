@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "strata/traces/trace.hpp"
 
@@ -28,5 +29,15 @@ nlohmann::json trace_to_chrome(const Trace& trace);
 
 // Writes trace_to_chrome(trace) to `path` atomically, one event per line.
 void write_chrome_trace(const Trace& trace, const std::string& path);
+
+// Several Traces of one Plan side by side (predicted and measured): each is a group of processes
+// named "<label>: worker N (host)"; group g's pids are g * 10000 + worker + 1, so the groups stay
+// apart and in the order given. otherData lists the labels with each Trace's executor and source.
+struct LabelledTrace {
+  std::string label;
+  const Trace* trace = nullptr;
+};
+nlohmann::json traces_to_chrome(const std::vector<LabelledTrace>& traces);
+void write_chrome_traces(const std::vector<LabelledTrace>& traces, const std::string& path);
 
 }  // namespace strata

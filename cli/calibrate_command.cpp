@@ -1,0 +1,94 @@
+// strata calibrate: measures this machine (real_exec/calibrate.hpp) and writes the calibration
+// that `strata simulate --calibration` and `strata validate` read, and optionally the SimGrid
+// platform of this machine.
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include "commands.hpp"
+#include "strata/models/cost_model.hpp"
+#include "strata/real/calibrate.hpp"
+#include "strata/sim/platform.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::string output;
+  std::string platform;
+  std::vector<std::string> transports{"threads"};
+};
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOverhead& dispatch,
+                       const Calibration& c) {
+  std::printf("host %s: %d cores; one core: GEMM %.2f GFLOP/s fp32, %.2f GFLOP/s fp64; triad %.2f GB/s\n",
+              peaks.host.c_str(), peaks.cores, peaks.gemm_fp32 / 1e9, peaks.gemm_fp64 / 1e9, peaks.triad_bw / 1e9);
+  std::printf("roofs after the zoo's tasks: %.2f GFLOP/s fp32, %.2f GB/s (efficiencies are relative to these)\n",
+              c.host.flops_fp32 / 1e9, c.host.mem_bw / 1e9);
+  std::printf("dispatch: %.3f us per task on one worker's thread, %.3f us per hand-off to another worker's thread\n",
+              dispatch.same_thread_s * 1e6, dispatch.handoff_s * 1e6);
+  for (const auto* table : {&c.flops_efficiency, &c.mem_efficiency}) {
+    const char* what = table == &c.flops_efficiency ? "of peak FLOP/s" : "of memory bandwidth";
+    for (const auto& [key, e] : *table)
+      if (e < 1 && key.find('/') != std::string::npos)
+        std::printf("  %-34s %5.1f %% %s\n", key.c_str(), 100 * e, what);
+  }
+  for (const auto& [name, t] : c.transports)
+    std::printf("transport %s: point-to-point %.2f us + %.3f ns/B (%.2f GB/s); %d-rank allreduce %.2f us + %.3f ns/B\n",
+                name.c_str(), t.p2p_alpha_s * 1e6, t.p2p_beta_s_per_byte * 1e9,
+                t.p2p_beta_s_per_byte > 0 ? 1e-9 / t.p2p_beta_s_per_byte : 0.0, t.allreduce_ranks,
+                t.allreduce_alpha_s * 1e6, t.allreduce_beta_s_per_byte * 1e9);
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("calibrate", "measure this machine: kernel efficiencies, dispatch, transports");
+  auto o = std::make_shared<CalibrateOptions>();
+  cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
+  cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
+  cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")->delimiter(',');
+  cmd->callback([&action, o] {
+    action = [o] {
+      for (const std::string& t : o->transports)
+        if (t != "threads" && t != "mpi") throw InputError("--transport: unknown '" + t + "' (threads, mpi)");
+      const bool progress = progress_wanted();
+      real::Progress step;
+      if (progress) step = [](const std::string& what) { std::fprintf(stderr, "\rcalibrate: %-60s", what.c_str()); };
+      const real::MachinePeaks peaks = real::measure_peaks(step);
+      const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+      const std::vector<real::TaskSample> tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step);
+      if (step) step("dispatch overhead");
+      const real::DispatchOverhead dispatch = real::measure_dispatch();
+      Calibration c = real::fit_calibration(peaks, tasks, dispatch);
+      for (const std::string& t : o->transports) {
+        if (step) step("transport " + t);
+        c.transports[t] = measure_transport_calibration(t);
+      }
+      if (progress) std::fprintf(stderr, "\r%70s\r", "");
+      c.source = o->output;
+      write_file_atomically(o->output, calibration_to_json(c, "cpu-openblas, " + peaks.host, utc_now()));
+      print_calibration(peaks, dispatch, c);
+      std::printf("%zu tasks measured -> %s\n", tasks.size(), o->output.c_str());
+      if (!o->platform.empty()) {
+        write_file_atomically(o->platform, one_host_platform_xml(c, o->transports.front()));
+        std::printf("platform of this machine (%s transport) -> %s\n", o->transports.front().c_str(),
+                    o->platform.c_str());
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,239 @@
+// strata validate: runs a Plan for real and simulates it, then compares iteration time and every
+// task's duration (traces/compare.hpp). The loop that tells a user how far to trust strata's
+// predictions on their machine.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "strata/real/trainer.hpp"
+#include "strata/sim/platform.hpp"
+#include "strata/sim/replay.hpp"
+#include "strata/traces/compare.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+#include "strata/traces/perfetto.hpp"
+#include "strata/traces/plan_json.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct ValidateOptions {
+  CommonFlags flags;
+  ReplayFlags replay;
+  std::string plan;
+  std::string transport = "threads";
+  int iterations = 20;
+  int warmup = 5;
+  int worst = 5;
+  std::string perfetto = "validation.perfetto.json";
+  std::string svg = "validation.svg";
+  std::string json;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double span_of(const Trace& t) {
+  double lo = INFINITY, hi = 0;
+  for (const TraceRecord& r : t.records) {
+    lo = std::min(lo, r.start);
+    hi = std::max(hi, r.end);
+  }
+  return t.records.empty() ? 0 : hi - lo;
+}
+
+// Times in the unit that keeps them readable, always with the unit.
+std::string time_text(double s) {
+  char buf[32];
+  if (std::abs(s) >= 1)
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (std::abs(s) >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  return buf;
+}
+
+struct Measured {
+  std::vector<Trace> runs;            // one per measured iteration, times from its own start
+  std::vector<double> iteration_s;    // span of each
+  std::string host;
+};
+
+// `warmup` + `iterations` training iterations on consecutive Fashion-MNIST batches.
+Measured measure(const Plan& plan, const ValidateOptions& o) {
+  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  real::CpuBackend backend;
+  real::TrainConfig config;
+  config.seed = static_cast<std::uint64_t>(o.flags.seed);
+  real::Trainer<float> trainer(plan, backend, config);
+  const std::int64_t batch = trainer.global_batch();
+  Measured m;
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  m.host = host;
+  const bool progress = progress_wanted();
+  const int all = o.warmup + o.iterations;
+  for (int i = 0; i < all; ++i) {
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
+    for (std::int64_t k = 0; k < batch; ++k)
+      indices[static_cast<std::size_t>(k)] = (i * batch + k) % train.count;
+    std::vector<real::TaskTiming> timings;
+    trainer.train_batch(train, indices, &timings);
+    if (progress) std::fprintf(stderr, "\rvalidate: real run, iteration %d/%d%s", i + 1, all, i + 1 == all ? "\n" : "");
+    if (i < o.warmup) continue;
+    double t0 = INFINITY;
+    for (const real::TaskTiming& t : timings) t0 = std::min(t0, t.start);
+    for (real::TaskTiming& t : timings) t.start -= t0, t.end -= t0;
+    m.runs.push_back(real::measured_trace(plan, timings, m.host, plan.info.model + " " + plan.info.strategy));
+    m.iteration_s.push_back(span_of(m.runs.back()));
+  }
+  return m;
+}
+
+std::string temporary_platform(const std::string& xml) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("strata-validate-" + std::to_string(::getpid()) + ".xml");
+  write_file_atomically(path.string(), xml);
+  return path.string();
+}
+
+int validate(const Plan& plan, const ValidateOptions& o) {
+  ReplayOptions options = replay_options(o.replay);
+  std::string platform = o.flags.platform;
+  bool generated = false;
+  if (platform.empty()) {
+    if (o.replay.calibration.empty())
+      throw InputError("validate: give --calibration FILE (from strata calibrate) or --platform FILE");
+    platform = temporary_platform(one_host_platform_xml(options.calibration, o.transport));
+    generated = true;
+  } else {
+    platform = resolve_platform(platform);
+  }
+  std::printf("validate %s %s: %d worker(s), %s transport, global batch %lld; %d measured iterations after %d warm-up\n",
+              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), o.transport.c_str(),
+              static_cast<long long>(plan.info.global_batch), o.iterations, o.warmup);
+  const Measured m = measure(plan, o);
+  const std::size_t median_run = [&] {
+    std::vector<std::size_t> order(m.iteration_s.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return m.iteration_s[a] < m.iteration_s[b]; });
+    return order[order.size() / 2];
+  }();
+
+  options.keep_trace = true;
+  ReplayResult sim;
+  try {
+    sim = replay(plan, platform, options);
+  } catch (...) {
+    if (generated) std::filesystem::remove(platform);
+    throw;
+  }
+  if (generated) std::filesystem::remove(platform);
+  const double predicted = sim.report.iteration_time_s;
+  const double measured = median(m.iteration_s);
+  std::vector<double> sorted = m.iteration_s;
+  std::sort(sorted.begin(), sorted.end());
+  const double p10 = sorted[sorted.size() / 10], p90 = sorted[(sorted.size() * 9) / 10];
+  const TraceComparison cmp = compare_traces(sim.trace, m.runs);
+
+  std::printf("platform %s, calibration %s\n", generated ? "of this machine (from the calibration)" : platform.c_str(),
+              options.calibration.source.c_str());
+  std::printf("iteration time: predicted %s, measured %s (median; p10 %s, p90 %s): error %+.1f %%\n",
+              time_text(predicted).c_str(), time_text(measured).c_str(), time_text(p10).c_str(), time_text(p90).c_str(),
+              100 * (predicted - measured) / measured);
+  std::printf("compute tasks: median |error| %.1f %%, p90 %.1f %%\n", 100 * cmp.compute_median_abs_error,
+              100 * cmp.compute_p90_abs_error);
+  std::printf("%-18s %6s %14s %14s %12s %10s\n", "kind", "tasks", "predicted", "measured", "median|err|", "p90|err|");
+  for (const KindComparison& k : cmp.kinds)
+    std::printf("%-18s %6zu %14s %14s %10.1f %% %8.1f %%\n", std::string(to_string(k.kind)).c_str(), k.tasks,
+                time_text(k.predicted_total_s).c_str(), time_text(k.measured_total_s).c_str(), 100 * k.median_abs_error,
+                100 * k.p90_abs_error);
+  std::printf("worst tasks:\n");
+  for (const TaskComparison& t : cmp.worst(static_cast<std::size_t>(o.worst)))
+    std::printf("  %-44s %-18s predicted %10s, measured %10s: %+.1f %%\n", t.id.c_str(),
+                std::string(to_string(t.kind)).c_str(), time_text(t.predicted_s).c_str(), time_text(t.measured_s).c_str(),
+                100 * t.relative_error());
+  if (!o.perfetto.empty()) {
+    write_chrome_traces({{"predicted", &sim.trace}, {"measured", &m.runs[median_run]}}, o.perfetto);
+    std::printf("predicted and measured (median iteration) side by side -> %s (Perfetto)\n", o.perfetto.c_str());
+  }
+  if (!o.svg.empty()) {
+    write_file_atomically(o.svg, comparison_svg(cmp, plan.info.model + " " + plan.info.strategy + " (" + o.transport +
+                                                         "): predicted vs measured task durations"));
+    std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
+  }
+  if (!o.json.empty()) {
+    nlohmann::ordered_json j;
+    j["model"] = plan.info.model;
+    j["strategy"] = plan.info.strategy;
+    j["schedule"] = plan.info.schedule;
+    j["transport"] = o.transport;
+    j["workers"] = plan.num_workers();
+    j["iterations"] = o.iterations;
+    j["iteration_predicted_s"] = predicted;
+    j["iteration_measured_s"] = measured;
+    j["iteration_measured_p10_s"] = p10;
+    j["iteration_measured_p90_s"] = p90;
+    j["iteration_error"] = (predicted - measured) / measured;
+    j["compute_median_abs_error"] = cmp.compute_median_abs_error;
+    j["compute_p90_abs_error"] = cmp.compute_p90_abs_error;
+    for (const KindComparison& k : cmp.kinds)
+      j["kinds"][std::string(to_string(k.kind))] = {{"tasks", k.tasks},
+                                                     {"median_abs_error", k.median_abs_error},
+                                                     {"p90_abs_error", k.p90_abs_error},
+                                                     {"predicted_total_s", k.predicted_total_s},
+                                                     {"measured_total_s", k.measured_total_s}};
+    write_file_atomically(o.json, j.dump(1) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("validate", "run a Plan for real and simulate it; compare iteration and task times");
+  auto o = std::make_shared<ValidateOptions>();
+  add_common_flags(*cmd, o->flags, true);
+  add_replay_flags(*cmd, o->replay);
+  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  cmd->add_option("--platform", o->flags.platform,
+                  "SimGrid platform to simulate on (default: this machine, from --calibration)");
+  cmd->add_option("--transport", o->transport, "threads (default) or mpi");
+  cmd->add_option("--runs", o->iterations, "measured iterations (their median counts)")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "iterations run before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--worst", o->worst, "tasks listed with the largest errors")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--perfetto", o->perfetto, "predicted and measured traces side by side (\"\" to skip)");
+  cmd->add_option("--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
+  cmd->add_option("--json", o->json, "the figures as JSON");
+  cmd->callback([&action, o] {
+    action = [o] {
+      if (o->transport != "threads")
+        throw InputError("--transport: '" + o->transport + "' is not available for validate in this build (threads)");
+      Plan plan;
+      if (!o->plan.empty()) {
+        plan = read_plan(o->plan);
+        real::check_kernels(plan, o->plan);
+      } else {
+        StrategyConfig config;
+        Model model = build_model(o->flags, config);
+        if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
+        plan = lower(model, config);
+        real::check_kernels(plan, "plan of " + o->flags.model);
+      }
+      return validate(plan, *o);
+    };
+  });
+}
+
+}  // namespace strata::cli
