@@ -35,6 +35,7 @@ struct ValidateOptions {
   std::string perfetto = "validation.perfetto.json";
   std::string svg = "validation.svg";
   std::string json;
+  bool no_pin = false;
 };
 
 double median(std::vector<double> v) {
@@ -76,6 +77,7 @@ Measured measure(const Plan& plan, const ValidateOptions& o) {
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
+  config.pin_workers = !o.no_pin;
   real::Trainer<float> trainer(plan, backend, config);
   const std::int64_t batch = trainer.global_batch();
   Measured m;
@@ -216,6 +218,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--perfetto", o->perfetto, "predicted and measured traces side by side (\"\" to skip)");
   cmd->add_option("--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
   cmd->add_option("--json", o->json, "the figures as JSON");
+  cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->callback([&action, o] {
     action = [o] {
       if (o->transport != "threads")

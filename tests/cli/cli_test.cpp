@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -230,6 +231,69 @@ TEST_F(Cli, ExplorePrintsTheRankedTableAndWritesTheBestTrace) {
   EXPECT_TRUE(fs::exists(path("best.json")));
   EXPECT_TRUE(fs::exists(path("best.perfetto.json")));
   EXPECT_NE(slurp(path("best.svg")).find("<svg"), std::string::npos);
+}
+
+// --- calibrate and validate ----------------------------------------------------------------
+
+// A schema-2 calibration of a made-up 2-core machine: enough for validate to build its platform.
+const char* kCalibration = R"({"schema_version": 2, "format": "strata-calibration",
+  "flops_efficiency": {"linear_fwd/fp32": 0.5},
+  "transports": {"threads": {"p2p_alpha_s": 2e-5, "p2p_beta_s_per_byte": 1e-10, "allreduce_alpha_s": 1e-5,
+                             "allreduce_beta_s_per_byte": 2e-10, "allreduce_ranks": 2}},
+  "host": {"name": "box", "cores": 2, "flops_fp32": 8e10, "flops_fp64": 4e10, "mem_bw": 2e10}})";
+
+TEST_F(Cli, CalibrateWritesWhatSimulateReadsAndThePlatformOfThisMachine) {
+  Outcome r = run("calibrate -o " + path("c.json") + " --emit-platform " + path("me.xml"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("GFLOP/s fp32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("transport threads: point-to-point"), std::string::npos) << r.out;
+  const std::string c = slurp(path("c.json"));
+  for (const char* key : {"\"schema_version\": 2", "\"linear_fwd/fp32/1e7\"", "\"threads\"", "\"p2p_beta_s_per_byte\"",
+                          "\"cores\""})
+    EXPECT_NE(c.find(key), std::string::npos) << key;
+  const std::string xml = slurp(path("me.xml"));
+  EXPECT_NE(xml.find("<link id=\"loopback\""), std::string::npos) << xml;
+  // The simulator takes both: two workers of the MLP on the two slots of this machine.
+  r = run("simulate --platform " + path("me.xml") + " --calibration " + path("c.json") + " --model mlp --strategy dp=2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ValidateComparesTheSameTasksAndWritesBothTracesAndThePlot) {
+  write("c.json", kCalibration);
+  Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") + " --runs 3 --warmup 1 --json " +
+                  path("v.json") + " --perfetto " + path("v.perfetto.json") + " --svg " + path("v.svg") + " --no-pin");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compute tasks: median |error|"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worst tasks:"), std::string::npos) << r.out;
+  const std::string v = slurp(path("v.json"));
+  for (const char* key : {"\"iteration_predicted_s\"", "\"iteration_measured_s\"", "\"compute_median_abs_error\"",
+                          "\"linear_fwd\"", "\"allreduce\""})
+    EXPECT_NE(v.find(key), std::string::npos) << key;
+  // Both groups of the Perfetto file hold the same task ids: pids 1.. predicted, 10001.. measured.
+  std::set<std::string> predicted, measured;
+  std::istringstream lines(slurp(path("v.perfetto.json")));
+  for (std::string line; std::getline(lines, line);) {
+    const auto name = line.find("\"name\":\"it0/");
+    if (name == std::string::npos) continue;
+    const std::string id = line.substr(name + 8, line.find('"', name + 8) - name - 8);
+    (line.find("\"pid\":1000") != std::string::npos ? measured : predicted).insert(id);
+  }
+  EXPECT_GT(predicted.size(), 30u);
+  EXPECT_EQ(predicted, measured);
+  EXPECT_NE(slurp(path("v.svg")).find("<circle"), std::string::npos);
+}
+
+TEST_F(Cli, ValidateBadInputIsOneLine) {
+  expect_one_line_error(run("validate --model mlp --strategy dp=1"), "give --calibration FILE");
+  write("old.json", R"({"schema_version": 1})");
+  expect_one_line_error(run("validate --model mlp --calibration " + path("old.json")),
+                        "/schema_version: unsupported version 1 (expected 2)");
+  write("c.json", R"({"schema_version": 2})");
+  expect_one_line_error(run("validate --model mlp --calibration " + path("c.json")), "/host: no measured host");
+  expect_one_line_error(run("calibrate -o " + path("x.json") + " --transport smoke-signals"), "--transport: unknown",
+                        path("x.json"));
 }
 
 }  // namespace

@@ -78,18 +78,21 @@ void add_trace(const Trace& trace, const std::string& label, std::int64_t group,
   for (const TraceRecord& r : sorted.records) events.push_back(complete_event(r, group));
 }
 
+// Events are built apart and moved in: a reference into an ordered_json object is invalidated
+// by the next key inserted.
 OrderedJson chrome_document(const Trace& trace) {
+  OrderedJson events = OrderedJson::array();
+  add_trace(trace, "", 0, events);
   OrderedJson doc;
-  add_trace(trace, "", 0, doc["traceEvents"] = OrderedJson::array());
+  doc["traceEvents"] = std::move(events);
   doc["otherData"]["executor"] = trace.executor;
   doc["otherData"]["source"] = trace.source;
   return doc;
 }
 
 OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
-  OrderedJson doc;
-  OrderedJson& events = doc["traceEvents"] = OrderedJson::array();
-  OrderedJson& groups = doc["otherData"]["groups"] = OrderedJson::array();
+  OrderedJson events = OrderedJson::array();
+  OrderedJson groups = OrderedJson::array();
   for (std::size_t g = 0; g < traces.size(); ++g) {
     STRATA_ASSERT(traces[g].trace != nullptr, "side-by-side trace without a Trace");
     add_trace(*traces[g].trace, traces[g].label, static_cast<std::int64_t>(g), events);
@@ -98,6 +101,9 @@ OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
                       {"source", traces[g].trace->source},
                       {"first_pid", pid_of(0, static_cast<std::int64_t>(g))}});
   }
+  OrderedJson doc;
+  doc["traceEvents"] = std::move(events);
+  doc["otherData"]["groups"] = std::move(groups);
   return doc;
 }
 
