@@ -9,6 +9,9 @@
 #include "flags.hpp"
 #include "strata/models/strategy.hpp"
 #include "strata/real/trainer.hpp"
+#if STRATA_HAVE_MPI
+#include "strata/real/mpi_transport.hpp"
+#endif
 #include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
 #include "strata/traces/trace_json.hpp"
@@ -60,27 +63,34 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
+// Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with
+// the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
-int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
+int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer, real::Transport<T>& transport) {
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  const bool report = transport.process() == 0;
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.optimizer = optimizer;
   config.pin_workers = !o.no_pin;
-  real::Trainer<T> trainer(plan, backend, config);
-  std::printf("run %s %s on %d worker thread(s) (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
-              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), backend.name().c_str(),
-              o.transport.c_str(), o.precision.c_str(), static_cast<long long>(trainer.global_batch()),
-              static_cast<long long>(train_set.count / trainer.global_batch()));
-  const bool progress = progress_wanted();
+  real::Trainer<T> trainer(plan, backend, config, transport);
+  if (report)
+    std::printf("run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
+                plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+                transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
+                backend.name().c_str(), transport.name().c_str(), o.precision.c_str(),
+                static_cast<long long>(trainer.global_batch()),
+                static_cast<long long>(train_set.count / trainer.global_batch()));
+  const bool progress = report && progress_wanted();
   for (int e = 1; e <= o.epochs; ++e) {
     std::function<void(std::int64_t, std::int64_t)> on_batch;
     if (progress) on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
     const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
-    std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s\n", e, o.epochs,
-                r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds);
+    if (report)
+      std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s\n", e, o.epochs,
+                  r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds);
     std::fflush(stdout);
   }
   if (!o.trace.empty()) {
@@ -88,13 +98,57 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
     std::vector<std::int64_t> first(static_cast<std::size_t>(trainer.global_batch()));
     for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
     trainer.train_batch(train_set, first, &timings);
-    char host[256] = "localhost";
-    ::gethostname(host, sizeof host - 1);
-    write_trace(real::measured_trace(plan, timings, host, plan.info.model + " " + plan.info.strategy), o.trace);
-    std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+    if (report) {
+      char host[256] = "localhost";
+      ::gethostname(host, sizeof host - 1);
+      write_trace(real::measured_trace(plan, timings, host, plan.info.model + " " + plan.info.strategy), o.trace);
+      std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+    }
   }
-  std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(trainer.bytes_sent()));
+  const std::uint64_t bytes = trainer.bytes_sent();
+  if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
   return 0;
+}
+
+#if STRATA_HAVE_MPI
+// One process per worker, started by mpirun. A world of the wrong size is refused by rank 0 in
+// one line (every rank sees the same sizes and exits 1). Any later error on one rank is printed
+// there and aborts the whole job: returning would leave the other ranks waiting for it.
+template <typename T>
+int train_over_mpi(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
+  real::MpiSession session;
+  if (session.size() != plan.num_workers()) {
+    if (session.rank() == 0)
+      std::fprintf(stderr,
+                   "strata: error: --transport mpi: world size %d does not match the %s's %d workers "
+                   "(run mpirun -np %d strata run ...)\n",
+                   session.size(), o.plan.empty() ? "strategy" : "Plan", plan.num_workers(), plan.num_workers());
+    return 1;
+  }
+  try {
+    real::MpiTransport<T> transport(session, plan);
+    return train<T>(plan, o, optimizer, transport);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: internal error: rank %d: %s\n", session.rank(), e.what());
+  }
+  std::fflush(stderr);
+  session.abort(1);
+}
+#endif
+
+template <typename T>
+int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
+  if (o.transport == "mpi") {
+#if STRATA_HAVE_MPI
+    return train_over_mpi<T>(plan, o, optimizer);
+#else
+    throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+#endif
+  }
+  real::ThreadTransport<T> transport;
+  return train<T>(plan, o, optimizer, transport);
 }
 
 }  // namespace
@@ -106,13 +160,15 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")->check(CLI::PositiveNumber);
   cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
-  cmd->add_option("--transport", o->transport, "threads (workers as threads of this process)");
+  cmd->add_option("--transport", o->transport,
+                  "threads (workers as threads of this process) or mpi (one OpenMPI process per worker, "
+                  "under mpirun -np <workers>)");
   cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->callback([&action, o] {
     action = [o] {
-      if (o->transport != "threads")
-        throw InputError("--transport: '" + o->transport + "' is not available in this build (available: threads)");
+      if (o->transport != "threads" && o->transport != "mpi")
+        throw InputError("--transport: '" + o->transport + "' is not a transport (threads, mpi)");
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
       const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);

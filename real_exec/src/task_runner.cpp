@@ -1,6 +1,18 @@
+// TaskRunner<T>: the kernel behind each task kind (the table is in task_runner.hpp).
+//
+// `fixed` (synthetic workloads such as anchor-96, and the interpreter benchmarks) has no data:
+// it reads and writes no buffer and busy-waits its attribute duration_s (seconds, a finite
+// number >= 0; an integer is taken as seconds too) on std::chrono::steady_clock. duration_s = 0
+// returns at once: an empty task, whose measured time is the interpreter's own per-task cost.
+// A missing, non-numeric, negative or non-finite duration_s is refused by check_kernels, like
+// every other attribute a kernel cannot run without. It spins rather than sleeps: a sleep wakes
+// tens of microseconds late on Linux, which would stretch short tasks, and the core stays busy
+// as it would with the work the task stands for.
 #include "strata/real/task_runner.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "strata/traces/error.hpp"
@@ -14,6 +26,31 @@ std::int64_t attr(const Task& t, const std::string& key) {
   auto v = t.attr_int(key);
   STRATA_ASSERT(v.has_value(), "task " + t.id + " lacks integer attribute '" + key + "'");
   return *v;
+}
+
+// Why a fixed task cannot run, or "" when its duration_s is usable.
+std::string bad_duration(const Task& t) {
+  const auto duration = t.attr_real("duration_s");
+  if (!duration) return "fixed task lacks a numeric attribute duration_s (seconds, >= 0)";
+  if (!std::isfinite(*duration) || *duration < 0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", *duration);
+    return "fixed task has duration_s = " + std::string(value) + ", not a finite number of seconds >= 0";
+  }
+  return "";
+}
+
+// Busy-waits the task's duration_s on the steady clock; 0 returns at once.
+void run_fixed(const Task& t) {
+  const auto duration = t.attr_real("duration_s");
+  STRATA_ASSERT(duration && std::isfinite(*duration) && *duration >= 0,
+                "task " + t.id + ": " + bad_duration(t));
+  const double seconds = *duration;
+  if (seconds == 0) return;
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::ceil<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < end) {
+  }
 }
 
 // Why `t` has no kernel, or "" when it has one.
@@ -47,6 +84,8 @@ std::string missing_kernel(const Task& t) {
       const std::string opt = attr_string(t, "optimizer");
       return opt == "sgd" || opt == "adam" ? "" : "optimizer '" + opt + "' has no kernel (sgd, adam)";
     }
+    case TaskKind::fixed:
+      return bad_duration(t);
     default:
       return "kind '" + std::string(to_string(t.kind)) + "' has no real kernel";
   }
@@ -62,7 +101,8 @@ void check_kernels(const Plan& plan, const std::string& source) {
                                            "task " + plan.task(i).id + ": " + why +
                                                "; the real executor runs linear, conv, relu/tanh, "
                                                "2x2 max pool, softmax cross-entropy, sgd/adam, "
-                                               "grad_accumulate, send/recv and allreduce"));
+                                               "grad_accumulate, send/recv, allreduce and fixed "
+                                               "(busy-waits duration_s)"));
   }
 }
 
@@ -96,6 +136,8 @@ void TaskRunner<T>::run(TaskIndex index) {
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:
       return run_optimizer(t);
+    case TaskKind::fixed:
+      return run_fixed(t);
     case TaskKind::send:
       return transport_.send(plan_, index, ws_);
     case TaskKind::recv:

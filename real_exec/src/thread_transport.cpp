@@ -5,9 +5,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
-namespace {
 
-// The send a recv receives: its data dependency of kind send from its peer to its worker.
 TaskIndex matching_send(const Plan& plan, const Task& recv) {
   for (TaskIndex d : recv.data_deps) {
     const Task& s = plan.task(d);
@@ -16,8 +14,6 @@ TaskIndex matching_send(const Plan& plan, const Task& recv) {
   STRATA_ASSERT(false, "recv " + recv.id + " has no matching send among its data dependencies");
   return 0;
 }
-
-}  // namespace
 
 template <typename T>
 void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
@@ -63,23 +59,20 @@ void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T
     for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
   const std::size_t size = data[0].size();
   for (const auto& d : data) STRATA_ASSERT(d.size() == size, "allreduce " + t.id + ": ranks hold different sizes");
-  if (n > 1) {
-    auto chunk = [&](std::size_t c) { return std::pair{c * size / n, (c + 1) * size / n}; };
-    for (std::size_t step = 0; step + 1 < n; ++step)  // reduce-scatter: rank r sends chunk r−step
-      for (std::size_t r = 0; r < n; ++r) {
-        const auto [lo, hi] = chunk((r + n - step) % n);
-        auto& to = data[(r + 1) % n];
-        for (std::size_t i = lo; i < hi; ++i) to[i] += data[r][i];
-        bytes_ += (hi - lo) * sizeof(T);
-      }
-    for (std::size_t step = 0; step + 1 < n; ++step)  // allgather: rank r sends chunk r+1−step
-      for (std::size_t r = 0; r < n; ++r) {
-        const auto [lo, hi] = chunk((r + 1 + n - step) % n);
-        std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(lo), data[r].begin() + static_cast<std::ptrdiff_t>(hi),
-                  data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(lo));
-        bytes_ += (hi - lo) * sizeof(T);
-      }
-  }
+  for (std::size_t step = 0; step + 1 < n; ++step)  // reduce-scatter
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
+      auto& to = data[(r + 1) % n];
+      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
+  for (std::size_t step = 0; step + 1 < n; ++step)  // allgather
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
+      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin), data[r].begin() + static_cast<std::ptrdiff_t>(c.end),
+                data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(c.begin));
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t offset = 0;
     for (BufferIndex b : parts[r]) {

@@ -36,13 +36,27 @@ bool is_forward(const Task& t) {
 }  // namespace
 
 template <typename T>
-Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config) : plan_(plan), config_(config) {
+Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config)
+    : plan_(plan), config_(config), own_transport_(std::make_unique<ThreadTransport<T>>()) {
+  transport_ = own_transport_.get();
+  set_up(backend);
+}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config, Transport<T>& transport)
+    : plan_(plan), config_(config), transport_(&transport) {
+  set_up(backend);
+}
+
+template <typename T>
+void Trainer<T>::set_up(Backend& backend) {
+  const Plan& plan = plan_;
   check_kernels(plan, "plan");
   STRATA_ASSERT(plan.num_iterations() == 1, "the trainer runs one-iteration Plans");
   ws_ = std::make_unique<Workspace<T>>(plan);
-  transport_ = std::make_unique<ThreadTransport<T>>();
-  runner_ = std::make_unique<TaskRunner<T>>(plan, backend, *ws_, *transport_, config.optimizer);
-  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, config.pin_workers);
+  runner_ = std::make_unique<TaskRunner<T>>(plan, backend, *ws_, *transport_, config_.optimizer);
+  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, config_.pin_workers);
+  const ProcessShare& share = interpreter_->share();
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& t = plan.task(i);
     if (t.kind != TaskKind::loss_fwd) continue;
@@ -51,6 +65,7 @@ Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& confi
     s.mb = std::max<std::int64_t>(0, coordinate(t.id, "mb"));
     s.logits = t.reads[0];
     s.loss = t.writes[0];
+    s.local = share.runs(i);
     slots_.push_back(s);
   }
   STRATA_ASSERT(!slots_.empty(), "the Plan has no loss task");
@@ -67,8 +82,8 @@ Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& confi
   STRATA_ASSERT(plan.info.global_batch == 0 || plan.info.global_batch == global_batch_,
                 "input buffers do not add up to the Plan's global batch");
   for (TaskIndex t : topological_order(plan))
-    if (is_forward(plan.task(t))) forward_order_.push_back(t);
-  initialise_weights(config.seed);
+    if (is_forward(plan.task(t)) && share.runs(t)) forward_order_.push_back(t);
+  initialise_weights(config_.seed);
 }
 
 template <typename T>
@@ -122,10 +137,26 @@ double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std
                                std::vector<TaskTiming>* timings) {
   bind(data, indices);
   std::vector<TaskTiming> measured = interpreter_->run();
-  if (timings != nullptr) *timings = std::move(measured);
+  if (timings != nullptr) {
+    // Each process timed its own tasks and left the others at 0: the maximum merges them (a
+    // collective's members each timed it; the maximum is when the last one finished).
+    std::vector<double> flat;
+    flat.reserve(2 * measured.size());
+    for (const TaskTiming& m : measured) flat.insert(flat.end(), {m.start, m.end});
+    transport_->max_over_processes(flat);
+    for (std::size_t i = 0; i < measured.size(); ++i) measured[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
+    *timings = std::move(measured);
+  }
   double loss = 0;
-  for (const Slot& s : slots_) loss += static_cast<double>(ws_->data(s.loss)[0]);
-  return loss / static_cast<double>(slots_.size());
+  for (const Slot& s : slots_)
+    if (s.local) loss += static_cast<double>(ws_->data(s.loss)[0]);
+  return transport_->sum_over_processes(loss) / static_cast<double>(slots_.size());
+}
+
+template <typename T>
+std::uint64_t Trainer<T>::bytes_sent() const {
+  // A double holds integers exactly up to 2^53 B: far beyond any run.
+  return static_cast<std::uint64_t>(transport_->sum_over_processes(static_cast<double>(transport_->bytes_sent())));
 }
 
 template <typename T>
@@ -159,6 +190,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
     bind(test, indices);
     for (TaskIndex t : forward_order_) runner_->run(t);
     for (const Slot& s : slots_) {
+      if (!s.local) continue;
       const T* logits = ws_->data(s.logits);
       const std::int64_t classes = ws_->size(s.logits) / micro_;
       for (std::int64_t i = 0; i < micro_; ++i) {
@@ -170,7 +202,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
       }
     }
   }
-  return static_cast<double>(correct) / static_cast<double>(test.count);
+  return transport_->sum_over_processes(static_cast<double>(correct)) / static_cast<double>(test.count);
 }
 
 template class Trainer<float>;

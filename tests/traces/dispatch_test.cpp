@@ -304,6 +304,86 @@ TEST(Dispatcher, CompleteWithoutRunningTaskIsAnInternalError) {
   EXPECT_THROW(dispatcher.complete(0), std::logic_error);
 }
 
+// --- tasks run elsewhere (complete_unstarted) ------------------------------------------------
+
+TEST(Dispatcher, CompleteUnstartedReleasesSuccessorsBeforeItsOwnDependencies) {
+  // a -> b -> c, a and b on worker 0, c on worker 1. b is completed unstarted while a has not
+  // even started: c is ready at once, beside a, and b is never handed out (a's end releases
+  // nothing more).
+  Plan plan(2);
+  const TaskIndex a = plan.add_task(compute("a", 0));
+  const TaskIndex b = plan.add_task(compute("b", 0));
+  const TaskIndex c = plan.add_task(compute("c", 1));
+  plan.add_data_dep(a, b);
+  plan.add_data_dep(b, c);
+  ASSERT_NO_THROW(plan.validate());
+  Dispatcher dispatcher(plan);
+  dispatcher.complete_unstarted(b);
+  EXPECT_EQ(dispatcher.completed(), 1u);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{a, c}));
+  dispatcher.complete(a);
+  EXPECT_TRUE(dispatcher.take_startable().empty());
+  dispatcher.complete(c);
+  EXPECT_TRUE(dispatcher.take_startable().empty());
+  EXPECT_TRUE(dispatcher.finished());
+  EXPECT_EQ(dispatcher.running(), 0u);
+}
+
+TEST(Dispatcher, CompleteUnstartedClearsAQueuedCollectiveThatHeldAStream) {
+  // As in CollectiveWaitsForAllMembersAndIsNotOvertaken: t1 (allreduce {0, 1}) heads worker 0's
+  // comm queue and holds t2 back while t0 keeps worker 1 busy. Completing t1 unstarted takes it
+  // out of both queues: t2 starts at once, and t0's end hands out nothing.
+  Plan plan(2);
+  const TaskIndex t0 = plan.add_task(p2p(TaskKind::send, "t0", 1, 0, 0));
+  const TaskIndex t1 = plan.add_task(collective(TaskKind::allreduce, "t1", {0, 1}, 1));
+  const TaskIndex t2 = plan.add_task(p2p(TaskKind::send, "t2", 0, 1, 2));
+  ASSERT_NO_THROW(plan.validate());
+  Dispatcher dispatcher(plan);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{t0}));
+  dispatcher.complete_unstarted(t1);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{t2}));
+  dispatcher.complete(t0);
+  EXPECT_TRUE(dispatcher.take_startable().empty());
+  dispatcher.complete(t2);
+  EXPECT_TRUE(dispatcher.finished());
+}
+
+TEST(Dispatcher, TaskRunElsewhereIsNeverHandedOutEvenWhenReady) {
+  // x (worker 1) has no dependencies, so it is ready at once, but another executor runs it: the
+  // first batch holds only z. When x is reported done, y (which waits for it) starts after z.
+  Plan plan(2);
+  const TaskIndex x = plan.add_task(compute("x", 1));
+  const TaskIndex y = plan.add_task(compute("y", 0, 0));
+  const TaskIndex z = plan.add_task(compute("z", 0, 5));
+  plan.add_data_dep(x, y);
+  ASSERT_NO_THROW(plan.validate());
+  Dispatcher dispatcher(plan);
+  dispatcher.run_elsewhere(x);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{z}));
+  dispatcher.complete_unstarted(x);
+  EXPECT_TRUE(dispatcher.take_startable().empty());  // y waits for z's stream
+  dispatcher.complete(z);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{y}));
+  dispatcher.complete(y);
+  EXPECT_TRUE(dispatcher.finished());
+  EXPECT_THROW(dispatcher.run_elsewhere(y), std::logic_error);
+}
+
+TEST(Dispatcher, CompletingATaskTwiceIsAnInternalError) {
+  Plan plan(1);
+  const TaskIndex a = plan.add_task(compute("a", 0));
+  const TaskIndex b = plan.add_task(compute("b", 0, 1));
+  Dispatcher dispatcher(plan);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{a}));
+  EXPECT_THROW(dispatcher.complete_unstarted(a), std::logic_error);  // a has started
+  dispatcher.complete_unstarted(b);
+  EXPECT_THROW(dispatcher.complete_unstarted(b), std::logic_error);
+  EXPECT_THROW(dispatcher.complete(b), std::logic_error);
+  dispatcher.complete(a);
+  EXPECT_THROW(dispatcher.complete(a), std::logic_error);
+  EXPECT_TRUE(dispatcher.finished());
+}
+
 // --- random plans -----------------------------------------------------------------------------
 
 // A random valid plan: compute tasks, send/recv pairs (the recv data-dependent on its send) and

@@ -10,6 +10,7 @@ Dispatcher::Dispatcher(const Plan& plan)
     : plan_(plan),
       offsets_(plan.size() + 1, 0),
       pending_(plan.size(), 0),
+      state_(plan.size(), State::waiting),
       queues_(static_cast<std::size_t>(plan.num_workers()) * 2),
       busy_(static_cast<std::size_t>(plan.num_workers()) * 2, false) {
   for (TaskIndex i = 0; i < plan.size(); ++i) {
@@ -33,6 +34,7 @@ Dispatcher::Dispatcher(const Plan& plan)
 }
 
 void Dispatcher::make_ready(TaskIndex task) {
+  if (state_[task] != State::waiting) return;  // runs elsewhere, or completed unstarted already
   const Task& t = plan_.task(task);
   for (WorkerId w : t.participants()) {
     std::size_t slot = stream_slot(w, t.stream);
@@ -41,14 +43,22 @@ void Dispatcher::make_ready(TaskIndex task) {
   }
 }
 
+// Queued tasks that were completed unstarted or marked run_elsewhere() leave their queues here.
+void Dispatcher::drop_stale_heads(std::size_t slot) {
+  Queue& q = queues_[slot];
+  while (!q.empty() && state_[q.top().index] != State::waiting) q.pop();
+}
+
 // Starts the head of `slot` if every stream it needs is idle and has it at its head.
 void Dispatcher::try_start_head(std::size_t slot, std::vector<TaskIndex>& out) {
+  drop_stale_heads(slot);
   if (busy_[slot] || queues_[slot].empty()) return;
   TaskIndex head = queues_[slot].top().index;
   const Task& t = plan_.task(head);
   const auto members = t.participants();
   for (WorkerId w : members) {
     std::size_t s = stream_slot(w, t.stream);
+    drop_stale_heads(s);
     if (busy_[s] || queues_[s].empty() || queues_[s].top().index != head) return;
   }
   for (WorkerId w : members) {
@@ -56,6 +66,7 @@ void Dispatcher::try_start_head(std::size_t slot, std::vector<TaskIndex>& out) {
     queues_[s].pop();
     busy_[s] = true;
   }
+  state_[head] = State::running;
   ++running_;
   out.push_back(head);
 }
@@ -80,14 +91,36 @@ const std::vector<TaskIndex>& Dispatcher::take_startable() {
 
 void Dispatcher::complete(TaskIndex task) {
   const Task& t = plan_.task(task);
-  STRATA_ASSERT(running_ > 0, "complete() without a running task");
+  STRATA_ASSERT(state_[task] == State::running, "complete() of task " + t.id + ", which is not running");
   for (WorkerId w : t.participants()) {
     std::size_t slot = stream_slot(w, t.stream);
     busy_[slot] = false;
     dirty_.push_back(slot);
   }
+  state_[task] = State::done;
   --running_;
   ++completed_;
+  release_successors(task);
+}
+
+void Dispatcher::complete_unstarted(TaskIndex task) {
+  const Task& t = plan_.task(task);
+  STRATA_ASSERT(state_[task] == State::waiting || state_[task] == State::elsewhere,
+                "complete_unstarted() of task " + t.id + ", which has started");
+  state_[task] = State::done;
+  for (WorkerId w : t.participants()) dirty_.push_back(stream_slot(w, t.stream));  // it may be a head
+  ++completed_;
+  release_successors(task);
+}
+
+void Dispatcher::run_elsewhere(TaskIndex task) {
+  const Task& t = plan_.task(task);
+  STRATA_ASSERT(state_[task] == State::waiting, "run_elsewhere() of task " + t.id + ", which has started");
+  state_[task] = State::elsewhere;
+  for (WorkerId w : t.participants()) dirty_.push_back(stream_slot(w, t.stream));  // it may be a head
+}
+
+void Dispatcher::release_successors(TaskIndex task) {
   for (std::size_t k = offsets_[task]; k < offsets_[task + 1]; ++k)
     if (--pending_[successors_[k]] == 0) make_ready(successors_[k]);
 }

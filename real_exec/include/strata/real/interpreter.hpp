@@ -4,8 +4,14 @@
 // stays alive across runs. One shared Dispatcher (traces/dispatch.hpp, the same readiness and
 // priority rule as sim/) decides what starts: when a thread finishes a task it takes the
 // dispatcher's lock, reports the completion, and hands every task that became startable to the
-// thread of its (worker, stream) — a collective to the comm thread of its group's first rank.
+// thread of its (worker, stream) — a collective to the comm thread of its group's first rank
+// that runs in this process.
 // So a run is the Plan: the same tasks, the same dependencies, the same per-stream order rule.
+//
+// When the transport spreads the workers over processes (MPI), each process runs an Interpreter
+// over the whole Plan but only the threads and tasks of its own workers (ProcessShare below);
+// remote tasks complete in its Dispatcher when their processes say so, or at the start of the
+// run when no local task depends on them.
 //
 // Every task is timed with std::chrono::steady_clock around its kernel; times are seconds from
 // the start of the run. With `pin_workers`, worker w's threads are pinned to core w mod cores,
@@ -34,32 +40,98 @@ struct TaskTiming {
   double end = 0;    // s
 };
 
-template <typename T>
-class Interpreter {
+// ProcessShare: the part of a Plan that one process runs when the transport spreads the workers
+// over processes, and what it must hear of the rest. A task is local when one of its
+// participants' workers runs in this process.
+//
+// Every process dispatches the whole Plan but runs only its local tasks. A remote task that a
+// local one depends on completes when every process running a part of it has said so (a send
+// tells its peer by its payload, the others by an empty message); every other remote task
+// completes at the start of the run. So a local task starts only once all its dependencies have
+// completed wherever they ran — a recv only once its payload is here, so a comm stream never
+// blocks on a message that a task queued behind it would cause.
+//
+// Collectives need one more rule. In one process a collective starts when every member's stream
+// has it at its head; across processes each member decides alone, and two members that start
+// different collectives first would wait for each other forever (a timing-dependent deadlock:
+// the ready set each sees depends on when messages arrive). So dispatch_plan() adds control
+// dependencies that make the collectives of each worker run one after another in one fixed order,
+// the same in every process: the topological order of the Plan that takes the lowest
+// (priority, index) among ready tasks. These edges follow a topological order, so the graph stays
+// acyclic; a process starts a collective only when its predecessor on every member's chain has
+// completed, so all members run the same collective next, and the task that is first in that
+// order among the unfinished ones can always start: no deadlock.
+//
+// Invariants: tellers(t) > 0 only for remote tasks; listeners(t) non-empty only for local ones,
+// never holding this process nor the process a send's payload already tells.
+class ProcessShare {
  public:
+  // `process_of[w]`: the process that runs worker w; `process`: this one.
+  ProcessShare(const Plan& plan, std::vector<int> process_of, int process);
+
+  bool all_local() const { return all_local_; }
+  bool runs(TaskIndex t) const { return runs_[t]; }
+  // Remote task: how many processes will say it completed (0: complete it at the start).
+  std::uint32_t tellers(TaskIndex t) const { return tellers_[t]; }
+  // Local task: the processes to tell when this process's part of it completes.
+  const std::vector<int>& listeners(TaskIndex t) const { return listeners_[t]; }
+  // The Plan the Dispatcher runs: the Plan itself, or a copy with the collective chains.
+  const Plan& dispatch_plan() const { return all_local_ ? plan_ : chained_; }
+  int process_of(WorkerId w) const { return process_of_[static_cast<std::size_t>(w)]; }
+  int process() const { return process_; }
+
+ private:
+  std::vector<int> processes_of_task(const Task& t) const;  // sorted, unique
+  void chain_collectives();
+
+  const Plan& plan_;
+  Plan chained_;
+  std::vector<int> process_of_;
+  int process_ = 0;
+  bool all_local_ = true;
+  std::vector<bool> runs_;
+  std::vector<std::uint32_t> tellers_;
+  std::vector<std::vector<int>> listeners_;
+};
+
+template <typename T>
+class Interpreter : private RemoteCompletions {
+ public:
+  // The workers this process runs, and whom to tell, come from the runner's transport
+  // (Transport::process_of): all of them for ThreadTransport.
   // REQUIRES: plan validated and check_kernels passed; everything outlives the Interpreter.
   Interpreter(const Plan& plan, TaskRunner<T>& runner, bool pin_workers);
-  ~Interpreter();
+  ~Interpreter() override;
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
-  // Runs every task of the Plan once. Returns one timing per task (by TaskIndex) and the wall
-  // time of the whole run in seconds through `wall_s`.
+  // Runs every task of the Plan once (its local tasks, when spread over processes: then every
+  // process calls run() together). Returns one timing per task (by TaskIndex; zero for remote
+  // tasks) and the wall time of the whole run in seconds through `wall_s`.
   std::vector<TaskTiming> run(double* wall_s = nullptr);
 
+  const ProcessShare& share() const { return share_; }
+
  private:
+  void remote_completed(TaskIndex task) override;  // from the transport's thread
+  void hear(TaskIndex task);                         // REQUIRES: mutex_ held, running_
   std::size_t slot_of(TaskIndex t) const;
   void hand_out(const std::vector<TaskIndex>& startable);  // REQUIRES: mutex_ held
   void stream_loop(std::size_t slot, int core);
 
   const Plan& plan_;
   TaskRunner<T>& runner_;
+  Transport<T>& transport_;
+  ProcessShare share_;
+  std::vector<TaskIndex> remote_;  // tasks other processes run
   std::mutex mutex_;
   std::condition_variable work_;
   std::condition_variable done_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::vector<std::deque<TaskIndex>> queues_;  // per (worker, stream) slot
   std::vector<TaskTiming> timings_;
+  std::vector<std::uint32_t> awaited_;  // per remote task: tellers not heard yet in this run
+  std::vector<TaskIndex> early_;        // heard between begin_run() and the start of the run
   std::chrono::steady_clock::time_point t0_;
   std::exception_ptr error_;
   bool running_ = false;

@@ -16,6 +16,8 @@
 // - grad_accumulate reads [src, dst] writes [dst]: dst += src
 // - optimizer_step  reads [dW…, state] writes [W…, state]: sgd (momentum) or adam over the
 //                   concatenated parameters, then zeroes the dW (PyTorch's zero_grad)
+// - fixed           reads []            writes []        attr duration_s (s, finite, >= 0): busy-waits it on
+//                   the steady clock; 0 = an empty task (dispatch benchmarks, synthetic workloads)
 // - send / recv / allreduce: Transport (allreduce sums: gradients are already scaled).
 // Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
 //
@@ -25,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strata/real/backend.hpp"
 #include "strata/real/kernels.hpp"
@@ -43,8 +46,39 @@ struct OptimizerSettings {
   AdamConfig adam;              // betas and eps (learning_rate above wins)
 };
 
-// Moves tensors between workers. Implementations: in-process threads (this header's
-// ThreadTransport), MPI processes (later).
+// The send a recv receives: its data dependency of kind send from its peer to its worker.
+// Checked: a recv without one is an internal error. (Shared by the transports.)
+TaskIndex matching_send(const Plan& plan, const Task& recv);
+
+// The ring allreduce every transport runs, so that all give the same floating-point sums. The
+// S elements are cut into n chunks, chunk c = [c·S/n, (c+1)·S/n). Reduce-scatter step s
+// (0 ≤ s < n−1): rank r sends chunk (r − s) mod n to rank r+1, which adds it to its own
+// (own + received). Allgather step s: rank r sends chunk (r + 1 − s) mod n, which rank r+1
+// copies. Each rank sends 2(n−1) chunks, 2(n−1)/n·S elements, as on a network.
+struct RingChunk {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+inline RingChunk ring_chunk(std::size_t chunk, std::size_t size, std::size_t n) {
+  return {chunk * size / n, (chunk + 1) * size / n};
+}
+inline std::size_t reduce_scatter_chunk(std::size_t rank, std::size_t step, std::size_t n) {
+  return (rank + n - step) % n;
+}
+inline std::size_t allgather_chunk(std::size_t rank, std::size_t step, std::size_t n) {
+  return (rank + 1 + n - step) % n;
+}
+
+// Told that tasks run by other processes have completed (see Transport::begin_run).
+class RemoteCompletions {
+ public:
+  virtual ~RemoteCompletions() = default;
+  // Called from the transport's own thread, once per process that runs a part of `task`.
+  virtual void remote_completed(TaskIndex task) = 0;
+};
+
+// Moves tensors between workers. Implementations: threads of one process (ThreadTransport,
+// thread_transport.hpp) and OpenMPI processes (MpiTransport, real_exec/mpi/, optional).
 template <typename T>
 class Transport {
  public:
@@ -52,8 +86,25 @@ class Transport {
   virtual void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
-  virtual std::uint64_t bytes_sent() const = 0;  // payload bytes really moved, all workers
+  virtual std::uint64_t bytes_sent() const = 0;  // payload bytes moved by this process's workers
   virtual std::string name() const = 0;
+
+  // --- Workers spread over several processes (MPI). The defaults describe one process that
+  // holds every worker, so the Interpreter and the Trainer need no special case for it. The
+  // calls marked collective must be made by every process, in the same order.
+  virtual int process_of(WorkerId /*worker*/) const { return 0; }  // the process running it
+  virtual int process() const { return 0; }                        // this process
+  // Collective: returns once every process has begun the run (their clocks start together).
+  // Until end_run(), `sink` hears of each remote task this process waits for: a send to one of
+  // its workers when the payload has arrived, any other task when announce() says so.
+  virtual void begin_run(RemoteCompletions& /*sink*/) {}
+  virtual void end_run() {}
+  // Tells `processes` that this process's part of `task` has completed (during a run).
+  virtual void announce(TaskIndex /*task*/, const std::vector<int>& /*processes*/) {}
+  // Collective: the sum of `local` over the processes.
+  virtual double sum_over_processes(double local) { return local; }
+  // Collective: element-wise maximum over the processes, in place (same size everywhere).
+  virtual void max_over_processes(std::vector<double>& /*values*/) {}
 };
 
 template <typename T>
@@ -64,6 +115,7 @@ class TaskRunner {
              OptimizerSettings optimizer);
 
   void run(TaskIndex task);
+  Transport<T>& transport() { return transport_; }
 
  private:
   void run_linear(const Task& t);

@@ -4,11 +4,12 @@
 // workers' arrays and its bytes are counted:
 // - send copies its buffer into a staging area keyed by the send task; the matching recv
 //   (which data-depends on it) copies it into the receiver's buffer;
-// - allreduce runs the ring algorithm over the group's buffers: n−1 reduce-scatter steps then
-//   n−1 allgather steps, each moving one chunk of S/n elements from rank i to rank i+1, so each
-//   rank sends 2(n−1)/n·S elements, as on a network. The steps run one after another in the
-//   thread that executes the task, so the copies and additions are real but the ranks do not
-//   overlap them as separate GPUs would.
+// - allreduce runs the ring algorithm over the group's buffers (ring_chunk() and its steps in
+//   task_runner.hpp, the same as MpiTransport's): n−1 reduce-scatter steps then n−1 allgather
+//   steps, each moving one chunk of S/n elements from rank i to rank i+1, so each rank sends
+//   2(n−1)/n·S elements, as on a network. The steps run one after another in the thread that
+//   executes the task, so the copies and additions are real but the ranks do not overlap them
+//   as separate GPUs would.
 // Thread safety: send/recv/allreduce may be called from several threads at once.
 #pragma once
 

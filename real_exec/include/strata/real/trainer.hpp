@@ -12,7 +12,19 @@
 // evaluation goes through the same buffers and kernels as training. A last partial test batch is
 // padded by repeating its first sample and the padding is not counted.
 //
-// Ownership: the Trainer owns the Workspace, transport, runner and interpreter of the Plan.
+// Over MPI (a transport that spreads the workers over processes) every process builds the same
+// Trainer and calls the same methods in the same order, as with any collective. Each process
+// holds a full-size Workspace (every worker's buffers, allocated and zeroed, though it touches
+// only its own workers': memory grows with the process count; fine for the models the real
+// executor trains) and binds every sample, so the arrays of its own workers are right. The
+// loss, the test accuracy and the bytes sent are summed over the processes, and the timings of
+// a run are merged (each process times its own tasks), so every process gets the whole figures.
+// The test pass runs each process's own forward tasks in the one topological order of the Plan,
+// a recv waiting for its payload: no deadlock, since sends never wait (MpiTransport receives
+// eagerly) and a cycle of waiting recvs would contradict that order.
+//
+// Ownership: the Trainer owns the Workspace, runner and interpreter of the Plan, and the
+// ThreadTransport when it is given none; a transport passed in outlives the Trainer.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +59,14 @@ class Trainer {
  public:
   // REQUIRES: plan validated, one iteration, inputs of 784 pixels; check_kernels passes (thrown
   // otherwise). `backend` outlives the Trainer.
+  // Workers are threads of this process (ThreadTransport).
   Trainer(const Plan& plan, Backend& backend, const TrainConfig& config);
+  // Workers as `transport` places them (e.g. MpiTransport: one per process).
+  Trainer(const Plan& plan, Backend& backend, const TrainConfig& config, Transport<T>& transport);
   ~Trainer();
 
   // Binds `indices` (B of them) of `data`, runs the Plan once; returns the batch's mean loss.
+  // With `timings` (every process passing one, or none), the timing of every task of the run.
   double train_batch(const LabelledImages& data, const std::vector<std::int64_t>& indices,
                      std::vector<TaskTiming>* timings = nullptr);
   // One epoch over `train`, then test accuracy on `test`. `progress(batch, batches)` is called
@@ -60,7 +76,8 @@ class Trainer {
   double test_accuracy(const LabelledImages& test);
 
   Workspace<T>& workspace() { return *ws_; }
-  std::uint64_t bytes_sent() const { return transport_->bytes_sent(); }
+  // Payload bytes moved between workers so far, by all processes (a collective under MPI).
+  std::uint64_t bytes_sent() const;
   std::int64_t global_batch() const { return global_batch_; }
 
  private:
@@ -70,18 +87,21 @@ class Trainer {
     BufferIndex input = 0;
     BufferIndex logits = 0;
     BufferIndex loss = 0;
+    bool local = true;  // its loss task runs in this process
   };
+  void set_up(Backend& backend);  // after transport_ is set
   void initialise_weights(std::uint64_t seed);
   void bind(const LabelledImages& data, const std::vector<std::int64_t>& indices);
 
   const Plan& plan_;
   TrainConfig config_;
   std::unique_ptr<Workspace<T>> ws_;
-  std::unique_ptr<ThreadTransport<T>> transport_;
+  std::unique_ptr<ThreadTransport<T>> own_transport_;  // when none is given
+  Transport<T>* transport_ = nullptr;
   std::unique_ptr<TaskRunner<T>> runner_;
   std::unique_ptr<Interpreter<T>> interpreter_;
   std::vector<Slot> slots_;
-  std::vector<TaskIndex> forward_order_;  // forward tasks in topological order
+  std::vector<TaskIndex> forward_order_;  // local forward tasks in topological order
   std::int64_t global_batch_ = 0;
   std::int64_t dp_ = 1;
   std::int64_t micro_ = 0;  // samples per microbatch

@@ -12,7 +12,9 @@
 //
 // Cost: O(log n) per queue operation; each task is pushed once per participant.
 // The executor owns time: it calls take_startable(), runs those tasks, and reports each
-// completion with complete(). Not thread-safe; the real executor serialises calls.
+// completion with complete(). An executor that runs only part of the Plan (one process of an MPI
+// run) marks the tasks run elsewhere with run_elsewhere() and reports them with
+// complete_unstarted(). Not thread-safe; the real executor serialises calls.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,19 @@ class Dispatcher {
   const std::vector<TaskIndex>& take_startable();
 
   // Marks a running task finished, frees its streams and releases its successors.
+  // REQUIRES: `task` was handed out by take_startable() and not completed yet (checked).
   void complete(TaskIndex task);
+
+  // Marks a task that never started as finished and releases its successors, whether or not
+  // its own dependencies have completed: it is never handed out. Its streams were never held, so
+  // none is freed; a ready copy in a stream queue is dropped when it reaches the head (lazily,
+  // so the cost stays O(log n) per queue entry). REQUIRES: `task` neither started nor completed
+  // (checked).
+  void complete_unstarted(TaskIndex task);
+
+  // Another executor runs `task`: it is never handed out, even once ready, and completes only
+  // through complete_unstarted(). REQUIRES: `task` neither started nor completed (checked).
+  void run_elsewhere(TaskIndex task);
 
   bool finished() const { return completed_ == plan_.size(); }
   std::size_t completed() const { return completed_; }
@@ -52,7 +66,12 @@ class Dispatcher {
   std::size_t stream_slot(WorkerId worker, Stream stream) const {
     return static_cast<std::size_t>(worker) * 2 + (stream == Stream::comm ? 1 : 0);
   }
+  // waiting: pending or ready; elsewhere: see run_elsewhere().
+  enum class State : std::uint8_t { waiting, elsewhere, running, done };
+
   void make_ready(TaskIndex task);
+  void release_successors(TaskIndex task);
+  void drop_stale_heads(std::size_t slot);
   void try_start_head(std::size_t slot, std::vector<TaskIndex>& out);
 
   const Plan& plan_;
@@ -60,6 +79,7 @@ class Dispatcher {
   std::vector<std::size_t> offsets_;
   std::vector<TaskIndex> successors_;
   std::vector<std::uint32_t> pending_;  // unfinished predecessors per task
+  std::vector<State> state_;            // per task
   std::vector<Queue> queues_;           // per stream slot
   std::vector<bool> busy_;              // per stream slot
   std::vector<std::size_t> dirty_;      // slots whose head may now start

@@ -1,0 +1,242 @@
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <exception>
+#include <type_traits>
+
+#include "strata/real/mpi_transport.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata::real {
+namespace {
+
+// The progress thread's sleep between polls while idle. Measured on 2 cores (mlp, 2 processes):
+// growing it while idle (doubling up to 160 or 640 µs) cut 1F1B pp=2 from ~18,000 to ~9,000 and
+// ~6,700 samples/s, since a sender waits in MPI_Send for the receiver's poll; 2–50 µs fixed
+// were all within the noise of a shared machine.
+constexpr std::chrono::microseconds kIdlePoll{20};
+
+template <typename T>
+MPI_Datatype datatype() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  return std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+}
+
+int count_of(std::size_t elements, const std::string& what) {
+  STRATA_ASSERT(elements <= static_cast<std::size_t>(INT_MAX), what + ": more elements than one MPI message holds");
+  return static_cast<int>(elements);
+}
+
+MPI_Comm duplicate_world() {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  return comm;
+}
+
+}  // namespace
+
+template <typename T>
+MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan) : plan_(plan), rank_(session.rank()) {
+  if (session.size() != plan.num_workers())
+    throw InputError("MPI: world size " + std::to_string(session.size()) + " differs from the Plan's " +
+                     std::to_string(plan.num_workers()) + " workers (one process per worker)");
+  int* tag_ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+  const long long stop_tag = 2LL * static_cast<long long>(plan.size());
+  if (found == 0 || stop_tag > *tag_ub)
+    throw InputError("MPI: the Plan's " + std::to_string(plan.size()) + " tasks need message tags up to " +
+                     std::to_string(stop_tag) + ", beyond this MPI's MPI_TAG_UB");
+  tasks_ = static_cast<int>(plan.size());
+  p2p_ = duplicate_world();
+  ring_ = duplicate_world();
+  control_ = duplicate_world();
+  progress_ = std::thread([this] { progress_loop(); });
+}
+
+template <typename T>
+MpiTransport<T>::~MpiTransport() {
+  // A message to itself with the reserved tag ends the progress thread's loop.
+  MPI_Send(nullptr, 0, datatype<T>(), rank_, 2 * tasks_, p2p_);
+  progress_.join();
+  MPI_Comm_free(&control_);
+  MPI_Comm_free(&ring_);
+  MPI_Comm_free(&p2p_);
+}
+
+// OpenMPI's blocking probe polls in a loop: a progress thread blocked in MPI_Mprobe would burn
+// a core for the whole run, the core this process's worker computes on when there are as many
+// processes as cores. So it polls MPI_Improbe and sleeps between polls once idle, with a small
+// timer slack so that a sleep lasts about what it asks.
+template <typename T>
+void MpiTransport<T>::progress_loop() {
+  ::prctl(PR_SET_TIMERSLACK, 1000UL);  // ns; best effort
+  try {
+    for (;;) {
+      MPI_Message message = MPI_MESSAGE_NULL;
+      MPI_Status status;
+      int found = 0;
+      MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, p2p_, &found, &message, &status);
+      if (found == 0) {
+        std::this_thread::sleep_for(kIdlePoll);
+        continue;
+      }
+      int count = 0;
+      MPI_Get_count(&status, datatype<T>(), &count);
+      std::vector<T> payload(static_cast<std::size_t>(count));
+      MPI_Mrecv(payload.data(), count, datatype<T>(), &message, MPI_STATUS_IGNORE);
+      if (status.MPI_TAG == 2 * tasks_) return;
+      take_message(status.MPI_TAG, std::move(payload));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: rank %d: internal error in the MPI progress thread: %s\n", rank_, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+template <typename T>
+void MpiTransport<T>::take_message(int tag, std::vector<T> payload) {
+  if (tag >= tasks_) {  // a forward-only pass: a payload, nothing to tell
+    std::lock_guard<std::mutex> lock(mutex_);
+    staged_outside_[static_cast<TaskIndex>(tag - tasks_)].push_back(std::move(payload));
+    arrived_.notify_all();
+    return;
+  }
+  const auto task = static_cast<TaskIndex>(tag);
+  const Task& t = plan_.task(task);
+  RemoteCompletions* sink = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (t.kind == TaskKind::send && t.peer == rank_) {
+      staged_run_[task].push_back(std::move(payload));
+      arrived_.notify_all();
+    }
+    sink = sink_;
+  }
+  // Every message of a run reaches a process that waits for it, so during its own run: other
+  // processes begin the next run only after this one has begun it (begin_run's barrier).
+  STRATA_ASSERT(sink != nullptr, "message for task " + t.id + " outside a run");
+  sink->remote_completed(task);
+}
+
+template <typename T>
+int MpiTransport<T>::tag_of(TaskIndex task) const {
+  return in_run_.load() ? static_cast<int>(task) : tasks_ + static_cast<int>(task);
+}
+
+template <typename T>
+void MpiTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  STRATA_ASSERT(t.reads.size() == 1, "send " + t.id + " must read one buffer");
+  STRATA_ASSERT(t.peer != rank_, "send " + t.id + " to its own process");
+  const auto elements = static_cast<std::size_t>(ws.size(t.reads[0]));
+  MPI_Send(ws.data(t.reads[0]), count_of(elements, "send " + t.id), datatype<T>(), t.peer, tag_of(task), p2p_);
+  bytes_ += elements * sizeof(T);
+}
+
+template <typename T>
+void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
+  const TaskIndex from = matching_send(plan, t);
+  std::vector<T> payload;
+  {
+    // During a run the payload is already here (the recv started because it arrived); in a
+    // forward-only pass the recv waits for it.
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::deque<std::vector<T>>& queue = (in_run_.load() ? staged_run_ : staged_outside_)[from];
+    arrived_.wait(lock, [&] { return !queue.empty(); });
+    payload = std::move(queue.front());
+    queue.pop_front();
+  }
+  STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
+                "recv " + t.id + ": payload size differs from the receiving buffer");
+  std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
+}
+
+template <typename T>
+void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  const std::size_t n = t.group.size();
+  const auto me = static_cast<std::size_t>(std::find(t.group.begin(), t.group.end(), rank_) - t.group.begin());
+  STRATA_ASSERT(me < n, "allreduce " + t.id + " run by a process outside its group");
+  // This rank's part of the bucket: its buffers among the task's reads, in order, gathered.
+  std::vector<BufferIndex> part;
+  std::vector<T> data;
+  for (BufferIndex b : t.reads)
+    if (plan.buffer(b).worker == rank_) {
+      part.push_back(b);
+      data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
+    }
+  const std::size_t size = data.size();
+  const std::size_t prev = (me + n - 1) % n;
+  const int to = t.group[(me + 1) % n];
+  const int from = t.group[prev];
+  std::vector<T> incoming;
+  // One ring step: send chunk `out` to the next rank, receive chunk `in` from the previous one.
+  auto step = [&](RingChunk out, RingChunk in) {
+    incoming.resize(in.end - in.begin);
+    MPI_Sendrecv(data.data() + out.begin, count_of(out.end - out.begin, "allreduce " + t.id), datatype<T>(), to,
+                 static_cast<int>(task), incoming.data(), count_of(incoming.size(), "allreduce " + t.id), datatype<T>(),
+                 from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
+    bytes_ += (out.end - out.begin) * sizeof(T);
+  };
+  for (std::size_t s = 0; s + 1 < n; ++s) {  // reduce-scatter: own + received, as ThreadTransport
+    const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
+    step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
+    for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
+  }
+  for (std::size_t s = 0; s + 1 < n; ++s) {  // allgather
+    const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
+    step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
+    std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
+  }
+  std::size_t offset = 0;
+  for (BufferIndex b : part) {
+    std::copy(data.begin() + static_cast<std::ptrdiff_t>(offset),
+              data.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<std::size_t>(ws.size(b))), ws.data(b));
+    offset += static_cast<std::size_t>(ws.size(b));
+  }
+}
+
+template <typename T>
+void MpiTransport<T>::begin_run(RemoteCompletions& sink) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sink_ = &sink;
+  }
+  in_run_ = true;
+  MPI_Barrier(control_);
+}
+
+template <typename T>
+void MpiTransport<T>::end_run() {
+  in_run_ = false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  sink_ = nullptr;
+}
+
+template <typename T>
+void MpiTransport<T>::announce(TaskIndex task, const std::vector<int>& processes) {
+  for (int p : processes) MPI_Send(nullptr, 0, datatype<T>(), p, tag_of(task), p2p_);
+}
+
+template <typename T>
+double MpiTransport<T>::sum_over_processes(double local) {
+  double sum = 0;
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, control_);
+  return sum;
+}
+
+template <typename T>
+void MpiTransport<T>::max_over_processes(std::vector<double>& values) {
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), count_of(values.size(), "timings"), MPI_DOUBLE, MPI_MAX, control_);
+}
+
+template class MpiTransport<float>;
+template class MpiTransport<double>;
+
+}  // namespace strata::real
