@@ -14,6 +14,12 @@
 namespace strata::real {
 namespace {
 
+// How long a stream thread polls for its next task before it sleeps on its condition variable:
+// longer than a cross-thread wake-up (35-55 us on a 2-vCPU KVM guest, strata_bench_real), so a
+// hand-off between threads inside a run rarely pays one; short enough that an idle thread gives
+// its core back soon after a run.
+constexpr std::chrono::microseconds kSpin{50};
+
 void pin_to_core(int core) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -128,6 +134,8 @@ Interpreter<T>::Interpreter(const Plan& plan, TaskRunner<T>& runner, bool pin_wo
         for (WorkerId w = 0; w < plan.num_workers(); ++w) process_of[static_cast<std::size_t>(w)] = transport_.process_of(w);
         return process_of;
       }(), transport_.process()),
+      wake_(static_cast<std::size_t>(plan.num_workers()) * 2),
+      queued_(std::make_unique<std::atomic<std::size_t>[]>(static_cast<std::size_t>(plan.num_workers()) * 2)),
       queues_(static_cast<std::size_t>(plan.num_workers()) * 2) {
   for (TaskIndex t = 0; t < plan.size(); ++t)
     if (!share_.runs(t)) remote_.push_back(t);
@@ -146,7 +154,7 @@ Interpreter<T>::~Interpreter() {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
-  work_.notify_all();
+  for (auto& w : wake_) w.notify_all();
   for (auto& th : threads_) th.join();
 }
 
@@ -164,8 +172,12 @@ std::size_t Interpreter<T>::slot_of(TaskIndex t) const {
 
 template <typename T>
 void Interpreter<T>::hand_out(const std::vector<TaskIndex>& startable) {
-  for (TaskIndex t : startable) queues_[slot_of(t)].push_back(t);
-  if (!startable.empty()) work_.notify_all();
+  for (TaskIndex t : startable) {
+    const std::size_t slot = slot_of(t);
+    queues_[slot].push_back(t);
+    queued_[slot].store(queues_[slot].size(), std::memory_order_release);
+    wake_[slot].notify_one();  // no system call while the thread polls rather than sleeps
+  }
 }
 
 template <typename T>
@@ -195,7 +207,10 @@ std::vector<TaskTiming> Interpreter<T>::run(double* wall_s) {
   const std::exception_ptr error = error_;
   if (error) {
     // Let the threads drain what is queued without running it.
-    for (auto& q : queues_) q.clear();
+    for (std::size_t slot = 0; slot < queues_.size(); ++slot) {
+      queues_[slot].clear();
+      queued_[slot].store(0, std::memory_order_release);
+    }
   } else {
     STRATA_ASSERT(dispatcher_->running() == 0, "run ended with tasks still running");
   }
@@ -230,10 +245,19 @@ void Interpreter<T>::stream_loop(std::size_t slot, int core) {
   if (core >= 0) pin_to_core(core);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] { return stop_ || !queues_[slot].empty(); });
+    if (queues_[slot].empty() && !stop_) {
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      // Yielding lets a thread pinned to the same core (the worker's other stream) run meanwhile.
+      while (queued_[slot].load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      lock.lock();
+    }
+    wake_[slot].wait(lock, [&] { return stop_ || !queues_[slot].empty(); });
     if (stop_) return;
     const TaskIndex t = queues_[slot].front();
     queues_[slot].pop_front();
+    queued_[slot].store(queues_[slot].size(), std::memory_order_release);
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
     std::exception_ptr failure;

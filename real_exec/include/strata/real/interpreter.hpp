@@ -5,7 +5,9 @@
 // priority rule as sim/) decides what starts: when a thread finishes a task it takes the
 // dispatcher's lock, reports the completion, and hands every task that became startable to the
 // thread of its (worker, stream) — a collective to the comm thread of its group's first rank
-// that runs in this process.
+// that runs in this process — and wakes that thread only. A thread that has finished a task
+// polls its queue for a while (kSpin, interpreter.cpp) before it sleeps: waking a sleeping
+// thread costs tens of microseconds on a virtual machine, more than many tasks of a small model.
 // So a run is the Plan: the same tasks, the same dependencies, the same per-stream order rule.
 //
 // When the transport spreads the workers over processes (MPI), each process runs an Interpreter
@@ -21,6 +23,7 @@
 // the run and is rethrown by run().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -125,7 +128,8 @@ class Interpreter : private RemoteCompletions {
   ProcessShare share_;
   std::vector<TaskIndex> remote_;  // tasks other processes run
   std::mutex mutex_;
-  std::condition_variable work_;
+  std::vector<std::condition_variable> wake_;           // per slot: work was queued
+  std::unique_ptr<std::atomic<std::size_t>[]> queued_;  // per slot: queue length, read unlocked
   std::condition_variable done_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::vector<std::deque<TaskIndex>> queues_;  // per (worker, stream) slot
