@@ -19,6 +19,7 @@ struct CalibrateOptions {
   std::string output;
   std::string platform;
   std::vector<std::string> transports{"threads"};
+  bool mpi_probe = false;
 };
 
 std::string utc_now() {
@@ -59,8 +60,11 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
   cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
   cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")->delimiter(',');
+  cmd->add_flag("--mpi-probe", o->mpi_probe, "internal: the MPI half of --transport mpi, under mpirun -np 2")
+      ->group("");
   cmd->callback([&action, o] {
     action = [o] {
+      if (o->mpi_probe) return run_mpi_probe(o->output);
       for (const std::string& t : o->transports)
         if (t != "threads" && t != "mpi") throw InputError("--transport: unknown '" + t + "' (threads, mpi)");
       const bool progress = progress_wanted();

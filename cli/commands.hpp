@@ -24,6 +24,9 @@ void add_validate_command(CLI::App& app, Action& action);
 // α–β of a real_exec transport measured on this machine: "threads" in this process; "mpi" in
 // two OpenMPI processes launched with mpirun (a build with MPI). Throws InputError.
 TransportCalibration measure_transport_calibration(const std::string& transport);
+// `strata calibrate -o F --mpi-probe` under `mpirun -np 2`: measures the MPI transport, rank 0
+// writes its figures to F. Returns the exit status.
+int run_mpi_probe(const std::string& output);
 
 // True when stderr is a terminal: progress is shown only then.
 bool progress_wanted();

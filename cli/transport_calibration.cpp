@@ -1,14 +1,110 @@
 // α–β of the real_exec transports, measured by running small send/recv and allreduce Plans
-// through the Plan interpreter (real_exec/calibrate.hpp).
+// through the Plan interpreter (real_exec/calibrate.hpp). The MPI transport needs two OpenMPI
+// processes: `strata calibrate` starts them with mpirun, running `strata calibrate --mpi-probe F`,
+// whose rank 0 writes the fitted figures to F.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
 #include "commands.hpp"
 #include "strata/real/calibrate.hpp"
+#include "strata/real/interpreter.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+
+#if STRATA_HAVE_MPI
+#include "strata/real/mpi_transport.hpp"
+#endif
+
+extern char** environ;
 
 namespace strata::cli {
 
+#if STRATA_HAVE_MPI
+namespace {
+
+// Runs a Plan over MPI (one worker per process) and returns every task's (start, end), merged
+// from the processes; the clocks start together at the run's barrier.
+real::PlanTimer mpi_plan_timer(const real::MpiSession& session) {
+  return [&session](const Plan& plan) {
+    real::CpuBackend backend;
+    real::Workspace<float> ws(plan);
+    real::MpiTransport<float> transport(session, plan);
+    real::TaskRunner<float> runner(plan, backend, ws, transport, real::OptimizerSettings{});
+    std::vector<real::TaskTiming> timings;
+    {
+      real::Interpreter<float> interpreter(plan, runner, true);
+      interpreter.run();  // warm-up
+      timings = interpreter.run();
+    }
+    std::vector<double> flat(2 * timings.size());
+    for (std::size_t i = 0; i < timings.size(); ++i) flat[2 * i] = timings[i].start, flat[2 * i + 1] = timings[i].end;
+    transport.max_over_processes(flat);  // a task's times are 0 where it did not run
+    std::vector<std::pair<double, double>> out(timings.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = {flat[2 * i], flat[2 * i + 1]};
+    return out;
+  };
+}
+
+}  // namespace
+
+int run_mpi_probe(const std::string& output) {
+  real::MpiSession session;
+  if (session.size() != 2) {
+    if (session.rank() == 0) std::fprintf(stderr, "strata: error: --mpi-probe runs on 2 MPI processes (mpirun -np 2)\n");
+    return 1;
+  }
+  try {
+    const TransportCalibration t = real::fit_transport(real::measure_transport("mpi", mpi_plan_timer(session)));
+    if (session.rank() == 0) {
+      Calibration c = Calibration::defaults();
+      c.transports["mpi"] = t;
+      write_file_atomically(output, calibration_to_json(c, "mpi probe", ""));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
+  }
+  std::fflush(stderr);
+  session.abort(1);
+}
+#else
+int run_mpi_probe(const std::string&) { throw InputError("--mpi-probe: this build of strata has no MPI"); }
+#endif
+
 TransportCalibration measure_transport_calibration(const std::string& transport) {
   if (transport == "threads") return real::fit_transport(real::measure_transport("threads", real::thread_plan_timer()));
-  throw InputError("--transport: '" + transport + "' cannot be calibrated in this build (threads)");
+  if (transport != "mpi") throw InputError("--transport: unknown '" + transport + "' (threads, mpi)");
+#if !STRATA_HAVE_MPI
+  throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+#else
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("strata-mpi-probe-" + std::to_string(::getpid()) + ".json")).string();
+  // --oversubscribe: 2 processes may be more than the cores; --allow-run-as-root: containers.
+  std::vector<std::string> args{"mpirun", "-q", "--oversubscribe", "-np", "2", self, "calibrate", "-o", out, "--mpi-probe"};
+  if (::geteuid() == 0) args.insert(args.begin() + 1, "--allow-run-as-root");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, "mpirun", nullptr, nullptr, argv.data(), environ) != 0)
+    throw InputError("--transport mpi: cannot start mpirun (install openmpi-bin)");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::filesystem::remove(out);
+    throw InputError("--transport mpi: the 2-process MPI measurement failed (mpirun exit status " +
+                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128) + ")");
+  }
+  const Calibration probe = load_calibration(out);
+  std::filesystem::remove(out);
+  return probe.transports.at("mpi");
+#endif
 }
 
 }  // namespace strata::cli

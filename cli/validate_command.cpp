@@ -21,6 +21,10 @@
 #include "strata/traces/perfetto.hpp"
 #include "strata/traces/plan_json.hpp"
 
+#if STRATA_HAVE_MPI
+#include "strata/real/mpi_transport.hpp"
+#endif
+
 namespace strata::cli {
 namespace {
 
@@ -71,20 +75,26 @@ struct Measured {
   std::string host;
 };
 
-// `warmup` + `iterations` training iterations on consecutive Fashion-MNIST batches.
-Measured measure(const Plan& plan, const ValidateOptions& o) {
+// `warmup` + `iterations` training iterations on consecutive Fashion-MNIST batches, the workers
+// placed by `transport` (threads of this process when null). Under MPI every process calls this
+// and gets the merged timings of every task.
+Measured measure(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
   const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.pin_workers = !o.no_pin;
-  real::Trainer<float> trainer(plan, backend, config);
+  std::unique_ptr<real::Trainer<float>> owned =
+      transport == nullptr ? std::make_unique<real::Trainer<float>>(plan, backend, config)
+                           : std::make_unique<real::Trainer<float>>(plan, backend, config, *transport);
+  real::Trainer<float>& trainer = *owned;
+  const bool root = transport == nullptr || transport->process() == 0;
   const std::int64_t batch = trainer.global_batch();
   Measured m;
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   m.host = host;
-  const bool progress = progress_wanted();
+  const bool progress = root && progress_wanted();
   const int all = o.warmup + o.iterations;
   for (int i = 0; i < all; ++i) {
     std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
@@ -110,22 +120,38 @@ std::string temporary_platform(const std::string& xml) {
   return path.string();
 }
 
-int validate(const Plan& plan, const ValidateOptions& o) {
-  ReplayOptions options = replay_options(o.replay);
-  std::string platform = o.flags.platform;
-  bool generated = false;
-  if (platform.empty()) {
+// What the simulation needs, read and checked before anything runs.
+struct Simulation {
+  ReplayOptions options;
+  std::string platform_xml;  // generated from the calibration, or empty
+  std::string platform;      // the platform file given
+};
+
+Simulation prepare_simulation(const ValidateOptions& o) {
+  Simulation sim;
+  sim.options = replay_options(o.replay);
+  if (!o.flags.platform.empty()) {
+    sim.platform = resolve_platform(o.flags.platform);
+  } else {
     if (o.replay.calibration.empty())
       throw InputError("validate: give --calibration FILE (from strata calibrate) or --platform FILE");
-    platform = temporary_platform(one_host_platform_xml(options.calibration, o.transport));
-    generated = true;
-  } else {
-    platform = resolve_platform(platform);
+    sim.platform_xml = one_host_platform_xml(sim.options.calibration, o.transport);
   }
+  return sim;
+}
+
+void print_header(const Plan& plan, const ValidateOptions& o) {
   std::printf("validate %s %s: %d worker(s), %s transport, global batch %lld; %d measured iterations after %d warm-up\n",
               plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), o.transport.c_str(),
               static_cast<long long>(plan.info.global_batch), o.iterations, o.warmup);
-  const Measured m = measure(plan, o);
+  std::fflush(stdout);
+}
+
+// Simulates the Plan and prints predicted against measured (rank 0 only under MPI).
+int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m) {
+  ReplayOptions& options = s.options;
+  const bool generated = s.platform.empty();
+  const std::string platform = generated ? temporary_platform(s.platform_xml) : s.platform;
   const std::size_t median_run = [&] {
     std::vector<std::size_t> order(m.iteration_s.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -201,6 +227,41 @@ int validate(const Plan& plan, const ValidateOptions& o) {
   return 0;
 }
 
+#if STRATA_HAVE_MPI
+// One process per worker under mpirun: every process measures, rank 0 simulates and reports.
+// An error on one rank is printed there and aborts the job (the others would wait forever).
+int validate_over_mpi(const Plan& plan, const ValidateOptions& o, Simulation sim) {
+  real::MpiSession session;
+  if (session.size() != plan.num_workers()) {
+    if (session.rank() == 0)
+      std::fprintf(stderr,
+                   "strata: error: --transport mpi: world size %d does not match the Plan's %d workers "
+                   "(run mpirun -np %d strata validate ...)\n",
+                   session.size(), plan.num_workers(), plan.num_workers());
+    return 1;
+  }
+  try {
+    if (session.rank() == 0) print_header(plan, o);
+    Measured m;
+    {
+      real::MpiTransport<float> transport(session, plan);
+      m = measure(plan, o, &transport);
+    }  // the transport's teardown is collective: before rank 0 goes on alone
+    return session.rank() == 0 ? report(plan, o, std::move(sim), m) : 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: internal error: rank %d: %s\n", session.rank(), e.what());
+  }
+  std::fflush(stderr);
+  session.abort(1);
+}
+#else
+int validate_over_mpi(const Plan&, const ValidateOptions&, Simulation) {
+  throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+}
+#endif
+
 }  // namespace
 
 void add_validate_command(CLI::App& app, Action& action) {
@@ -221,8 +282,8 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->callback([&action, o] {
     action = [o] {
-      if (o->transport != "threads")
-        throw InputError("--transport: '" + o->transport + "' is not available for validate in this build (threads)");
+      if (o->transport != "threads" && o->transport != "mpi")
+        throw InputError("--transport: '" + o->transport + "' is not a transport (threads, mpi)");
       Plan plan;
       if (!o->plan.empty()) {
         plan = read_plan(o->plan);
@@ -234,7 +295,11 @@ void add_validate_command(CLI::App& app, Action& action) {
         plan = lower(model, config);
         real::check_kernels(plan, "plan of " + o->flags.model);
       }
-      return validate(plan, *o);
+      Simulation sim = prepare_simulation(*o);
+      if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));
+      print_header(plan, *o);
+      const Measured m = measure(plan, *o, nullptr);
+      return report(plan, *o, std::move(sim), m);
     };
   });
 }
