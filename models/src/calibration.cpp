@@ -65,11 +65,12 @@ class CalibrationReader {
       ++next;
     }
     if (parts.size() > next && !is_shape_class(parts[next]))
-      fail(pointer, "unknown shape class '" + parts[next] + "' (expected 1e0 ... 1e16)");
+      fail(pointer, "unknown shape class '" + parts[next] + "' (expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
     if (parts.size() > next + 1) fail(pointer, "expected kind[/dtype][/class]");
   }
 
   static bool is_shape_class(const std::string& text) {
+    if (is_exact_shape_class(text)) return true;
     if (text.size() < 3 || text.size() > 4 || text.compare(0, 2, "1e") != 0) return false;
     for (std::size_t i = 2; i < text.size(); ++i)
       if (text[i] < '0' || text[i] > '9') return false;

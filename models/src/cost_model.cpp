@@ -2,7 +2,9 @@
 #include "strata/models/cost_model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "strata/traces/error.hpp"
@@ -61,6 +63,43 @@ int decade(double work) { return std::clamp(static_cast<int>(std::floor(std::log
 
 }  // namespace
 
+namespace {
+
+// Mantissa in [100, 999] and exponent of `work` at three significant digits.
+std::pair<int, int> three_digits(double work) {
+  int e = static_cast<int>(std::floor(std::log10(work)));
+  int m = static_cast<int>(std::lround(work / std::pow(10.0, e - 2)));
+  if (m >= 1000) m = static_cast<int>(std::lround(m / 10.0)), ++e;
+  if (m < 100) m *= 10, --e;
+  return {m, e};
+}
+
+// Parses "d.dde<exp>" (a shape class); nullopt for anything else.
+std::optional<std::pair<int, int>> parse_shape(const std::string& text) {
+  if (text.size() < 6 || text[1] != '.' || text[4] != 'e') return std::nullopt;
+  for (std::size_t i : {0, 2, 3})
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  for (std::size_t i = 5; i < text.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  if (text[0] == '0' || text.size() > 7) return std::nullopt;
+  return std::pair{(text[0] - '0') * 100 + (text[2] - '0') * 10 + (text[3] - '0'), std::stoi(text.substr(5))};
+}
+
+}  // namespace
+
+std::string exact_shape_class(double work) {
+  STRATA_ASSERT(work > 0, "shape class of no work");
+  const auto [m, e] = three_digits(work);
+  return std::to_string(m / 100) + "." + std::to_string(m / 10 % 10) + std::to_string(m % 10) + "e" + std::to_string(e);
+}
+
+bool is_exact_shape_class(const std::string& text) { return parse_shape(text).has_value(); }
+
+CostModel::ShapeKey CostModel::shape_key(TaskKind kind, DType dtype, double work) {
+  const auto [m, e] = three_digits(work);
+  return {static_cast<int>(kind), static_cast<int>(dtype), m, e};
+}
+
 std::string shape_class(double work) {
   STRATA_ASSERT(work > 0, "shape class of no work");
   return "1e" + std::to_string(decade(work));
@@ -91,6 +130,39 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
         mem_efficiency_[s] = lookup(c.mem_efficiency, kind, d, name, c.default_mem_efficiency);
         overhead_[s] = lookup(c.overhead_s, kind, d, name, 0.0);
       }
+  // Shape classes: every (kind, shape) named in a table, resolved per dtype with the same
+  // fallbacks as the decades (kind/dtype/shape, kind/shape, then the decade's entry).
+  std::map<std::tuple<int, int, int>, std::string> named;  // (kind, m, e) -> class text
+  for (const auto* table : {&c.flops_efficiency, &c.mem_efficiency, &c.overhead_s})
+    for (const auto& [key, value] : *table) {
+      const std::size_t slash = key.rfind('/');
+      if (slash == std::string::npos) continue;
+      const auto shape = parse_shape(key.substr(slash + 1));
+      const auto kind = parse_task_kind(key.substr(0, key.find('/')));
+      if (shape && kind) named[{static_cast<int>(*kind), shape->first, shape->second}] = key.substr(slash + 1);
+    }
+  for (const auto& [k, cls] : named)
+    for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64}) {
+      const auto kind = static_cast<TaskKind>(std::get<0>(k));
+      const double work = std::get<1>(k) * std::pow(10.0, std::get<2>(k) - 2);
+      const std::size_t decade = slot(kind, d, work_class(work));
+      ShapeEntry& entry = shapes_[{std::get<0>(k), static_cast<int>(d), std::get<1>(k), std::get<2>(k)}];
+      entry.flops_efficiency = lookup(c.flops_efficiency, kind, d, cls, -1);
+      entry.mem_efficiency = lookup(c.mem_efficiency, kind, d, cls, -1);
+      entry.overhead = lookup(c.overhead_s, kind, d, cls, -1);
+      // lookup() fell through to the class-less keys when the shape has no entry of its own:
+      // the decade's value is the better fallback.
+      const std::string k_name(to_string(kind)), d_name(to_string(d));
+      auto own = [&](const std::map<std::string, double>& t) {
+        return t.count(k_name + "/" + d_name + "/" + cls) + t.count(k_name + "/" + cls) > 0;
+      };
+      if (!own(c.flops_efficiency)) entry.flops_efficiency = -1;
+      if (!own(c.mem_efficiency)) entry.mem_efficiency = -1;
+      if (!own(c.overhead_s)) entry.overhead = -1;
+      if (entry.flops_efficiency < 0) entry.flops_efficiency = flops_efficiency_[decade];
+      if (entry.mem_efficiency < 0) entry.mem_efficiency = mem_efficiency_[decade];
+      if (entry.overhead < 0) entry.overhead = overhead_[decade];
+    }
 }
 
 double CostModel::flops_efficiency(TaskKind kind, DType dtype, double work) const {
@@ -117,16 +189,24 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
     return *duration;
   }
   const double bytes = task.bytes_read + task.bytes_written;
-  const std::size_t s = slot(task.kind, task.dtype, work_class(task.flops > 0 ? task.flops : bytes));
+  const double work = task.flops > 0 ? task.flops : bytes;
+  const std::size_t s = slot(task.kind, task.dtype, work_class(work));
+  double flops_eff = flops_efficiency_[s], mem_eff = mem_efficiency_[s], overhead = overhead_[s];
+  if (!shapes_.empty() && work > 0)
+    if (auto it = shapes_.find(shape_key(task.kind, task.dtype, work)); it != shapes_.end()) {
+      flops_eff = it->second.flops_efficiency;
+      mem_eff = it->second.mem_efficiency;
+      overhead = it->second.overhead;
+    }
   double compute = 0;
   if (task.flops > 0) {
     const double peak = host.peak_flops(task.dtype);
     STRATA_ASSERT(peak > 0, "host '" + host.name + "' has no FLOP/s for task " + task.id);
-    compute = task.flops / (peak * flops_efficiency_[s]);
+    compute = task.flops / (peak * flops_eff);
   }
   double memory = 0;
-  if (bytes > 0 && host.mem_bw > 0) memory = bytes / (host.mem_bw * mem_efficiency_[s]);
-  return overhead_[s] + std::max(compute, memory);
+  if (bytes > 0 && host.mem_bw > 0) memory = bytes / (host.mem_bw * mem_eff);
+  return overhead + std::max(compute, memory);
 }
 
 }  // namespace strata

@@ -195,9 +195,31 @@ TEST(CostModel, ShapeClassEntriesWinOverClasslessOnesForTheirDecadeOnly) {
   EXPECT_EQ(shape_class(99999), "1e4");
 }
 
+TEST(CostModel, ShapeClassEntriesWinOverTheirDecadeForThatShapeOnly) {
+  Calibration calibration = Calibration::defaults();
+  calibration.flops_efficiency["conv_fwd/fp32/1e7"] = 0.5;
+  calibration.flops_efficiency["conv_fwd/fp32/1.51e7"] = 0.125;  // 1.505e7 .. 1.515e7 FLOP
+  calibration.overhead_s["conv_fwd/1.51e7"] = 1e-6;                // any dtype
+  const CostModel cost(calibration);
+  // 1.5053e7 FLOP rounds to 1.51e7: 1.5053e7 / (10e12 x 0.125) + 1 µs.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::conv_fwd, DType::fp32, 1.5053e7, 0), test_host()),
+                   1.5053e7 / 1.25e12 + 1e-6);
+  // 3.07e7 is in the same decade, another shape: the decade's 0.5 and no overhead.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::conv_fwd, DType::fp32, 3.07e7, 0), test_host()),
+                   3.07e7 / 5e12);
+  // bf16 has no entry of its own for the shape: the flops efficiency falls back to the decade
+  // (none for bf16, so conv's built-in 0.7), the dtype-free overhead still applies.
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::conv_fwd, DType::bf16, 1.5053e7, 0), test_host()),
+                   1.5053e7 / 70e12 + 1e-6);
+  EXPECT_EQ(exact_shape_class(1.5053e7), "1.51e7");
+  EXPECT_EQ(exact_shape_class(9.996e5), "1.00e6");
+  EXPECT_EQ(exact_shape_class(42), "4.20e1");
+}
+
 TEST_F(CalibrationFile, WrittenCalibrationReadsBackTheSame) {
   Calibration c = Calibration::defaults();
   c.flops_efficiency["linear_fwd/fp32/1e7"] = 0.61;
+  c.flops_efficiency["linear_fwd/fp32/2.57e7"] = 0.71;
   c.mem_efficiency["activation_bwd/1e5"] = 0.33;
   c.overhead_s["loss_fwd"] = 2.5e-6;
   c.transports["threads"] = TransportCalibration{1.5e-6, 2e-10, 3e-6, 4e-10, 2};
@@ -219,7 +241,7 @@ TEST_F(CalibrationFile, WrittenCalibrationReadsBackTheSame) {
 TEST_F(CalibrationFile, RejectsBadShapeClassTransportAndHost) {
   std::string path = write("cls.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/fp32/1e99": 0.5}})");
   EXPECT_EQ(error_of(path),
-            path + ": /flops_efficiency/linear_fwd~1fp32~11e99: unknown shape class '1e99' (expected 1e0 ... 1e16)");
+            path + ": /flops_efficiency/linear_fwd~1fp32~11e99: unknown shape class '1e99' (expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
   path = write("tr.json", R"({"schema_version": 2, "transports": {"mpi": {"p2p_alpha_s": -1}}})");
   EXPECT_EQ(error_of(path), path + ": /transports/mpi/p2p_alpha_s: negative overhead -1 s");
   path = write("host.json",

@@ -6,16 +6,19 @@
 // `fixed` tasks take their `duration_s` attribute. A Calibration overrides efficiencies and adds
 // per-task overheads; `strata calibrate` (real_exec) measures one.
 //
-// Shape class: the decade of a task's work, its FLOPs (bytes moved for a task without FLOPs):
-// class "1e7" holds tasks of [1e7, 1e8) FLOP. Small GEMMs reach a lower fraction of peak than
-// large ones, so a calibration may give each class its own efficiency. Table keys are
-// "kind", "kind/dtype", "kind/class" or "kind/dtype/class"; a lookup tries kind/dtype/class,
-// kind/class, kind/dtype, kind, then the default.
+// Shape class: a task's work is its FLOPs (bytes moved for a task without FLOPs). Two kinds of
+// class: a decade, "1e7", for tasks of [1e7, 1e8) FLOP; and a shape, "1.51e7", for tasks whose
+// work rounds to that value at three significant digits — what `strata calibrate` records for
+// each layer shape it measured (LeNet-5's two convolutions fall in one decade and reach 14 % and
+// 29 % of peak). Table keys are "kind", "kind/dtype", "kind/class" or "kind/dtype/class"; a
+// lookup tries kind/dtype/shape, kind/shape, kind/dtype/decade, kind/decade, kind/dtype, kind,
+// then the default.
 #pragma once
 
 #include <array>
 #include <vector>
 #include <map>
+#include <tuple>
 #include <string>
 
 #include "strata/models/hardware.hpp"
@@ -69,8 +72,11 @@ Calibration load_calibration(const std::string& path);
 std::string calibration_to_json(const Calibration& calibration, const std::string& device,
                                 const std::string& created);
 
-// The shape class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
+// The decade class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
 std::string shape_class(double work);
+// The shape class: the work at three significant digits, "1.51e7". REQUIRES: work > 0.
+std::string exact_shape_class(double work);
+bool is_exact_shape_class(const std::string& text);
 
 class CostModel {
  public:
@@ -93,6 +99,15 @@ class CostModel {
     return (static_cast<std::size_t>(kind) * kDTypes + static_cast<std::size_t>(dtype)) * kClasses + cls;
   }
   static constexpr std::size_t kSlots = kTaskKindCount * kDTypes * kClasses;
+
+  // Entries of shape classes, by (kind, dtype, work at three digits as mantissa·100 and
+  // exponent), resolved for each dtype; empty unless the calibration has such keys.
+  struct ShapeEntry {
+    double flops_efficiency = 0, mem_efficiency = 0, overhead = 0;
+  };
+  using ShapeKey = std::tuple<int, int, int, int>;
+  static ShapeKey shape_key(TaskKind kind, DType dtype, double work);
+  std::map<ShapeKey, ShapeEntry> shapes_;
 
   Calibration calibration_;
   // The calibration resolved per (kind, dtype, class) once: a replay asks for every task.

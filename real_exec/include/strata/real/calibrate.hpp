@@ -25,8 +25,8 @@
 // GEMM-like kinds (linear, conv, attention) get a FLOP efficiency and memory efficiency 1;
 // the other kinds a memory efficiency and FLOP efficiency 1. Then neither roof of a task exceeds
 // its measured time, and its predicted time is its measured time up to the spread of its key.
-// Keys are kind/dtype/class (the median over the tasks of that key) and kind/dtype (the median
-// over all the kind's tasks, for shapes not measured). Every compute kind gets the one-worker
+// Keys are kind/dtype/shape (each measured shape: the median over its tasks), kind/dtype/decade
+// (for shapes near the measured ones) and kind/dtype (the median over all the kind's tasks). Every compute kind gets the one-worker
 // dispatch overhead as its per-task overhead.
 #pragma once
 
