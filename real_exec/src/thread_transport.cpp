@@ -55,8 +55,12 @@ void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T
     parts[static_cast<std::size_t>(rank)].push_back(b);
   }
   std::vector<std::vector<T>> data(n);
-  for (std::size_t r = 0; r < n; ++r)
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t elems = 0;
+    for (BufferIndex b : parts[r]) elems += static_cast<std::size_t>(ws.size(b));
+    data[r].reserve(elems);  // one allocation: the bucket can be megabytes
     for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
+  }
   const std::size_t size = data[0].size();
   for (const auto& d : data) STRATA_ASSERT(d.size() == size, "allreduce " + t.id + ": ranks hold different sizes");
   for (std::size_t step = 0; step + 1 < n; ++step)  // reduce-scatter
