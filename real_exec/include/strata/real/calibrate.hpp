@@ -17,8 +17,9 @@
 // - dispatch: the interpreter's time per task beyond its kernel, on a chain of near-empty tasks
 //   of one worker, and on a chain that hands every task to the other worker's thread;
 // - transports: point-to-point (send + recv) and 2-rank allreduce times over message sizes from
-//   1 KiB to 4 MiB, run as small Plans through the Interpreter and the transport, fitted to
-//   α + β·bytes by least squares.
+//   1 KiB to 4 MiB, run as small Plans through the Interpreter and the transport (24 messages
+//   per size, the fastest of 3 runs' medians), fitted to α + β·bytes by least squares weighted
+//   for relative error.
 //
 // Fitting (fit_calibration): the host's peaks are raised to the fastest rate any task reached
 // (a kernel on cache-resident data beats the DRAM triad), so every efficiency is in (0, 1].
@@ -90,7 +91,8 @@ using PlanTimer = std::function<std::vector<std::pair<double, double>>(const Pla
 std::vector<TransportSample> measure_transport(const std::string& name, const PlanTimer& run_plan);
 PlanTimer thread_plan_timer();
 
-// Least-squares α–β per op from the samples of one transport.
+// α–β per op from the samples of one transport: least squares weighted by 1/time², so each size
+// counts by its relative error and α is not left to the largest messages.
 TransportCalibration fit_transport(const std::vector<TransportSample>& samples);
 
 Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSample>& tasks,
