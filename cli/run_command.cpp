@@ -27,6 +27,7 @@ struct RunOptions {
   std::string precision = "fp32";
   int epochs = 5;
   bool no_pin = false;
+  std::string init = "auto";
 };
 
 // Optimizer settings (--set lr=, momentum=) are the trainer's, not the model's: take them out.
@@ -75,6 +76,9 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.optimizer = optimizer;
   config.pin_workers = !o.no_pin;
+  // auto: He for the MLP (its recipe), PyTorch's default for the other models.
+  config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp") ? real::WeightInit::he_normal
+                                                                                  : real::WeightInit::fan_in_uniform;
   real::Trainer<T> trainer(plan, backend, config, transport);
   if (report)
     std::printf("run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
@@ -165,6 +169,8 @@ void add_run_command(CLI::App& app, Action& action) {
                   "under mpirun -np <workers>)");
   cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
+  cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")
+      ->check(CLI::IsMember({"auto", "he", "uniform"}));
   cmd->callback([&action, o] {
     action = [o] {
       if (o->transport != "threads" && o->transport != "mpi")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "strata/traces/error.hpp"
 
@@ -108,8 +109,17 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
     const std::string& id = plan_.buffer(w).id;
     const std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
     std::mt19937_64 rng(fnv1a(layer, seed));
-    he_normal_init(rng, fan_in, weights, ws_->data(w));
-    std::fill(ws_->data(w) + weights, ws_->data(w) + ws_->size(w), T{0});
+    if (config_.init == WeightInit::he_normal) {
+      he_normal_init(rng, fan_in, weights, ws_->data(w));
+      std::fill(ws_->data(w) + weights, ws_->data(w) + ws_->size(w), T{0});
+    } else {
+      // Uniform from the top 53 bits of raw mt19937_64 outputs (fixed by the standard), so every
+      // standard library draws the same weights.
+      const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
+      T* p = ws_->data(w);
+      for (std::int64_t i = 0; i < ws_->size(w); ++i)
+        p[i] = static_cast<T>((static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound);
+    }
   }
 }
 
