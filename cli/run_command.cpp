@@ -1,17 +1,13 @@
 // strata run: trains a model for real on Fashion-MNIST by interpreting its Plan (real_exec/).
-#include <unistd.h>
-
 #include <cstdio>
 #include <functional>
 #include <memory>
 
 #include "commands.hpp"
 #include "flags.hpp"
+#include "real_run.hpp"
 #include "strata/models/strategy.hpp"
 #include "strata/real/trainer.hpp"
-#if STRATA_HAVE_MPI
-#include "strata/real/mpi_transport.hpp"
-#endif
 #include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
 #include "strata/traces/trace_json.hpp"
@@ -103,9 +99,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
     for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
     trainer.train_batch(train_set, first, &timings);
     if (report) {
-      char host[256] = "localhost";
-      ::gethostname(host, sizeof host - 1);
-      write_trace(real::measured_trace(plan, timings, host, plan.info.model + " " + plan.info.strategy), o.trace);
+      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
       std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
     }
   }
@@ -114,41 +108,18 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   return 0;
 }
 
-#if STRATA_HAVE_MPI
-// One process per worker, started by mpirun. A world of the wrong size is refused by rank 0 in
-// one line (every rank sees the same sizes and exits 1). Any later error on one rank is printed
-// there and aborts the whole job: returning would leave the other ranks waiting for it.
-template <typename T>
-int train_over_mpi(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
-  real::MpiSession session;
-  if (session.size() != plan.num_workers()) {
-    if (session.rank() == 0)
-      std::fprintf(stderr,
-                   "strata: error: --transport mpi: world size %d does not match the %s's %d workers "
-                   "(run mpirun -np %d strata run ...)\n",
-                   session.size(), o.plan.empty() ? "strategy" : "Plan", plan.num_workers(), plan.num_workers());
-    return 1;
-  }
-  try {
-    real::MpiTransport<T> transport(session, plan);
-    return train<T>(plan, o, optimizer, transport);
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "strata: internal error: rank %d: %s\n", session.rank(), e.what());
-  }
-  std::fflush(stderr);
-  session.abort(1);
-}
-#endif
-
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
   if (o.transport == "mpi") {
 #if STRATA_HAVE_MPI
-    return train_over_mpi<T>(plan, o, optimizer);
+    // One process per worker, started by mpirun.
+    return on_mpi_ranks(plan.num_workers(), o.plan.empty() ? "strategy" : "Plan", "run",
+                        [&](const real::MpiSession& session) {
+      real::MpiTransport<T> transport(session, plan);
+      return train<T>(plan, o, optimizer, transport);
+    });
 #else
-    throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+    throw_no_mpi();
 #endif
   }
   real::ThreadTransport<T> transport;
@@ -173,22 +144,11 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"auto", "he", "uniform"}));
   cmd->callback([&action, o] {
     action = [o] {
-      if (o->transport != "threads" && o->transport != "mpi")
-        throw InputError("--transport: '" + o->transport + "' is not a transport (threads, mpi)");
+      check_transport(o->transport);
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
       const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);
-      Plan plan;
-      if (!o->plan.empty()) {
-        plan = read_plan(o->plan);
-        real::check_kernels(plan, o->plan);
-      } else {
-        StrategyConfig config;
-        Model model = build_model(o->flags, config);
-        if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
-        plan = lower(model, config);
-        real::check_kernels(plan, "plan of " + o->flags.model);
-      }
+      const Plan plan = plan_to_run(o->flags, o->plan);
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

@@ -11,14 +11,12 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "real_run.hpp"
 #include "strata/real/calibrate.hpp"
 #include "strata/real/interpreter.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
-#if STRATA_HAVE_MPI
-#include "strata/real/mpi_transport.hpp"
-#endif
 
 extern char** environ;
 
@@ -53,12 +51,7 @@ real::PlanTimer mpi_plan_timer(const real::MpiSession& session) {
 }  // namespace
 
 int run_mpi_probe(const std::string& output) {
-  real::MpiSession session;
-  if (session.size() != 2) {
-    if (session.rank() == 0) std::fprintf(stderr, "strata: error: --mpi-probe runs on 2 MPI processes (mpirun -np 2)\n");
-    return 1;
-  }
-  try {
+  return on_mpi_ranks(2, "probe", "calibrate --mpi-probe", [&](const real::MpiSession& session) {
     const TransportCalibration t = real::fit_transport(real::measure_transport("mpi", mpi_plan_timer(session)));
     if (session.rank() == 0) {
       Calibration c = Calibration::defaults();
@@ -66,21 +59,17 @@ int run_mpi_probe(const std::string& output) {
       write_file_atomically(output, calibration_to_json(c, "mpi probe", ""));
     }
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
-  }
-  std::fflush(stderr);
-  session.abort(1);
+  });
 }
 #else
-int run_mpi_probe(const std::string&) { throw InputError("--mpi-probe: this build of strata has no MPI"); }
+int run_mpi_probe(const std::string&) { throw_no_mpi(); }
 #endif
 
 TransportCalibration measure_transport_calibration(const std::string& transport) {
   if (transport == "threads") return real::fit_transport(real::measure_transport("threads", real::thread_plan_timer()));
   if (transport != "mpi") throw InputError("--transport: unknown '" + transport + "' (threads, mpi)");
 #if !STRATA_HAVE_MPI
-  throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+  throw_no_mpi();
 #else
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string out =

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "flags.hpp"
+#include "real_run.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/sim/platform.hpp"
 #include "strata/sim/replay.hpp"
@@ -20,10 +21,9 @@
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/perfetto.hpp"
 #include "strata/traces/plan_json.hpp"
+#include "strata/traces/stats.hpp"
+#include "strata/traces/units.hpp"
 
-#if STRATA_HAVE_MPI
-#include "strata/real/mpi_transport.hpp"
-#endif
 
 namespace strata::cli {
 namespace {
@@ -42,12 +42,6 @@ struct ValidateOptions {
   bool no_pin = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double span_of(const Trace& t) {
   double lo = INFINITY, hi = 0;
   for (const TraceRecord& r : t.records) {
@@ -55,18 +49,6 @@ double span_of(const Trace& t) {
     hi = std::max(hi, r.end);
   }
   return t.records.empty() ? 0 : hi - lo;
-}
-
-// Times in the unit that keeps them readable, always with the unit.
-std::string time_text(double s) {
-  char buf[32];
-  if (std::abs(s) >= 1)
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (std::abs(s) >= 1e-3)
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  return buf;
 }
 
 struct Measured {
@@ -91,9 +73,7 @@ Measured measure(const Plan& plan, const ValidateOptions& o, real::Transport<flo
   const bool root = transport == nullptr || transport->process() == 0;
   const std::int64_t batch = trainer.global_batch();
   Measured m;
-  char host[256] = "localhost";
-  ::gethostname(host, sizeof host - 1);
-  m.host = host;
+  m.host = real::host_name();
   const bool progress = root && progress_wanted();
   const int all = o.warmup + o.iterations;
   for (int i = 0; i < all; ++i) {
@@ -178,19 +158,19 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   std::printf("platform %s, calibration %s\n", generated ? "of this machine (from the calibration)" : platform.c_str(),
               options.calibration.source.c_str());
   std::printf("iteration time: predicted %s, measured %s (median; p10 %s, p90 %s): error %+.1f %%\n",
-              time_text(predicted).c_str(), time_text(measured).c_str(), time_text(p10).c_str(), time_text(p90).c_str(),
+              format_seconds(predicted).c_str(), format_seconds(measured).c_str(), format_seconds(p10).c_str(), format_seconds(p90).c_str(),
               100 * (predicted - measured) / measured);
   std::printf("compute tasks: median |error| %.1f %%, p90 %.1f %%\n", 100 * cmp.compute_median_abs_error,
               100 * cmp.compute_p90_abs_error);
   std::printf("%-18s %6s %14s %14s %12s %10s\n", "kind", "tasks", "predicted", "measured", "median|err|", "p90|err|");
   for (const KindComparison& k : cmp.kinds)
     std::printf("%-18s %6zu %14s %14s %10.1f %% %8.1f %%\n", std::string(to_string(k.kind)).c_str(), k.tasks,
-                time_text(k.predicted_total_s).c_str(), time_text(k.measured_total_s).c_str(), 100 * k.median_abs_error,
+                format_seconds(k.predicted_total_s).c_str(), format_seconds(k.measured_total_s).c_str(), 100 * k.median_abs_error,
                 100 * k.p90_abs_error);
   std::printf("worst tasks:\n");
   for (const TaskComparison& t : cmp.worst(static_cast<std::size_t>(o.worst)))
     std::printf("  %-44s %-18s predicted %10s, measured %10s: %+.1f %%\n", t.id.c_str(),
-                std::string(to_string(t.kind)).c_str(), time_text(t.predicted_s).c_str(), time_text(t.measured_s).c_str(),
+                std::string(to_string(t.kind)).c_str(), format_seconds(t.predicted_s).c_str(), format_seconds(t.measured_s).c_str(),
                 100 * t.relative_error());
   if (!o.perfetto.empty()) {
     write_chrome_traces({{"predicted", &sim.trace}, {"measured", &m.runs[median_run]}}, o.perfetto);
@@ -227,40 +207,24 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   return 0;
 }
 
-#if STRATA_HAVE_MPI
 // One process per worker under mpirun: every process measures, rank 0 simulates and reports.
-// An error on one rank is printed there and aborts the job (the others would wait forever).
 int validate_over_mpi(const Plan& plan, const ValidateOptions& o, Simulation sim) {
-  real::MpiSession session;
-  if (session.size() != plan.num_workers()) {
-    if (session.rank() == 0)
-      std::fprintf(stderr,
-                   "strata: error: --transport mpi: world size %d does not match the Plan's %d workers "
-                   "(run mpirun -np %d strata validate ...)\n",
-                   session.size(), plan.num_workers(), plan.num_workers());
-    return 1;
-  }
-  try {
-    if (session.rank() == 0) print_header(plan, o);
-    Measured m;
-    {
-      real::MpiTransport<float> transport(session, plan);
-      m = measure(plan, o, &transport);
-    }  // the transport's teardown is collective: before rank 0 goes on alone
-    return session.rank() == 0 ? report(plan, o, std::move(sim), m) : 0;
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "strata: internal error: rank %d: %s\n", session.rank(), e.what());
-  }
-  std::fflush(stderr);
-  session.abort(1);
-}
+#if STRATA_HAVE_MPI
+  return on_mpi_ranks(plan.num_workers(), o.plan.empty() ? "strategy" : "Plan", "validate",
+                      [&](const real::MpiSession& session) {
+                        if (session.rank() == 0) print_header(plan, o);
+                        Measured m;
+                        {
+                          real::MpiTransport<float> transport(session, plan);
+                          m = measure(plan, o, &transport);
+                        }  // the transport's teardown is collective: before rank 0 goes on alone
+                        return session.rank() == 0 ? report(plan, o, std::move(sim), m) : 0;
+                      });
 #else
-int validate_over_mpi(const Plan&, const ValidateOptions&, Simulation) {
-  throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
-}
+  (void)plan, (void)o, (void)sim;
+  throw_no_mpi();
 #endif
+}
 
 }  // namespace
 
@@ -282,19 +246,8 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->callback([&action, o] {
     action = [o] {
-      if (o->transport != "threads" && o->transport != "mpi")
-        throw InputError("--transport: '" + o->transport + "' is not a transport (threads, mpi)");
-      Plan plan;
-      if (!o->plan.empty()) {
-        plan = read_plan(o->plan);
-        real::check_kernels(plan, o->plan);
-      } else {
-        StrategyConfig config;
-        Model model = build_model(o->flags, config);
-        if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
-        plan = lower(model, config);
-        real::check_kernels(plan, "plan of " + o->flags.model);
-      }
+      check_transport(o->transport);
+      const Plan plan = plan_to_run(o->flags, o->plan);
       Simulation sim = prepare_simulation(*o);
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));
       print_header(plan, *o);

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include "strata/real/trainer.hpp"
 #include "strata/real/thread_transport.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/stats.hpp"
 
 namespace strata::real {
 namespace {
@@ -24,13 +24,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> v) {
-  STRATA_ASSERT(!v.empty(), "median of nothing");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Pins the calling thread to core 0 for its lifetime in this scope, then restores its mask.
 class PinToCoreZero {
@@ -108,12 +101,6 @@ bool gemm_like(TaskKind kind) {
     default:
       return false;
   }
-}
-
-std::string host_name() {
-  char host[256] = "localhost";
-  ::gethostname(host, sizeof host - 1);
-  return host;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -287,6 +288,12 @@ void Interpreter<T>::stream_loop(std::size_t slot, int core) {
     hand_out(dispatcher_->take_startable());
     if (dispatcher_->finished()) done_.notify_all();
   }
+}
+
+std::string host_name() {
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  return host;
 }
 
 Trace measured_trace(const Plan& plan, const std::vector<TaskTiming>& timings, const std::string& host,

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/stats.hpp"
+#include "strata/traces/timeline_svg.hpp"
 
 namespace strata {
 namespace {
@@ -25,21 +27,6 @@ std::map<std::string, Duration> durations(const Trace& trace) {
     if (!inserted && r.worker < it->second.worker) it->second = Duration{r.kind, r.worker, r.end - r.start};
   }
   return out;
-}
-
-double median_of(std::vector<double> v) {
-  STRATA_ASSERT(!v.empty(), "median of nothing");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// Nearest-rank percentile: the smallest value with at least p of the values at or below it.
-double percentile_of(std::vector<double> v, double p) {
-  STRATA_ASSERT(!v.empty(), "percentile of nothing");
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::max<std::size_t>(rank, 1) - 1];
 }
 
 void check_same_ids(const std::map<std::string, Duration>& a, const std::map<std::string, Duration>& b,
@@ -83,7 +70,7 @@ TraceComparison compare_traces(const Trace& predicted, const std::vector<Trace>&
   std::vector<double> samples(runs.size());
   for (const auto& [id, p] : pred) {
     for (std::size_t r = 0; r < runs.size(); ++r) samples[r] = runs[r].at(id).seconds;
-    TaskComparison c{id, p.kind, p.worker, p.seconds, median_of(samples)};
+    TaskComparison c{id, p.kind, p.worker, p.seconds, median(samples)};
     const double e = std::abs(c.relative_error());
     errors[p.kind].push_back(e);
     if (!is_communication(p.kind)) compute_errors.push_back(e);
@@ -93,8 +80,8 @@ TraceComparison compare_traces(const Trace& predicted, const std::vector<Trace>&
     KindComparison k;
     k.kind = kind;
     k.tasks = e.size();
-    k.median_abs_error = median_of(e);
-    k.p90_abs_error = percentile_of(e, 0.9);
+    k.median_abs_error = median(e);
+    k.p90_abs_error = nearest_rank_percentile(e, 0.9);
     out.kinds.push_back(k);
   }
   for (const TaskComparison& c : out.tasks)
@@ -104,8 +91,8 @@ TraceComparison compare_traces(const Trace& predicted, const std::vector<Trace>&
         k.measured_total_s += c.measured_s;
       }
   if (!compute_errors.empty()) {
-    out.compute_median_abs_error = median_of(compute_errors);
-    out.compute_p90_abs_error = percentile_of(compute_errors, 0.9);
+    out.compute_median_abs_error = median(compute_errors);
+    out.compute_p90_abs_error = nearest_rank_percentile(compute_errors, 0.9);
   }
   return out;
 }
@@ -116,18 +103,6 @@ std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-std::string escape_xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
 }
 
 // A duration label in the unit that keeps it short.
@@ -162,7 +137,7 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
   svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) + "\" height=\"" + fmt("%.0f", height) +
          "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + escape_xml(title) + "</text>\n";
+  svg += "<text x=\"" + fmt("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + xml_escape(title) + "</text>\n";
   svg += "<rect x=\"" + fmt("%.0f", kLeft) + "\" y=\"" + fmt("%.0f", kTop) + "\" width=\"" + fmt("%.0f", kSize) +
          "\" height=\"" + fmt("%.0f", kSize) + "\" fill=\"none\" stroke=\"#444\"/>\n";
   for (double d = d_lo; d <= d_hi; ++d) {
@@ -193,7 +168,7 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
   for (const TaskComparison& c : comparison.tasks) {
     const char* fill = kPalette[colour[c.kind] % std::size(kPalette)];
     svg += "<circle cx=\"" + fmt("%.1f", x_of(c.predicted_s)) + "\" cy=\"" + fmt("%.1f", y_of(c.measured_s)) +
-           "\" r=\"3\" fill=\"" + fill + "\" fill-opacity=\"0.75\"><title>" + escape_xml(c.id) + ": predicted " +
+           "\" r=\"3\" fill=\"" + fill + "\" fill-opacity=\"0.75\"><title>" + xml_escape(c.id) + ": predicted " +
            time_label(c.predicted_s) + ", measured " + time_label(c.measured_s) + "</title></circle>\n";
   }
   double y = kTop + 10;

@@ -31,18 +31,6 @@ Family family_of(const TraceRecord& r) {
   return {"forward", "#1f77b4"};
 }
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -59,6 +47,18 @@ double tick_step(double span) {
 }
 
 }  // namespace
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
 
 std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
   double t0 = std::numeric_limits<double>::infinity();
@@ -84,7 +84,7 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
                   "\" height=\"" + std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"10\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::string title = options.title.empty() ? trace.source : options.title;
-  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"16\" font-size=\"13\">" + escape(title) + "</text>\n";
+  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"16\" font-size=\"13\">" + xml_escape(title) + "</text>\n";
   for (int w = 0; w < shown; ++w) {
     const int y = kTop + w * band;
     s += "<text x=\"4\" y=\"" + std::to_string(y + kRowHeight - 2) + "\">worker " + std::to_string(w) +
@@ -98,7 +98,7 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
     const int y = kTop + r.worker * band + (r.stream == Stream::comm ? kRowHeight : 0);
     const double w = std::max(0.5, x(r.end) - x(r.start));
     s += "<rect x=\"" + num(x(r.start)) + "\" y=\"" + std::to_string(y + 1) + "\" width=\"" + num(w) +
-         "\" height=\"" + std::to_string(kRowHeight - 2) + "\" fill=\"" + f.color + "\"><title>" + escape(r.id) +
+         "\" height=\"" + std::to_string(kRowHeight - 2) + "\" fill=\"" + f.color + "\"><title>" + xml_escape(r.id) +
          " (" + format_seconds(r.end - r.start) + ")</title></rect>\n";
   }
   const int axis_y = kTop + shown * band + 4;

@@ -145,6 +145,9 @@ class Interpreter : private RemoteCompletions {
 
 // The measured Trace of one run: a record per task and participant, in the schema the
 // simulator writes (Trace::sort order), executor "real".
+// This machine's name (gethostname), "localhost" when it has none: the host of measured traces.
+std::string host_name();
+
 Trace measured_trace(const Plan& plan, const std::vector<TaskTiming>& timings, const std::string& host,
                      const std::string& source);
 

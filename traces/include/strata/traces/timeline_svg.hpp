@@ -21,6 +21,10 @@ struct TimelineOptions {
 
 std::string trace_to_svg(const Trace& trace, const TimelineOptions& options = {});
 
+// `text` with <, >, & and " written as XML entities, for SVG text and attributes (strata's SVG
+// writers share it).
+std::string xml_escape(const std::string& text);
+
 // Writes trace_to_svg atomically.
 void write_timeline_svg(const Trace& trace, const std::string& path, const TimelineOptions& options = {});
 

@@ -1,0 +1,59 @@
+#include "real_run.hpp"
+
+#include <cstdio>
+
+#include "strata/models/strategy.hpp"
+#include "strata/real/task_runner.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/plan_json.hpp"
+
+namespace strata::cli {
+
+Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
+  if (!plan_path.empty()) {
+    Plan plan = read_plan(plan_path);
+    real::check_kernels(plan, plan_path);
+    return plan;
+  }
+  StrategyConfig config;
+  Model model = build_model(flags, config);
+  if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
+  Plan plan = lower(model, config);
+  real::check_kernels(plan, "plan of " + flags.model);
+  return plan;
+}
+
+void check_transport(const std::string& transport) {
+  if (transport != "threads" && transport != "mpi")
+    throw InputError("--transport: '" + transport + "' is not a transport (threads, mpi)");
+}
+
+void throw_no_mpi() {
+  throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");
+}
+
+#if STRATA_HAVE_MPI
+int on_mpi_ranks(int processes, const std::string& what, const std::string& command,
+                 const std::function<int(const real::MpiSession&)>& work) {
+  real::MpiSession session;
+  if (session.size() != processes) {
+    if (session.rank() == 0)
+      std::fprintf(stderr,
+                   "strata: error: --transport mpi: world size %d does not match the %s's %d workers "
+                   "(run mpirun -np %d strata %s ...)\n",
+                   session.size(), what.c_str(), processes, processes, command.c_str());
+    return 1;
+  }
+  try {
+    return work(session);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "strata: error: rank %d: %s\n", session.rank(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: internal error: rank %d: %s\n", session.rank(), e.what());
+  }
+  std::fflush(stderr);
+  session.abort(1);
+}
+#endif
+
+}  // namespace strata::cli

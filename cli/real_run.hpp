@@ -1,0 +1,36 @@
+// What the subcommands that run Plans for real (run, validate, calibrate) share: the Plan they
+// run, and the frame of an MPI job.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "flags.hpp"
+#include "strata/traces/plan.hpp"
+#if STRATA_HAVE_MPI
+#include "strata/real/mpi_transport.hpp"
+#endif
+
+namespace strata::cli {
+
+// The Plan of --plan, or lowered from the flags with 64 samples per data-parallel rank unless
+// --global-batch says otherwise; refused (InputError) when a kind has no real kernel.
+Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
+
+// Throws InputError unless `transport` is threads or mpi.
+void check_transport(const std::string& transport);
+
+// --transport mpi in a build without MPI: one line naming what to install.
+[[noreturn]] void throw_no_mpi();
+
+#if STRATA_HAVE_MPI
+// Runs `work` on every rank of the MPI job started by mpirun and returns its exit status. A world
+// of other than `processes` ranks is refused in one line from rank 0 ("world size 3 does not match
+// the <what>'s 2 workers (run mpirun -np 2 strata <command> ...)"), and every rank returns 1. An
+// exception on one rank is printed there (one line naming the rank) and aborts the whole job:
+// returning would leave the other ranks waiting for it forever.
+int on_mpi_ranks(int processes, const std::string& what, const std::string& command,
+                 const std::function<int(const real::MpiSession&)>& work);
+#endif
+
+}  // namespace strata::cli
