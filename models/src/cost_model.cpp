@@ -42,17 +42,23 @@ Calibration Calibration::defaults() {
 
 namespace {
 
-// "kind/dtype/class", "kind/class", "kind/dtype", "kind", then the fallback; `cls` empty: the
-// class-less keys only.
+// The entry of the class itself: "kind/dtype/class", then "kind/class".
+std::optional<double> lookup_class(const std::map<std::string, double>& table, TaskKind kind, DType dtype,
+                                   const std::string& cls) {
+  const std::string k(to_string(kind));
+  if (auto it = table.find(k + "/" + std::string(to_string(dtype)) + "/" + cls); it != table.end()) return it->second;
+  if (auto it = table.find(k + "/" + cls); it != table.end()) return it->second;
+  return std::nullopt;
+}
+
+// The class's entry, then "kind/dtype", "kind", then the fallback; `cls` empty: the class-less
+// keys only.
 double lookup(const std::map<std::string, double>& table, TaskKind kind, DType dtype,
               const std::string& cls, double fallback) {
+  if (!cls.empty())
+    if (const std::optional<double> v = lookup_class(table, kind, dtype, cls)) return *v;
   const std::string k(to_string(kind));
-  const std::string d(to_string(dtype));
-  if (!cls.empty()) {
-    if (auto it = table.find(k + "/" + d + "/" + cls); it != table.end()) return it->second;
-    if (auto it = table.find(k + "/" + cls); it != table.end()) return it->second;
-  }
-  if (auto it = table.find(k + "/" + d); it != table.end()) return it->second;
+  if (auto it = table.find(k + "/" + std::string(to_string(dtype))); it != table.end()) return it->second;
   if (auto it = table.find(k); it != table.end()) return it->second;
   return fallback;
 }
@@ -60,10 +66,6 @@ double lookup(const std::map<std::string, double>& table, TaskKind kind, DType d
 bool valid_efficiency(double e) { return e > 0 && e <= 1; }
 
 int decade(double work) { return std::clamp(static_cast<int>(std::floor(std::log10(work))), 0, 16); }
-
-}  // namespace
-
-namespace {
 
 // Mantissa in [100, 999] and exponent of `work` at three significant digits.
 std::pair<int, int> three_digits(double work) {
@@ -100,7 +102,7 @@ CostModel::ShapeKey CostModel::shape_key(TaskKind kind, DType dtype, double work
   return {static_cast<int>(kind), static_cast<int>(dtype), m, e};
 }
 
-std::string shape_class(double work) {
+std::string decade_class(double work) {
   STRATA_ASSERT(work > 0, "shape class of no work");
   return "1e" + std::to_string(decade(work));
 }
@@ -130,11 +132,12 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
         mem_efficiency_[s] = lookup(c.mem_efficiency, kind, d, name, c.default_mem_efficiency);
         overhead_[s] = lookup(c.overhead_s, kind, d, name, 0.0);
       }
-  // Shape classes: every (kind, shape) named in a table, resolved per dtype with the same
-  // fallbacks as the decades (kind/dtype/shape, kind/shape, then the decade's entry).
+  // Shape classes: every (kind, shape) named in a table, resolved per dtype: kind/dtype/shape,
+  // kind/shape, then what the shape's decade resolved to.
   std::map<std::tuple<int, int, int>, std::string> named;  // (kind, m, e) -> class text
   for (const auto* table : {&c.flops_efficiency, &c.mem_efficiency, &c.overhead_s})
-    for (const auto& [key, value] : *table) {
+    for (const auto& entry : *table) {
+      const std::string& key = entry.first;
       const std::size_t slash = key.rfind('/');
       if (slash == std::string::npos) continue;
       const auto shape = parse_shape(key.substr(slash + 1));
@@ -147,21 +150,9 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
       const double work = std::get<1>(k) * std::pow(10.0, std::get<2>(k) - 2);
       const std::size_t decade = slot(kind, d, work_class(work));
       ShapeEntry& entry = shapes_[{std::get<0>(k), static_cast<int>(d), std::get<1>(k), std::get<2>(k)}];
-      entry.flops_efficiency = lookup(c.flops_efficiency, kind, d, cls, -1);
-      entry.mem_efficiency = lookup(c.mem_efficiency, kind, d, cls, -1);
-      entry.overhead = lookup(c.overhead_s, kind, d, cls, -1);
-      // lookup() fell through to the class-less keys when the shape has no entry of its own:
-      // the decade's value is the better fallback.
-      const std::string k_name(to_string(kind)), d_name(to_string(d));
-      auto own = [&](const std::map<std::string, double>& t) {
-        return t.count(k_name + "/" + d_name + "/" + cls) + t.count(k_name + "/" + cls) > 0;
-      };
-      if (!own(c.flops_efficiency)) entry.flops_efficiency = -1;
-      if (!own(c.mem_efficiency)) entry.mem_efficiency = -1;
-      if (!own(c.overhead_s)) entry.overhead = -1;
-      if (entry.flops_efficiency < 0) entry.flops_efficiency = flops_efficiency_[decade];
-      if (entry.mem_efficiency < 0) entry.mem_efficiency = mem_efficiency_[decade];
-      if (entry.overhead < 0) entry.overhead = overhead_[decade];
+      entry.flops_efficiency = lookup_class(c.flops_efficiency, kind, d, cls).value_or(flops_efficiency_[decade]);
+      entry.mem_efficiency = lookup_class(c.mem_efficiency, kind, d, cls).value_or(mem_efficiency_[decade]);
+      entry.overhead = lookup_class(c.overhead_s, kind, d, cls).value_or(overhead_[decade]);
     }
 }
 

@@ -359,7 +359,7 @@ Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSam
     const double e = std::clamp(work / (peak * busy(s)), 1e-6, 1.0);
     auto& table = compute ? flops_eff : mem_eff;
     table[kind + "/" + dtype + "/" + exact_shape_class(work)].push_back(e);
-    table[kind + "/" + dtype + "/" + shape_class(work)].push_back(e);
+    table[kind + "/" + dtype + "/" + decade_class(work)].push_back(e);
     table[kind + "/" + dtype].push_back(e);
     // The other roof never binds: efficiency 1 there (the roofs were raised above).
     (compute ? c.mem_efficiency : c.flops_efficiency)[kind + "/" + dtype] = 1.0;

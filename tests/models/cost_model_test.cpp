@@ -191,8 +191,8 @@ TEST(CostModel, ShapeClassEntriesWinOverClasslessOnesForTheirDecadeOnly) {
                    9.99e9 / 25e12);
   // 4e6 B / (1e12 B/s x 0.5) = 8 µs.
   EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::activation_fwd, DType::fp32, 0, 4e6), test_host()), 8e-6);
-  EXPECT_EQ(shape_class(1), "1e0");
-  EXPECT_EQ(shape_class(99999), "1e4");
+  EXPECT_EQ(decade_class(1), "1e0");
+  EXPECT_EQ(decade_class(99999), "1e4");
 }
 
 TEST(CostModel, ShapeClassEntriesWinOverTheirDecadeForThatShapeOnly) {

@@ -73,7 +73,7 @@ std::string calibration_to_json(const Calibration& calibration, const std::strin
                                 const std::string& created);
 
 // The decade class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
-std::string shape_class(double work);
+std::string decade_class(double work);
 // The shape class: the work at three significant digits, "1.51e7". REQUIRES: work > 0.
 std::string exact_shape_class(double work);
 bool is_exact_shape_class(const std::string& text);
