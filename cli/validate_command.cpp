@@ -20,7 +20,6 @@
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/perfetto.hpp"
-#include "strata/traces/plan_json.hpp"
 #include "strata/traces/stats.hpp"
 #include "strata/traces/units.hpp"
 

@@ -73,7 +73,7 @@ struct TransportSample {
   double seconds = 0;    // median
 };
 
-// `progress(done, all)` is called as work advances (for a progress line); may be empty.
+// Called with what is being measured as work advances (for a progress line); may be empty.
 using Progress = std::function<void(const std::string& what)>;
 
 MachinePeaks measure_peaks(const Progress& progress = {});
