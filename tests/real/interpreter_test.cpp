@@ -19,48 +19,28 @@
 
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
+#include "training_runs.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
 namespace {
 
-constexpr std::int64_t kBatch = 64;
-constexpr int kSteps = 20;
+using training_runs::batch_indices;
+using training_runs::mlp_plan;
+using training_runs::train_config;
 
-Plan mlp_plan(int dp, int pp, int microbatches, PipelineSchedule schedule = PipelineSchedule::one_f_one_b,
-              Optimizer optimizer = Optimizer::sgd) {
-  StrategyConfig c;
-  c.dp = dp;
-  c.pp = pp;
-  c.microbatches = microbatches;
-  c.schedule = schedule;
-  c.global_batch = kBatch;
-  c.optimizer = optimizer;
-  c.dtype = DType::fp32;
-  Plan plan = lower(make_model("mlp", {}), c);
-  plan.validate();
-  return plan;
-}
+constexpr int kSteps = 20;
 
 const LabelledImages& train_set() {
   static const LabelledImages data = load_fashion_mnist(DatasetSplit::kTrain);
   return data;
 }
 
-std::vector<std::int64_t> batch_indices(int step) {
-  std::vector<std::int64_t> indices(kBatch);
-  for (std::int64_t i = 0; i < kBatch; ++i) indices[static_cast<std::size_t>(i)] = step * kBatch + i;
-  return indices;
-}
-
 // Weights (with bias) of each layer after training, by layer name, from data-parallel rank `dp`.
 std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int steps, int dp = 0) {
   CpuBackend backend;
-  TrainConfig config;
-  config.seed = 7;
-  config.optimizer.learning_rate = 0.1;
-  Trainer<double> trainer(plan, backend, config);
+  Trainer<double> trainer(plan, backend, train_config());
   for (int s = 0; s < steps; ++s) trainer.train_batch(train_set(), batch_indices(s));
   std::map<std::string, std::vector<double>> out;
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
@@ -107,7 +87,7 @@ TEST(Interpreter, GPipeAndOneFOneBWithTwoStagesMatchSerialBackprop) {
 std::vector<double> adam_losses(const Plan& plan, int steps) {
   CpuBackend backend;
   TrainConfig config;
-  config.seed = 7;
+  config.seed = training_runs::kSeed;
   Trainer<float> trainer(plan, backend, config);
   std::vector<double> losses;
   for (int s = 0; s < steps; ++s) losses.push_back(trainer.train_batch(train_set(), batch_indices(s)));

@@ -1,6 +1,6 @@
 // What the MPI tests run, shared by the driver (one MPI process per worker, under mpirun) and
-// the gtest that compares its results with in-process runs: the MLP Plans, the batches, the
-// training settings of tests/real/interpreter_test.cpp, and the result file each rank writes.
+// the gtest that compares its results with in-process runs: the runs of ../training_runs.hpp, and
+// the result file each rank writes.
 //
 // Result file (text, one record per line, doubles as %.17g so that they read back exactly):
 //   loss <step> <value>            the batch's mean loss, summed over ranks
@@ -18,42 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
+#include "../training_runs.hpp"
 #include "strata/real/trainer.hpp"
 
 namespace strata::real::mpi_test {
 
-constexpr std::int64_t kBatch = 64;
-constexpr std::uint64_t kSeed = 7;
-constexpr double kLearningRate = 0.1;  // plain SGD
-
-inline Plan mlp_plan(int dp, int pp, int microbatches, PipelineSchedule schedule) {
-  StrategyConfig c;
-  c.dp = dp;
-  c.pp = pp;
-  c.microbatches = microbatches;
-  c.schedule = schedule;
-  c.global_batch = kBatch;
-  c.optimizer = Optimizer::sgd;
-  c.dtype = DType::fp32;
-  Plan plan = lower(make_model("mlp", {}), c);
-  plan.validate();
-  return plan;
-}
-
-inline std::vector<std::int64_t> batch_indices(int step) {
-  std::vector<std::int64_t> indices(kBatch);
-  for (std::int64_t i = 0; i < kBatch; ++i) indices[static_cast<std::size_t>(i)] = step * kBatch + i;
-  return indices;
-}
-
-inline TrainConfig train_config() {
-  TrainConfig config;
-  config.seed = kSeed;
-  config.optimizer.learning_rate = kLearningRate;
-  return config;
-}
+using training_runs::batch_indices;
+using training_runs::mlp_plan;
+using training_runs::train_config;
 
 // The first `count` images of `all`.
 inline LabelledImages first_images(const LabelledImages& all, std::int64_t count) {
