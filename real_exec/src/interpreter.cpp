@@ -16,10 +16,21 @@ namespace strata::real {
 namespace {
 
 // How long a stream thread polls for its next task before it sleeps on its condition variable:
-// longer than a cross-thread wake-up (35-55 us on a 2-vCPU KVM guest, strata_bench_real), so a
-// hand-off between threads inside a run rarely pays one; short enough that an idle thread gives
-// its core back soon after a run.
-constexpr std::chrono::microseconds kSpin{50};
+// longer than a cross-core wake-up of a sleeping thread (35-55 us on a 2-vCPU KVM guest,
+// strata_bench_real), so a hand-off between cores inside a run rarely pays one.
+constexpr std::chrono::microseconds kPoll{200};
+
+// One step of a polling loop: a spin-wait hint, not a yield. sched_yield() on Linux's EEVDF
+// scheduler moves the yielding thread's virtual deadline a slice ahead per call, so a thread that
+// polled by yielding next to a busy sibling on its core was, once woken, not run before the
+// sibling's slice ended: up to ~1 ms late (a pipeline stage's send waited for its optimizer step).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
 
 void pin_to_core(int core) {
   cpu_set_t set;
@@ -141,10 +152,20 @@ Interpreter<T>::Interpreter(const Plan& plan, TaskRunner<T>& runner, bool pin_wo
   for (TaskIndex t = 0; t < plan.size(); ++t)
     if (!share_.runs(t)) remote_.push_back(t);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Pinned: one entry per core, a poller alone on it. Unpinned: one entry for the process, and
+  // polling only while no more threads are awake than there are cores.
+  awake_entries_ = pin_workers ? static_cast<std::size_t>(cores) : 1;
+  poll_limit_ = pin_workers ? 1 : cores;
+  awake_ = std::make_unique<std::atomic<int>[]>(awake_entries_);
+  for (std::size_t c = 0; c < awake_entries_; ++c) awake_[c].store(0);
+  core_of_slot_.assign(queues_.size(), 0);
+  sleeping_.assign(queues_.size(), false);
   for (std::size_t slot = 0; slot < queues_.size(); ++slot) {
     const auto worker = static_cast<WorkerId>(slot / 2);
     if (share_.process_of(worker) != share_.process()) continue;
     const int core = pin_workers ? worker % cores : -1;
+    core_of_slot_[slot] = core >= 0 ? static_cast<std::size_t>(core) : 0;
+    awake_of(slot).fetch_add(1);  // awake until its first sleep
     threads_.emplace_back([this, slot, core] { stream_loop(slot, core); });
   }
 }
@@ -171,14 +192,38 @@ std::size_t Interpreter<T>::slot_of(TaskIndex t) const {
   return 0;
 }
 
+// A sleeping thread counts as awake on its core from the moment it is handed work, not from when
+// it runs: a poller on that core must stop at once, since the scheduler may not preempt it for
+// the woken thread before the poller's time slice ends.
 template <typename T>
 void Interpreter<T>::hand_out(const std::vector<TaskIndex>& startable) {
   for (TaskIndex t : startable) {
     const std::size_t slot = slot_of(t);
     queues_[slot].push_back(t);
     queued_[slot].store(queues_[slot].size(), std::memory_order_release);
-    wake_[slot].notify_one();  // no system call while the thread polls rather than sleeps
+    if (sleeping_[slot]) {
+      sleeping_[slot] = false;
+      awake_of(slot).fetch_add(1);
+      wake_[slot].notify_one();
+    }
   }
+}
+
+// Between runs every thread sleeps. A core that got no work at the start of a run would then pay a
+// full wake-up for its first hand-off (a pipeline stage's first receive), so one thread per idle
+// core is woken to poll: a comm thread where there is one, since such a core mostly waits for a
+// message first.
+template <typename T>
+void Interpreter<T>::start_pollers() {
+  for (std::size_t pass = 0; pass < 2; ++pass)
+    for (std::size_t slot = pass == 0 ? 1 : 0; slot < queues_.size(); slot += 2) {
+      if (!sleeping_[slot] || awake_of(slot).load() != 0) continue;
+      const auto worker = static_cast<WorkerId>(slot / 2);
+      if (share_.process_of(worker) != share_.process()) continue;
+      sleeping_[slot] = false;
+      awake_of(slot).fetch_add(1);
+      wake_[slot].notify_one();
+    }
 }
 
 template <typename T>
@@ -198,13 +243,16 @@ std::vector<TaskTiming> Interpreter<T>::run(double* wall_s) {
   transport_.begin_run(*this);
   std::unique_lock<std::mutex> lock(mutex_);
   running_ = true;
+  polling_.store(true, std::memory_order_relaxed);
   t0_ = std::chrono::steady_clock::now();
   for (TaskIndex t : early_) hear(t);
   early_.clear();
   hand_out(dispatcher_->take_startable());
+  start_pollers();
   done_.wait(lock, [this] { return error_ != nullptr || dispatcher_->finished(); });
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   running_ = false;
+  polling_.store(false, std::memory_order_relaxed);  // between runs idle threads sleep at once
   const std::exception_ptr error = error_;
   if (error) {
     // Let the threads drain what is queued without running it.
@@ -241,20 +289,29 @@ void Interpreter<T>::hear(TaskIndex task) {
   if (dispatcher_->finished()) done_.notify_all();
 }
 
+// A thread with nothing queued polls for up to kPoll, then sleeps. It polls only while no other
+// stream thread is awake on its core (poll_limit_ counts itself): a poller next to a busy sibling
+// would take the core from it. Whoever hands work to a sleeping thread counts it awake (hand_out).
 template <typename T>
 void Interpreter<T>::stream_loop(std::size_t slot, int core) {
   if (core >= 0) pin_to_core(core);
+  std::atomic<int>& awake = awake_of(slot);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (queues_[slot].empty() && !stop_) {
       lock.unlock();
-      const auto until = std::chrono::steady_clock::now() + kSpin;
-      // Yielding lets a thread pinned to the same core (the worker's other stream) run meanwhile.
-      while (queued_[slot].load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until)
-        std::this_thread::yield();
+      const auto until = std::chrono::steady_clock::now() + kPoll;
+      while (queued_[slot].load(std::memory_order_acquire) == 0 && polling_.load(std::memory_order_relaxed) &&
+             awake.load(std::memory_order_relaxed) <= poll_limit_ && std::chrono::steady_clock::now() < until)
+        cpu_relax();
       lock.lock();
     }
-    wake_[slot].wait(lock, [&] { return stop_ || !queues_[slot].empty(); });
+    if (queues_[slot].empty() && !stop_) {
+      sleeping_[slot] = true;
+      awake.fetch_sub(1);
+      wake_[slot].wait(lock, [&] { return stop_ || !sleeping_[slot]; });
+      if (queues_[slot].empty() && !stop_) continue;  // woken to poll (start_pollers)
+    }
     if (stop_) return;
     const TaskIndex t = queues_[slot].front();
     queues_[slot].pop_front();

@@ -5,9 +5,11 @@
 // priority rule as sim/) decides what starts: when a thread finishes a task it takes the
 // dispatcher's lock, reports the completion, and hands every task that became startable to the
 // thread of its (worker, stream) — a collective to the comm thread of its group's first rank
-// that runs in this process — and wakes that thread only. A thread that has finished a task
-// polls its queue for a while (kSpin, interpreter.cpp) before it sleeps: waking a sleeping
-// thread costs tens of microseconds on a virtual machine, more than many tasks of a small model.
+// that runs in this process — and wakes that thread only. During a run, a thread that has
+// finished a task polls its queue for a while (kPoll, interpreter.cpp) before it sleeps, but only
+// while no other stream thread is awake on its core: waking a thread that sleeps on an idle core
+// costs tens of microseconds on a virtual machine, more than many tasks of a small model, while a
+// poller next to a busy sibling would take the core from it.
 // So a run is the Plan: the same tasks, the same dependencies, the same per-stream order rule.
 //
 // When the transport spreads the workers over processes (MPI), each process runs an Interpreter
@@ -120,7 +122,9 @@ class Interpreter : private RemoteCompletions {
   void hear(TaskIndex task);                         // REQUIRES: mutex_ held, running_
   std::size_t slot_of(TaskIndex t) const;
   void hand_out(const std::vector<TaskIndex>& startable);  // REQUIRES: mutex_ held
+  void start_pollers();                                     // REQUIRES: mutex_ held
   void stream_loop(std::size_t slot, int core);
+  std::atomic<int>& awake_of(std::size_t slot) { return awake_[core_of_slot_[slot]]; }
 
   const Plan& plan_;
   TaskRunner<T>& runner_;
@@ -136,6 +140,15 @@ class Interpreter : private RemoteCompletions {
   std::vector<TaskTiming> timings_;
   std::vector<std::uint32_t> awaited_;  // per remote task: tellers not heard yet in this run
   std::vector<TaskIndex> early_;        // heard between begin_run() and the start of the run
+  // Per core (index = the core threads are pinned to; one shared entry when unpinned): how many
+  // stream threads placed there are awake. A thread polls for its next task only while it is the
+  // only one awake on its core (see stream_loop).
+  std::unique_ptr<std::atomic<int>[]> awake_;
+  std::size_t awake_entries_ = 0;
+  std::vector<std::size_t> core_of_slot_;  // per slot: its entry of awake_
+  std::vector<bool> sleeping_;             // per slot: its thread waits on wake_ (guarded by mutex_)
+  int poll_limit_ = 1;                 // most threads awake on an entry for polling to go on
+  std::atomic<bool> polling_{false};   // a run is under way: idle threads may poll
   std::chrono::steady_clock::time_point t0_;
   std::exception_ptr error_;
   bool running_ = false;
