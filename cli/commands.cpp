@@ -47,9 +47,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", *out, "Plan JSON file to write")->required();
   cmd->callback([&action, flags, out] {
     action = [flags, out] {
-      StrategyConfig config;
-      Model model = build_model(*flags, config);
-      Plan plan = lower(model, config);
+      Plan plan = build_plan(*flags);
       write_plan(plan, *out);
       std::printf("plan: %zu tasks, %d workers, %d iteration(s), %.4g model FLOP per iteration -> %s\n",
                   plan.size(), plan.num_workers(), plan.num_iterations(), plan.info.model_flops_per_iteration,
@@ -81,9 +79,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
       if (!o->plan.empty()) {
         plan = read_plan(o->plan);
       } else {
-        StrategyConfig config;
-        Model model = build_model(o->flags, config);
-        plan = lower(model, config);
+        plan = build_plan(o->flags);
       }
       ReplayOptions options = replay_options(o->replay);
       if (!o->placement.empty()) options.placement = read_placement(o->placement);

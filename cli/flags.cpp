@@ -32,6 +32,8 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   app.add_option("--optimizer", flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--seed", flags.seed, "seed of every random choice");
   app.add_option("--set", flags.sets, "key=value model or solver hyperparameter (repeatable)");
+  app.add_option("--solver", flags.solver,
+                 "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist (docs/solvers.md)");
 }
 
 void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
@@ -114,14 +116,33 @@ std::string resolve_platform(const std::string& path) {
   return fs::exists(shipped) ? shipped.string() : path;
 }
 
-Model build_model(const CommonFlags& flags, StrategyConfig& config) {
+Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig* solver) {
   if (flags.model.empty()) throw InputError("--model: required (see `strata models`)");
+  const std::optional<Solver> which = parse_solver(flags.solver);
+  if (!which) {
+    std::string known;
+    for (const std::string& name : solver_names()) known += (known.empty() ? "" : ", ") + name;
+    throw InputError("--solver: unknown solver '" + flags.solver + "' (known: " + known + ")");
+  }
   StrategyConfig scratch;
   auto overrides = apply_sets(flags.sets, scratch);
+  SolverConfig parsed = parse_solver_config(*which, overrides);
   Model model = make_model(flags.model, overrides);
   config = build_config(flags, &model);
   apply_sets(flags.sets, config);
+  if (solver != nullptr) *solver = parsed;
+  else if (*which != Solver::backprop)
+    throw InputError("--solver " + flags.solver + ": this command runs backprop only");
   return model;
+}
+
+Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) {
+  StrategyConfig config;
+  SolverConfig solver;
+  Model model = build_model(flags, config, &solver);
+  if (config.global_batch == 0 && global_batch_per_worker > 0)
+    config.global_batch = global_batch_per_worker * (solver.solver == Solver::backprop ? config.dp : 1);
+  return lower_solver(model, config, solver);
 }
 
 }  // namespace strata::cli

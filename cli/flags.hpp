@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/models/solver.hpp"
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
 #include "strata/sim/replay.hpp"
@@ -26,6 +27,7 @@ struct CommonFlags {
   std::string platform;
   std::vector<std::string> sets;
   int iterations = 1;
+  std::string solver = "backprop";
 };
 
 // Flags of every subcommand that replays on SimGrid (simulate, explore).
@@ -47,8 +49,14 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
 // the rest are model hyperparameters. Throws InputError on a pair without '='.
 std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config);
 
-// Builds the model and the configuration from the flags (checks dp·tp·pp against --workers).
-Model build_model(const CommonFlags& flags, StrategyConfig& config);
+// Builds the model and the configuration from the flags (checks dp·tp·pp against --workers); the
+// solver's --set keys go into `solver` (or are refused as model hyperparameters when null).
+Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig* solver = nullptr);
+
+// The Plan the flags describe: the model under --solver (backprop: the --strategy lowering).
+// `global_batch_per_worker`, when > 0 and no --global-batch was given, sets the batch: per
+// data-parallel rank for backprop, per instance or step for the other solvers.
+Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker = 0);
 
 // A platform given as a path that does not exist here but names a shipped platform
 // ("a100-cluster-64.xml" or "platforms/a100-cluster-64.xml") resolves to the shipped file, so

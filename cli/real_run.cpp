@@ -15,10 +15,7 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
     real::check_kernels(plan, plan_path);
     return plan;
   }
-  StrategyConfig config;
-  Model model = build_model(flags, config);
-  if (config.global_batch == 0) config.global_batch = 64 * config.dp;  // 64 samples per rank
-  Plan plan = lower(model, config);
+  Plan plan = build_plan(flags, 64);  // 64 samples per rank (per instance for AMPNet)
   real::check_kernels(plan, "plan of " + flags.model);
   return plan;
 }

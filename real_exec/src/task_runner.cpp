@@ -241,7 +241,9 @@ void TaskRunner<T>::run_loss(const Task& t) {
   }
   T* dlogits = buf(t.writes[0]);
   softmax_cross_entropy_backward(batch, classes, probs.data(), labels.data(), dlogits);
-  const std::int64_t global = plan_.info.global_batch > 0 ? plan_.info.global_batch : batch;
+  // The loss is a mean over the samples one optimizer step sees: the global batch, or what the
+  // task says (an AMPNet instance's f minibatches).
+  const std::int64_t global = t.attr_int("mean_over").value_or(plan_.info.global_batch > 0 ? plan_.info.global_batch : batch);
   backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(global), dlogits);
 }
 
