@@ -136,11 +136,16 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
         throw InputError("--solver ampnet: " + std::to_string(stages) + " workers but model " + model.name + " has only " +
                          std::to_string(blocks) + " layer groups");
       break;
-    case Solver::local:
+    case Solver::local: {
       if (solver.chunks > blocks)
         throw InputError("--set chunks: " + std::to_string(solver.chunks) + " chunks but model " + model.name +
                          " has only " + std::to_string(blocks) + " layer groups");
+      const int chunks = solver.local_variant == LocalVariant::greedy ? blocks : solver.chunks;
+      if (stages > chunks)
+        throw InputError("--solver local: " + std::to_string(stages) + " workers but only " + std::to_string(chunks) +
+                         " chunks (each worker runs at least one; --set chunks=N)");
       break;
+    }
     default:
       break;
   }
@@ -154,6 +159,8 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
       return lower(model, config);
     case Solver::ampnet:
       return lower_ampnet(model, config, solver);
+    case Solver::local:
+      return lower_local(model, config, solver);
     default:
       throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
   }

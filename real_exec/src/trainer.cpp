@@ -60,7 +60,9 @@ void Trainer<T>::set_up(Backend& backend) {
   const ProcessShare& share = interpreter_->share();
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& t = plan.task(i);
-    if (t.kind != TaskKind::loss_fwd) continue;
+    // An auxiliary loss (local parallelism's heads) reads the labels of its microbatch too, but
+    // the model's loss is the one that binds them and reports the training loss.
+    if (t.kind != TaskKind::loss_fwd || t.attr_int("aux").value_or(0) != 0) continue;
     Slot s;
     s.dp = std::max<std::int64_t>(0, coordinate(t.id, "dp"));
     s.mb = std::max<std::int64_t>(0, coordinate(t.id, "mb"));

@@ -78,6 +78,7 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
 
 // Per solver (solver_*.cpp). REQUIRES: check_solver passed.
 Plan lower_ampnet(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_local(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 
 // Workers a layer-group solver (AMPNet, local) spreads the model over: pp when a pipeline was
 // given, else all workers (dp of `--workers N`).

@@ -1,6 +1,8 @@
-// AMPNet run for real through the Plan interpreter: with one instance in flight and a step after
-// every gradient it is serial backprop (float64, plain SGD); with more in flight it reads stale
-// parameters, as the Plan's versions say, and still trains.
+// The layer-group solvers run for real through the Plan interpreter (float64, plain SGD).
+// AMPNet: with one instance in flight and a step after every gradient it is serial backprop;
+// with more in flight it reads stale parameters, as the Plan's versions say, and still trains.
+// Local parallelism: one chunk is backprop; where the chunks run does not change the run; the
+// overlapping variant's gradient message reaches the chunk before it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,17 +28,34 @@ const LabelledImages& train_set() {
   return data;
 }
 
-Plan ampnet_plan(int workers, int max_active_keys, int min_update_frequency, int instances) {
+Plan solver_plan(int workers, const SolverConfig& solver, const std::string& sizes = "784,256,128,10") {
   StrategyConfig c;
   c.dp = workers;
   c.global_batch = kBatch;  // per instance
   c.optimizer = Optimizer::sgd;
+  return lower_solver(make_model("mlp", {{"sizes", sizes}}), c, solver);
+}
+
+Plan ampnet_plan(int workers, int max_active_keys, int min_update_frequency, int instances) {
   SolverConfig s;
   s.solver = Solver::ampnet;
   s.max_active_keys = max_active_keys;
   s.min_update_frequency = min_update_frequency;
   s.instances = instances;
-  return lower_solver(make_model("mlp", {}), c, s);
+  return solver_plan(workers, s);
+}
+
+Plan local_plan(int workers, int chunks, LocalVariant variant, int instances) {
+  SolverConfig s;
+  s.solver = Solver::local;
+  s.chunks = chunks;
+  s.local_variant = variant;
+  s.instances = instances;
+  return solver_plan(workers, s);
+}
+
+std::vector<double> layer(const std::map<std::string, std::vector<double>>& weights, const std::string& name) {
+  return weights.at("/w/" + name);
 }
 
 // Layer weights after `runs` runs of `plan`; run r binds the samples of steps [r·K, (r+1)·K).
@@ -119,6 +138,44 @@ TEST(Ampnet, MinUpdateFrequencyAccumulatesLikeALargerBatch) {
   // One key in flight: instance k reads version floor(k / 2), exactly what the big batch reads.
   const auto accumulated = weights_after(ampnet_plan(2, 1, 2, 4), 3);
   EXPECT_LT(max_abs_difference(serial, accumulated), 1e-9);
+}
+
+TEST(LocalParallelism, OneChunkIsBackprop) {
+  const auto serial = weights_after(mlp_plan(1, 1, 1), 8);
+  const auto local = weights_after(local_plan(1, 1, LocalVariant::chunked, 4), 2);
+  EXPECT_LT(max_abs_difference(serial, local), 1e-9);
+}
+
+TEST(LocalParallelism, WhereTheChunksRunDoesNotChangeTheRun) {
+  for (LocalVariant v : {LocalVariant::chunked, LocalVariant::overlapping}) {
+    const auto one = weights_after(local_plan(1, 3, v, 4), 2);
+    const auto three = weights_after(local_plan(3, 3, v, 4), 2);
+    EXPECT_EQ(one.size(), 5u);  // fc1..fc3 and two auxiliary heads
+    EXPECT_LT(max_abs_difference(one, three), 1e-12) << to_string(v);
+  }
+}
+
+// No gradient crosses a chunk boundary: the first chunk (fc1 and its head) trains the same
+// whatever the second chunk is; with overlap, the second chunk's gradient changes it.
+TEST(LocalParallelism, GradientsStopAtChunkBoundariesUnlessTheyOverlap) {
+  SolverConfig s;
+  s.solver = Solver::local;
+  s.chunks = 2;
+  s.instances = 4;
+  const auto wide = weights_after(solver_plan(2, s, "784,256,128,10"), 2);
+  const auto narrow = weights_after(solver_plan(2, s, "784,256,64,10"), 2);
+  s.local_variant = LocalVariant::overlapping;
+  const auto overlapping = weights_after(solver_plan(2, s, "784,256,128,10"), 2);
+  auto worst = [](const std::vector<double>& a, const std::vector<double>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    double w = 0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) w = std::max(w, std::abs(a[i] - b[i]));
+    return w;
+  };
+  EXPECT_EQ(worst(layer(wide, "fc1"), layer(narrow, "fc1")), 0.0);
+  EXPECT_EQ(worst(layer(wide, "aux0/fc"), layer(narrow, "aux0/fc")), 0.0);
+  EXPECT_NE(layer(wide, "fc2").size(), layer(narrow, "fc2").size());  // the second chunks do differ
+  EXPECT_GT(worst(layer(wide, "fc1"), layer(overlapping, "fc1")), 1e-9);
 }
 
 }  // namespace
