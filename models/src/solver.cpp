@@ -89,6 +89,7 @@ SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::strin
       take(sets, "instances", [&](const std::string& v) { c.instances = parse_int("instances", v, 1); });
       break;
     case Solver::local:
+      take(sets, "instances", [&](const std::string& v) { c.instances = parse_int("instances", v, 1); });
       take(sets, "chunks", [&](const std::string& v) { c.chunks = parse_int("chunks", v, 1); });
       take(sets, "variant", [&](const std::string& v) {
         if (v == "greedy") c.local_variant = LocalVariant::greedy;

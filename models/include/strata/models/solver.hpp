@@ -48,7 +48,7 @@ struct SolverConfig {
   int max_active_keys = 4;       // instances in flight; 1 is synchronous
   int min_update_frequency = 1;  // gradients a node accumulates before its optimizer step
   int instances = 16;            // per Plan
-  // Local parallelism.
+  // Local parallelism (instances as for AMPNet).
   int chunks = 2;
   LocalVariant local_variant = LocalVariant::chunked;
   // The ADMM family (penalties of the augmented Lagrangian: nu on the layer equations,
@@ -64,7 +64,7 @@ struct SolverConfig {
 
 // Reads the keys of `solver` from `sets` and erases them from it; the defaults above stand for
 // the keys not given. Keys: ampnet max_active_keys, min_update_frequency, instances; local
-// chunks, variant; dladmm/pdadmm/pdadmm-g-q rho, nu, admm_iterations (and quant_bits for
+// chunks, variant, instances; dladmm/pdadmm/pdadmm-g-q rho, nu, admm_iterations (and quant_bits for
 // pdadmm-g-q); gist m, zeta. Throws InputError with one line ("--set rho: must be > 0, got -1")
 // for a value that does not parse or is out of range.
 SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets);
