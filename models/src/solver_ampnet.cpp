@@ -12,12 +12,16 @@
 //
 // Which parameter version an instance reads. In the original, a node reads whatever version it
 // holds when the message arrives: it depends on timing. A Plan must give both executors the same
-// computation, so the version is fixed: instance k reads version v(k) = floor((k - mak + 1) / f)
-// (clipped at 0) of every node, the newest version whose gradients all come from instances that
-// finished their backward before k could be injected. Control edges enforce it: F(k,n) after
-// U(n, v(k) - 1), and U(n, v) after the backward of every instance that reads version v. Each
-// F and B task records its version in attrs["param_version"], so staleness, k - f*v(k), is visible
-// in the trace. With mak = 1 and f = 1, v(k) = k: serial backprop with per-layer steps.
+// computation, so the version is fixed from the pipeline's steady state. When instance k reaches
+// stage s of S, the instances ahead of it that have not come back through s are at most those on
+// the S-1-s stages after it, going down and coming back up, and at most mak-1 in all; so node n on
+// stage s reads version v(k, s) = floor((k - d_s) / f), clipped at 0, with
+// d_s = min(mak - 1, 2 (S - 1 - s)): the newest version whose gradients come from instances
+// k - d_s - 1 and older. The stage that holds the loss reads fresh weights; the first stage is the
+// stalest. Control edges enforce it: F(k,n) after U(n, v - 1), and U(n, v) after the backward of
+// every instance that reads version v. Each F and B task records its version in
+// attrs["param_version"], so staleness, k - f*v, is visible in the trace. With mak = 1 and f = 1,
+// v = k: serial backprop with per-layer steps.
 //
 // Gradients: the loss of each instance is its mean over B samples divided by f (attr
 // "mean_over" = B*f), so a step applies the mean gradient of its f instances.
@@ -41,9 +45,9 @@ class AmpnetBuilder {
   void build(int stages, Plan& plan);
 
  private:
-  int version(int k) const {
-    const int ahead = k - solver_.max_active_keys + 1;
-    return ahead < 0 ? 0 : ahead / solver_.min_update_frequency;
+  int version(int k, int stage) const {
+    const int lag = std::min(solver_.max_active_keys - 1, 2 * (stages_ - 1 - stage));
+    return k - lag < 0 ? 0 : (k - lag) / solver_.min_update_frequency;
   }
   int group(int k) const { return k / solver_.min_update_frequency; }
   int groups() const { return (solver_.instances + solver_.min_update_frequency - 1) / solver_.min_update_frequency; }
@@ -55,6 +59,7 @@ class AmpnetBuilder {
   const SolverConfig& solver_;
   solvers::LayerPipeline& pipe_;
   Plan* plan_ = nullptr;
+  int stages_ = 1;
   std::vector<std::vector<TaskIndex>> fwd_;  // [k][layer]
   std::vector<std::vector<solvers::LayerPipeline::Backward>> bwd_;  // [k][layer]
   std::vector<std::vector<TaskIndex>> upd_;  // [layer][j]
@@ -90,7 +95,7 @@ void AmpnetBuilder::add_updates() {
     for (int j = 0; j < groups(); ++j) {
       // The last instance it waits for: its group's, or the last reader of version j.
       int last = std::min(k_count, (j + 1) * f) - 1;
-      for (int k = last + 1; k < k_count && version(k) <= j; ++k) last = k;
+      for (int k = last + 1; k < k_count && version(k, l.stage) <= j; ++k) last = k;
       Task u = optimizer_step_task(model_, l.params, pipe_.config().optimizer, pipe_.config().dtype);
       u.reads = {l.wgrad, l.opt};
       u.writes = {l.weight, l.opt};
@@ -112,7 +117,7 @@ void AmpnetBuilder::add_version_edges() {
       if (!l.has_params) continue;
       const auto& u = upd_[i];
       const solvers::LayerPipeline::Backward& b = bwd_[ks][i];
-      const auto v = static_cast<std::int64_t>(version(k));
+      const auto v = static_cast<std::int64_t>(version(k, l.stage));
       for (TaskIndex t : {fwd_[ks][i], b.bwd, b.bwdw})
         if (t != kNone) plan_->mutable_task(t).attrs["param_version"] = v;
       if (group(k) >= 1) plan_->add_control_dep(u[static_cast<std::size_t>(group(k) - 1)], b.grad_writer());
@@ -127,6 +132,7 @@ void AmpnetBuilder::add_version_edges() {
 
 void AmpnetBuilder::build(int stages, Plan& plan) {
   plan_ = &plan;
+  stages_ = stages;
   const std::vector<int> stage = solvers::stage_of_layers(model_, stages);
   const std::int64_t mean_over = pipe_.batch() * solver_.min_update_frequency;
   for (std::size_t i = 0; i < model_.layers.size(); ++i)

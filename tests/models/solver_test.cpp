@@ -119,7 +119,10 @@ TEST(Ampnet, PlanHasEveryInstanceEveryUpdateAndTheVersionsItReads) {
   EXPECT_EQ(plan.info.global_batch, 7 * 32);
   for (int k = 0; k < 7; ++k) {
     const std::string mb = "it0/dp0/pp0/tp0/mb" + std::to_string(k);
-    const std::int64_t expected = std::max(0, (k - 2) / 2);  // floor((k - mak + 1) / f)
+    // Stage 0 of 2: lag min(mak - 1, 2 (S - 1 - s)) = 2, version floor((k - 2) / f).
+    const std::int64_t expected = std::max(0, (k - 2) / 2);
+    // Stage 1 holds the loss: lag 0, version floor(k / f).
+    EXPECT_EQ(task(plan, "it0/dp0/pp1/tp0/mb" + std::to_string(k) + "/fwd/fc3").attr_int("param_version"), k / 2);
     EXPECT_EQ(task(plan, mb + "/fwd/fc1").attr_int("param_version"), expected) << k;
     EXPECT_EQ(task(plan, mb + "/bwd/fc1").attr_int("param_version"), expected) << k;
     if (expected >= 1) {
