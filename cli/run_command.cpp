@@ -1,4 +1,5 @@
 // strata run: trains a model for real on Fashion-MNIST by interpreting its Plan (real_exec/).
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "strata/models/strategy.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 #include "strata/traces/plan_json.hpp"
 #include "strata/traces/trace_json.hpp"
 
@@ -24,6 +26,7 @@ struct RunOptions {
   int epochs = 5;
   bool no_pin = false;
   std::string init = "auto";
+  std::string log;  // CSV of accuracy against epoch and wall-clock seconds
 };
 
 // Optimizer settings (--set lr=, momentum=) are the trainer's, not the model's: take them out.
@@ -84,14 +87,25 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
                 static_cast<long long>(trainer.global_batch()),
                 static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
+  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  double train_seconds = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {
     std::function<void(std::int64_t, std::int64_t)> on_batch;
     if (progress) on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
     const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
+    train_seconds += r.train_seconds;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (report)
-      std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s\n", e, o.epochs,
-                  r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds);
+      std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s (%.2f s training, %.2f s wall so far)\n",
+                  e, o.epochs, r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds, train_seconds, wall);
     std::fflush(stdout);
+    char row[256];
+    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", e, train_seconds, wall,
+                  static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
+                  r.train_loss, r.test_accuracy, r.samples_per_second);
+    log += row;
+    if (report && !o.log.empty()) write_file_atomically(o.log, log);  // each epoch: a stopped run keeps its log
   }
   if (!o.trace.empty()) {
     std::vector<real::TaskTiming> timings;
@@ -134,6 +148,7 @@ void add_run_command(CLI::App& app, Action& action) {
   add_common_flags(*cmd, o->flags, true);
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")->check(CLI::PositiveNumber);
+  cmd->add_option("--log", o->log, "write accuracy against epoch and seconds (CSV, rewritten each epoch)");
   cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
   cmd->add_option("--transport", o->transport,
                   "threads (workers as threads of this process) or mpi (one OpenMPI process per worker, "
