@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   strata::cli::add_run_command(app, action);
   strata::cli::add_calibrate_command(app, action);
   strata::cli::add_validate_command(app, action);
+  strata::cli::add_compare_solvers_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -118,6 +118,22 @@ SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::strin
   return c;
 }
 
+bool is_solver_key(const std::string& key, Solver solver) {
+  std::map<std::string, std::string> one = {{key, "1"}};
+  try {
+    parse_solver_config(solver, one);
+  } catch (const InputError&) {
+    return true;  // the solver took the key and refused the value
+  }
+  return one.empty();
+}
+
+bool is_solver_key(const std::string& key) {
+  for (std::size_t i = 0; i < kSolverNames.size(); ++i)
+    if (is_solver_key(key, static_cast<Solver>(i))) return true;
+  return false;
+}
+
 int solver_stages(const StrategyConfig& config) { return config.pp > 1 ? config.pp : config.workers(); }
 
 void check_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {

@@ -296,4 +296,52 @@ TEST_F(Cli, ValidateBadInputIsOneLine) {
                         path("x.json"));
 }
 
+// The solvers lowered to Plans plan and simulate on every shipped platform.
+TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
+  for (const char* solver : {"ampnet", "local"}) {
+    const Outcome p = run(std::string("plan --model mlp --workers 2 --solver ") + solver + " -o " + path("p.json"));
+    ASSERT_EQ(p.rc, 0) << p.err;
+    for (const auto& entry : fs::directory_iterator(kPlatforms)) {
+      if (entry.path().extension() != ".xml") continue;
+      const Outcome s = run("simulate --plan " + path("p.json") + " --platform " + entry.path().string());
+      EXPECT_EQ(s.rc, 0) << solver << " on " << entry.path() << ": " << s.err;
+      EXPECT_NE(s.out.find("iteration time"), std::string::npos) << s.out;
+    }
+  }
+}
+
+TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
+  const Outcome r = run("run --model mlp --solver local --workers 2 --epochs 1 --no-pin --log " + path("log.csv") +
+                        " --trace " + path("m.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string log = slurp(path("log.csv"));
+  EXPECT_EQ(log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,", 0), 0u)
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2);
+  const std::string trace = slurp(path("m.json"));
+  for (const char* id : {"it0/dp0/pp0/tp0/mb3/fwd/aux0/fc", "it0/dp0/pp1/tp0/mb3/recv/fwd/fc2", "it0/dp0/pp1/tp0/mb15/opt/fc3"})
+    EXPECT_NE(trace.find(id), std::string::npos) << id;
+}
+
+TEST_F(Cli, CompareSolversPredictsEveryRowAndSaysWhyARowIsMissing) {
+  const Outcome r = run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms + "a100-node-8.xml");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* row : {"backprop dp=2 ", "backprop pp=2 1f1b ", "ampnet ", "local "}) {
+    const auto at = r.out.find(std::string("\n") + row);
+    ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
+    const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(" ms"), std::string::npos) << line;  // the predicted epoch, with its unit
+    EXPECT_NE(line.find("B "), std::string::npos) << line;   // bytes per iteration
+  }
+}
+
+TEST_F(Cli, SolverBadInputIsOneLine) {
+  expect_one_line_error(run("plan --model mlp --solver pdadmm --set rho=-1 -o " + path("p.json")),
+                        "--set rho: must be > 0, got -1", path("p.json"));
+  expect_one_line_error(run("plan --model mlp --solver local --set chunks=5 -o " + path("p.json")),
+                        "--set chunks: 5 chunks but model mlp has only 3 layer groups", path("p.json"));
+  expect_one_line_error(run("plan --model mlp --solver adam -o " + path("p.json")), "--solver: unknown solver 'adam'",
+                        path("p.json"));
+}
+
 }  // namespace

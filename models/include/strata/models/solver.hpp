@@ -69,6 +69,10 @@ struct SolverConfig {
 // for a value that does not parse or is out of range.
 SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets);
 
+// Whether `key` is a --set key of some solver / of `solver`.
+bool is_solver_key(const std::string& key);
+bool is_solver_key(const std::string& key, Solver solver);
+
 // Checks the solver against the model and the workers (chunks <= blocks, m <= hidden width,
 // one worker per stage, ...). Throws InputError.
 void check_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver);

@@ -1,0 +1,192 @@
+// strata compare-solvers: every solver that applies to the model, and backprop under DP and
+// PP-1F1B, on the same workers: predicted time per epoch on a platform, measured time per epoch
+// and accuracy on this machine, time to a target accuracy, bytes per iteration and peak memory
+// per worker; an SVG of accuracy against wall-clock time.
+//
+// One "iteration" is what one optimizer step of the solver sees (docs/solvers.md): backprop, a
+// global batch; AMPNet and local parallelism, one instance of `--global-batch` samples (64 by
+// default). Each row's Plan is replayed in a child process (one SimGrid engine per process).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "real_run.hpp"
+#include "strata/real/trainer.hpp"
+#include "strata/sim/process.hpp"
+#include "strata/sim/replay.hpp"
+#include "strata/sim/report.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/line_plot_svg.hpp"
+#include "strata/traces/units.hpp"
+
+namespace strata::cli {
+namespace {
+
+constexpr double kEpochSamples = 60000;  // Fashion-MNIST's training set
+constexpr std::int64_t kBatchPerWorker = 64;
+
+struct CompareOptions {
+  CommonFlags flags;
+  ReplayFlags replay;
+  int epochs = 2;
+  double target = 0.85;
+  std::string svg = "compare-solvers.svg";
+};
+
+struct Row {
+  std::string label;
+  CommonFlags flags;
+  std::string why_not;           // non-empty: this row has no Plan here
+  double iterations_per_plan = 1;
+  Report predicted;
+  std::vector<real::EpochResult> measured;
+  std::vector<double> seconds;   // cumulative training seconds after each epoch
+};
+
+std::vector<Row> rows_for(const CompareOptions& o) {
+  const int w = o.flags.workers > 0 ? o.flags.workers : 2;
+  std::vector<Row> rows;
+  auto add = [&](const std::string& label, const std::string& solver, const std::string& strategy) {
+    Row r;
+    r.label = label;
+    r.flags = o.flags;
+    r.flags.solver = solver;
+    // --set keys of other solvers are not this row's.
+    r.flags.sets.clear();
+    for (const std::string& pair : o.flags.sets) {
+      const std::string key = pair.substr(0, pair.find('='));
+      if (!is_solver_key(key) || is_solver_key(key, *parse_solver(solver))) r.flags.sets.push_back(pair);
+    }
+    r.flags.strategy = strategy;
+    r.flags.workers = strategy.empty() ? w : 0;
+    rows.push_back(std::move(r));
+  };
+  add("backprop dp=" + std::to_string(w), "backprop", "dp=" + std::to_string(w));
+  rows.back().flags.schedule = "1f1b";
+  add("backprop pp=" + std::to_string(w) + " 1f1b", "backprop", "pp=" + std::to_string(w));
+  for (const std::string& solver : solver_names())
+    if (solver != "backprop") add(solver, solver, "");
+  return rows;
+}
+
+// Replays the row's Plan in a child process; fills why_not instead when it has none.
+void predict(Row& row, const CompareOptions& o) {
+  Plan plan;
+  try {
+    plan = build_plan(row.flags, kBatchPerWorker);
+  } catch (const InputError& e) {
+    row.why_not = e.what();
+    return;
+  }
+  row.iterations_per_plan = row.flags.solver == "backprop" ? 1.0 : static_cast<double>(plan.info.microbatches);
+  const std::string platform = resolve_platform(o.flags.platform);
+  const ReplayOptions options = replay_options(o.replay);
+  row.predicted = report_from_json(nlohmann::json::parse(
+      run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
+}
+
+void measure(Row& row, const CompareOptions& o) {
+  if (!row.why_not.empty() || o.epochs == 0) return;
+  const Plan plan = plan_to_run(row.flags, "");
+  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  real::CpuBackend backend;
+  real::TrainConfig config;
+  config.seed = static_cast<std::uint64_t>(o.flags.seed);
+  config.init = plan.info.model == "mlp" ? real::WeightInit::he_normal : real::WeightInit::fan_in_uniform;
+  real::Trainer<float> trainer(plan, backend, config);
+  double seconds = 0;
+  for (int e = 1; e <= o.epochs; ++e) {
+    if (progress_wanted()) std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
+    row.measured.push_back(trainer.train_epoch(e, train, test));
+    seconds += row.measured.back().train_seconds;
+    row.seconds.push_back(seconds);
+  }
+  if (progress_wanted()) std::fprintf(stderr, "\r%60s\r", "");
+}
+
+std::string time_to_target(const Row& row, double target) {
+  for (std::size_t e = 0; e < row.measured.size(); ++e)
+    if (row.measured[e].test_accuracy >= target) return format_seconds(row.seconds[e]);
+  return row.measured.empty() ? "-" : "not reached";
+}
+
+void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
+  std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch", "accuracy",
+              ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(), "bytes/iteration",
+              "peak mem/worker");
+  for (const Row& r : rows) {
+    if (!r.why_not.empty()) {
+      std::printf("%-22s %s\n", r.label.c_str(), r.why_not.c_str());
+      continue;
+    }
+    const double predicted_epoch = kEpochSamples / std::max(1e-30, r.predicted.samples_per_s);
+    const double bytes = (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.iterations_per_plan;
+    double measured_epoch = 0;
+    for (const real::EpochResult& e : r.measured) measured_epoch += e.train_seconds;
+    if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
+    char accuracy[32] = "-";
+    if (!r.measured.empty()) std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
+    std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
+                r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
+                time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
+                format_bytes(r.predicted.peak_memory_bytes).c_str());
+  }
+  std::printf("predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
+              "(per instance for ampnet and local)\n",
+              o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
+}
+
+void write_plot(const std::vector<Row>& rows, const CompareOptions& o) {
+  LinePlot plot;
+  plot.title = "test accuracy against training time: " + o.flags.model + ", " +
+               std::to_string(o.flags.workers > 0 ? o.flags.workers : 2) + " workers, this machine";
+  plot.x_label = "training time (s)";
+  plot.y_label = "test accuracy (%)";
+  plot.y_from_zero = false;
+  for (const Row& r : rows) {
+    if (r.measured.empty()) continue;
+    PlotSeries s{r.label, {}};
+    for (std::size_t e = 0; e < r.measured.size(); ++e) s.points.emplace_back(r.seconds[e], 100 * r.measured[e].test_accuracy);
+    plot.series.push_back(std::move(s));
+  }
+  write_line_plot_svg(plot, o.svg);
+  std::printf("accuracy against time -> %s\n", o.svg.c_str());
+}
+
+}  // namespace
+
+void add_compare_solvers_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("compare-solvers",
+                                 "every solver and backprop DP / PP-1F1B on the same workers: predicted and "
+                                 "measured time per epoch, accuracy, bytes, memory");
+  auto o = std::make_shared<CompareOptions>();
+  o->flags.model = "mlp";
+  cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)");
+  cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")->check(CLI::PositiveNumber);
+  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML the predictions use")->required();
+  cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--svg", o->svg, "accuracy against time plot");
+  cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"}));
+  cmd->add_option("--seed", o->flags.seed, "seed of every random choice");
+  cmd->add_option("--set", o->flags.sets, "key=value model or solver hyperparameter (repeatable)");
+  add_replay_flags(*cmd, o->replay);
+  cmd->callback([&action, o] {
+    action = [o] {
+      std::vector<Row> rows = rows_for(*o);
+      for (Row& r : rows) predict(r, *o);
+      for (Row& r : rows) measure(r, *o);
+      print_table(rows, *o);
+      if (!o->svg.empty() && o->epochs > 0) write_plot(rows, *o);
+      return 0;
+    };
+  });
+}
+
+}  // namespace strata::cli
