@@ -24,7 +24,7 @@ std::int64_t coordinate(const std::string& id, const std::string& name) {
 }
 
 template <typename T>
-Workspace<T>::Workspace(const Plan& plan) {
+Workspace<T>::Workspace(const Plan& plan) : steps_(plan.buffers().size(), 0) {
   arrays_.reserve(plan.buffers().size());
   for (const Buffer& b : plan.buffers()) {
     const auto elements = static_cast<std::size_t>(b.bytes / bytes_per_element(b.dtype) + 0.5);

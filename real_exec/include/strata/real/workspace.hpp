@@ -40,13 +40,16 @@ class Workspace {
   // REQUIRES: set_labels was called for this pair (checked).
   const std::vector<std::int32_t>& labels(std::int64_t dp, std::int64_t microbatch) const;
 
-  // Number of updates an optimizer state buffer has had; the caller increments it.
+  // Number of updates an optimizer state buffer has had; the caller increments it. One counter
+  // per buffer, allocated up front: workers stepping their own state at the same time touch
+  // different counters (a map grown on first use raced, and corrupted itself, when two workers'
+  // first steps overlapped).
   std::int64_t& optimizer_steps(BufferIndex state) { return steps_[state]; }
 
  private:
   std::vector<std::vector<T>> arrays_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> labels_;
-  std::map<BufferIndex, std::int64_t> steps_;
+  std::vector<std::int64_t> steps_;  // per buffer
 };
 
 extern template class Workspace<float>;
