@@ -140,7 +140,9 @@ Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) 
   StrategyConfig config;
   SolverConfig solver;
   Model model = build_model(flags, config, &solver);
-  if (config.global_batch == 0 && global_batch_per_worker > 0)
+  // The ADMM solvers train full batch (their default: a 10,000-sample subset), not per worker.
+  const bool full_batch = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm || solver.solver == Solver::pdadmm_g_q;
+  if (config.global_batch == 0 && global_batch_per_worker > 0 && !full_batch)
     config.global_batch = global_batch_per_worker * (solver.solver == Solver::backprop ? config.dp : 1);
   return lower_solver(model, config, solver);
 }

@@ -33,7 +33,7 @@ Calibration Calibration::defaults() {
   c.default_mem_efficiency = 0.8;
   for (TaskKind kind :
        {TaskKind::linear_fwd, TaskKind::linear_bwd_data, TaskKind::linear_bwd_weight,
-        TaskKind::conv_fwd, TaskKind::conv_bwd_data, TaskKind::conv_bwd_weight})
+        TaskKind::conv_fwd, TaskKind::conv_bwd_data, TaskKind::conv_bwd_weight, TaskKind::admm_backward})
     c.flops_efficiency[std::string(to_string(kind))] = 0.7;
   for (TaskKind kind : {TaskKind::attention_fwd, TaskKind::attention_bwd})
     c.flops_efficiency[std::string(to_string(kind))] = 0.5;

@@ -163,6 +163,15 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
                          " chunks (each worker runs at least one; --set chunks=N)");
       break;
     }
+    case Solver::dladmm:
+    case Solver::pdadmm:
+    case Solver::pdadmm_g_q: {
+      const auto layers = static_cast<int>(admm_widths(model).size()) - 1;
+      if (stages > layers)
+        throw InputError("--solver " + name + ": " + std::to_string(stages) + " workers but model " + model.name +
+                         " has only " + std::to_string(layers) + " layers (one worker holds at least one)");
+      break;
+    }
     default:
       break;
   }
@@ -178,6 +187,10 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
       return lower_ampnet(model, config, solver);
     case Solver::local:
       return lower_local(model, config, solver);
+    case Solver::dladmm:
+    case Solver::pdadmm:
+    case Solver::pdadmm_g_q:
+      return lower_admm(model, config, solver);
     default:
       throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
   }

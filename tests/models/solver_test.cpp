@@ -167,5 +167,49 @@ TEST(LocalParallelism, ChunkedSendsNoGradientOverlappingSendsOnePerBoundary) {
   runs_to_the_end(overlapping);
 }
 
+// 784-256-256-10 on 3 workers, 2 iterations, N = 100 samples.
+TEST(Admm, PdadmmSendsPBackwardAndQUForwardAtEveryBoundary) {
+  StrategyConfig c = workers(3);
+  c.global_batch = 100;
+  SolverConfig s = parse(Solver::pdadmm, {{"admm_iterations", "2"}});
+  const Model mlp = make_model("mlp", {{"sizes", "784,256,256,10"}});
+  const Plan plan = lower_solver(mlp, c, s);
+  // Per iteration: 3 backward and 2 forward updates; 2 boundaries x (p, q, u) x (send, recv).
+  EXPECT_EQ(plan.size(), 2u * (3 + 2 + 2 * 3 * 2));
+  EXPECT_EQ(plan.num_iterations(), 2);
+  double bytes = 0;
+  for (const Task& t : plan.tasks())
+    if (t.kind == TaskKind::send && t.iteration == 0) bytes += t.comm_bytes;
+  EXPECT_DOUBLE_EQ(bytes, 2 * 3 * 256.0 * 100 * 4);  // 3 n N values per boundary, fp32
+  const Task& b1 = task(plan, "it1/dp0/pp1/tp0/l1/bwd");
+  EXPECT_EQ(b1.kind, TaskKind::admm_backward);
+  EXPECT_DOUBLE_EQ(b1.flops, 8.0 * 256 * 256 * 100 + 20.0 * 256 * 100);
+  // Jacobi: B(k, l) needs the predecessor's q and u of iteration k-1, not of k.
+  EXPECT_TRUE(depends_on(plan, "it1/dp0/pp1/tp0/l1/bwd", "it0/dp0/pp1/tp0/l1/recv/u"));
+  EXPECT_TRUE(depends_on(plan, "it0/dp0/pp0/tp0/l0/fwd", "it0/dp0/pp0/tp0/l0/recv/p"));
+  EXPECT_FALSE(depends_on(plan, "it0/dp0/pp1/tp0/l1/bwd", "it0/dp0/pp2/tp0/l2/bwd"));
+  runs_to_the_end(plan);
+
+  s.solver = Solver::pdadmm_g_q;
+  const Plan quantized = lower_solver(mlp, c, s);
+  EXPECT_DOUBLE_EQ(task(quantized, "it0/dp0/pp1/tp0/l1/send/p").comm_bytes, 256.0 * 100);  // int8 codes
+  EXPECT_DOUBLE_EQ(task(quantized, "it0/dp0/pp0/tp0/l0/send/q").comm_bytes, 256.0 * 100 * 4);
+
+  s.solver = Solver::dladmm;
+  const Plan serial = lower_solver(mlp, c, s);
+  EXPECT_TRUE(depends_on(serial, "it0/dp0/pp1/tp0/l1/bwd", "it0/dp0/pp2/tp0/l2/bwd"));
+  EXPECT_TRUE(depends_on(serial, "it0/dp0/pp0/tp0/l0/fwd", "it0/dp0/pp0/tp0/l0/bwd"));
+  EXPECT_TRUE(depends_on(serial, "it0/dp0/pp1/tp0/l1/fwd", "it0/dp0/pp0/tp0/l0/fwd"));
+  runs_to_the_end(serial);
+}
+
+TEST(Admm, RefusesWhatItCannotTrain) {
+  const SolverConfig s = parse(Solver::pdadmm, {});
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("lenet5"), workers(2), s); }),
+            "--solver: the ADMM solvers train MLPs (linear and ReLU layers); model lenet5 has a conv layer (conv1)");
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("mlp"), workers(4), s); }),
+            "--solver pdadmm: 4 workers but model mlp has only 3 layers (one worker holds at least one)");
+}
+
 }  // namespace
 }  // namespace strata

@@ -11,8 +11,9 @@ constexpr std::array<std::string_view, kTaskKindCount> kKindNames = {
     "embedding_fwd",  "embedding_bwd",   "norm_fwd",          "norm_bwd",
     "activation_fwd", "activation_bwd",  "pool_fwd",          "pool_bwd",
     "loss_fwd",       "loss_bwd",        "elementwise",       "grad_accumulate",
-    "optimizer_step", "fixed",           "send",              "recv",
-    "allreduce",      "allgather",       "reduce_scatter",    "broadcast",
+    "optimizer_step", "fixed",           "admm_backward",     "admm_forward",
+    "send",           "recv",            "allreduce",         "allgather",
+    "reduce_scatter", "broadcast",
 };
 
 template <typename Enum, std::size_t N>

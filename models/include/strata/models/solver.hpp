@@ -83,6 +83,11 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
 // Per solver (solver_*.cpp). REQUIRES: check_solver passed.
 Plan lower_ampnet(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 Plan lower_local(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver);  // all three
+
+// The widths {n_0, ..., n_L} of an MLP's linear layers, input first; throws InputError naming the
+// first layer that is neither linear, ReLU nor the loss.
+std::vector<std::int64_t> admm_widths(const Model& model);
 
 // Workers a layer-group solver (AMPNet, local) spreads the model over: pp when a pipeline was
 // given, else all workers (dp of `--workers N`).

@@ -55,6 +55,8 @@ enum class TaskKind : std::uint8_t {
   grad_accumulate,    // dW += dW_mb
   optimizer_step,     // sgd / adam update of a parameter shard
   fixed,              // a compute task of given duration (attr duration_s): synthetic workloads
+  admm_backward,      // ADMM layer update of p, W, b, z (attrs layer, n_in, n_out, samples)
+  admm_forward,       // ADMM layer update of q, u (same attrs)
   // communication
   send,               // point-to-point: carries the transfer to `peer`
   recv,               // the receiver's completion of the matching send (data-dependent on it)
