@@ -42,6 +42,7 @@ struct Row {
   std::string label;
   CommonFlags flags;
   std::string why_not;           // non-empty: this row has no Plan here
+  std::string not_measured;      // non-empty: why the real executor did not run it
   double iterations_per_plan = 1;
   Report predicted;
   std::vector<real::EpochResult> measured;
@@ -92,7 +93,13 @@ void predict(Row& row, const CompareOptions& o) {
 
 void measure(Row& row, const CompareOptions& o) {
   if (!row.why_not.empty() || o.epochs == 0) return;
-  const Plan plan = plan_to_run(row.flags, "");
+  Plan plan;
+  try {
+    plan = plan_to_run(row.flags, "");
+  } catch (const InputError& e) {
+    row.not_measured = e.what();  // e.g. a task kind the real executor has no kernel for
+    return;
+  }
   static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::kTest);
   real::CpuBackend backend;
@@ -132,10 +139,11 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
     if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
     char accuracy[32] = "-";
     if (!r.measured.empty()) std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
+    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s%s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
                 r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
                 time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
-                format_bytes(r.predicted.peak_memory_bytes).c_str());
+                format_bytes(r.predicted.peak_memory_bytes).c_str(), r.not_measured.empty() ? "" : "  not run here: ",
+                r.not_measured.c_str());
   }
   std::printf("predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
               "(per instance for ampnet and local)\n",
