@@ -139,12 +139,13 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
     if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
     char accuracy[32] = "-";
     if (!r.measured.empty()) std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s%s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
+    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
                 r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
                 time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
-                format_bytes(r.predicted.peak_memory_bytes).c_str(), r.not_measured.empty() ? "" : "  not run here: ",
-                r.not_measured.c_str());
+                format_bytes(r.predicted.peak_memory_bytes).c_str(), r.not_measured.empty() ? "" : "  (not run here, *)");
   }
+  for (const Row& r : rows)
+    if (!r.not_measured.empty()) std::printf("* %s: %s\n", r.label.c_str(), r.not_measured.c_str());
   std::printf("predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
               "(per instance for ampnet and local)\n",
               o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
