@@ -364,6 +364,20 @@ TEST_F(PlanJsonTest, CycleInAHandBuiltPlanIsReportedWithPointer) {
   }
 }
 
+// Every task kind strata knows is in the Plan and Trace schemas, and nothing else.
+TEST_F(PlanJsonTest, SchemasListExactlyTheTaskKinds) {
+  for (const char* file : {"/plan.schema.json", "/trace.schema.json"}) {
+    const nlohmann::json schema = read_json_file(std::string(STRATA_SCHEMA_DIR) + file);
+    const nlohmann::json* kinds = nullptr;
+    for (const auto& def : schema["$defs"])
+      if (def.contains("properties") && def["properties"].contains("kind")) kinds = &def["properties"]["kind"]["enum"];
+    ASSERT_NE(kinds, nullptr) << file;
+    ASSERT_EQ(kinds->size(), static_cast<std::size_t>(kTaskKindCount)) << file;
+    for (int k = 0; k < kTaskKindCount; ++k)
+      EXPECT_EQ((*kinds)[static_cast<std::size_t>(k)], std::string(to_string(static_cast<TaskKind>(k)))) << file;
+  }
+}
+
 TEST_F(PlanJsonTest, SchemaListsEveryFieldTheWriterWrites) {
   nlohmann::json schema = read_json_file(std::string(STRATA_SCHEMA_DIR) + "/plan.schema.json");
   EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
