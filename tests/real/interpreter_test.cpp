@@ -20,6 +20,7 @@
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
 #include "training_runs.hpp"
+#include "weights.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/traces/error.hpp"
 
@@ -28,6 +29,7 @@ namespace {
 
 using training_runs::batch_indices;
 using training_runs::mlp_plan;
+using training_runs::max_abs_difference;
 using training_runs::train_config;
 
 constexpr int kSteps = 20;
@@ -42,28 +44,7 @@ std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int s
   CpuBackend backend;
   Trainer<double> trainer(plan, backend, train_config());
   for (int s = 0; s < steps; ++s) trainer.train_batch(train_set(), batch_indices(s));
-  std::map<std::string, std::vector<double>> out;
-  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
-    const std::string& id = plan.buffer(b).id;
-    const auto at = id.find("/w/");
-    if (at == std::string::npos || coordinate(id, "dp") != dp) continue;
-    const double* w = trainer.workspace().data(b);
-    out[id.substr(at)] = std::vector<double>(w, w + trainer.workspace().size(b));
-  }
-  return out;
-}
-
-double max_abs_difference(const std::map<std::string, std::vector<double>>& a,
-                          const std::map<std::string, std::vector<double>>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (const auto& [name, values] : a) {
-    const auto& other = b.at(name);
-    EXPECT_EQ(values.size(), other.size()) << name;
-    for (std::size_t i = 0; i < values.size() && i < other.size(); ++i)
-      worst = std::max(worst, std::abs(values[i] - other[i]));
-  }
-  return worst;
+  return training_runs::layer_weights(plan, trainer, dp);
 }
 
 TEST(Interpreter, DataParallelTwoAndFourMatchOneWorkerInFloat64) {

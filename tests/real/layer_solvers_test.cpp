@@ -14,6 +14,7 @@
 #include "strata/models/zoo.hpp"
 #include "strata/real/trainer.hpp"
 #include "training_runs.hpp"
+#include "weights.hpp"
 
 namespace strata::real {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 using training_runs::batch_indices;
 using training_runs::kBatch;
 using training_runs::mlp_plan;
+using training_runs::max_abs_difference;
 using training_runs::train_config;
 
 const LabelledImages& train_set() {
@@ -71,28 +73,7 @@ std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int r
     }
     trainer.train_batch(train_set(), indices);
   }
-  std::map<std::string, std::vector<double>> out;
-  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
-    const std::string& id = plan.buffer(b).id;
-    const auto at = id.find("/w/");
-    if (at == std::string::npos) continue;
-    const double* w = trainer.workspace().data(b);
-    out[id.substr(at)] = std::vector<double>(w, w + trainer.workspace().size(b));
-  }
-  return out;
-}
-
-double max_abs_difference(const std::map<std::string, std::vector<double>>& a,
-                          const std::map<std::string, std::vector<double>>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (const auto& [name, values] : a) {
-    const auto& other = b.at(name);
-    EXPECT_EQ(values.size(), other.size()) << name;
-    for (std::size_t i = 0; i < values.size() && i < other.size(); ++i)
-      worst = std::max(worst, std::abs(values[i] - other[i]));
-  }
-  return worst;
+  return training_runs::layer_weights(plan, trainer);
 }
 
 TEST(Ampnet, OneKeyInFlightAndAStepPerGradientIsSerialBackprop) {
@@ -127,14 +108,7 @@ TEST(Ampnet, MinUpdateFrequencyAccumulatesLikeALargerBatch) {
     indices.insert(indices.end(), next.begin(), next.end());
     trainer.train_batch(train_set(), indices);
   }
-  std::map<std::string, std::vector<double>> serial;
-  for (BufferIndex b = 0; b < big.buffers().size(); ++b) {
-    const std::string& id = big.buffer(b).id;
-    const auto at = id.find("/w/");
-    if (at == std::string::npos) continue;
-    const double* w = trainer.workspace().data(b);
-    serial[id.substr(at)] = std::vector<double>(w, w + trainer.workspace().size(b));
-  }
+  const auto serial = training_runs::layer_weights(big, trainer);
   // One key in flight: instance k reads version floor(k / 2), exactly what the big batch reads.
   const auto accumulated = weights_after(ampnet_plan(2, 1, 2, 4), 3);
   EXPECT_LT(max_abs_difference(serial, accumulated), 1e-9);
