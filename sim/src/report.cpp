@@ -97,6 +97,8 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.model = plan.info.model;
   r.strategy = plan.info.strategy;
   r.schedule = plan.info.schedule;
+  if (plan.info.schedule == "ampnet" || plan.info.schedule == "local")
+    r.instances = static_cast<int>(std::max<std::int64_t>(1, plan.info.microbatches));
   r.platform = platform.path;
   r.collectives = facts.collectives;
   r.network = facts.network;
@@ -196,6 +198,7 @@ nlohmann::json report_to_json(const Report& r) {
   j["model"] = r.model;
   j["strategy"] = r.strategy;
   j["schedule"] = r.schedule;
+  j["instances"] = r.instances;
   j["platform"] = r.platform;
   j["collectives"] = r.collectives;
   j["network"] = r.network;
@@ -234,6 +237,7 @@ Report report_from_json(const nlohmann::json& j) {
   r.model = j.value("model", "");
   r.strategy = j.value("strategy", "");
   r.schedule = j.value("schedule", "");
+  r.instances = j.value("instances", 1);
   r.platform = j.value("platform", "");
   r.collectives = j.value("collectives", "");
   r.network = j.value("network", "");
@@ -269,6 +273,9 @@ std::string format_report(const Report& r) {
        " tasks, " + std::to_string(r.flows) + " collective flows\n";
   s += "iteration time      " + format_seconds(r.iteration_time_s) + " (mean of " + std::to_string(r.iterations) +
        " iteration" + (r.iterations == 1 ? "" : "s") + ")\n";
+  if (r.instances > 1)
+    s += "                    " + format_seconds(r.iteration_time_s / r.instances) + " per solver iteration (" +
+         std::to_string(r.instances) + " instances per Plan iteration)\n";
   s += "compute per worker  " + format_seconds(r.compute_s) + "\n";
   s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) + "\n";
   s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";

@@ -306,6 +306,7 @@ TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
       const Outcome s = run("simulate --plan " + path("p.json") + " --platform " + entry.path().string());
       EXPECT_EQ(s.rc, 0) << solver << " on " << entry.path() << ": " << s.err;
       EXPECT_NE(s.out.find("iteration time"), std::string::npos) << s.out;
+      EXPECT_NE(s.out.find("per solver iteration (16 instances per Plan iteration)"), std::string::npos) << s.out;
     }
   }
 }

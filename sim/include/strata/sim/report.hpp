@@ -41,6 +41,9 @@ struct Report {
   std::string model, strategy, schedule, platform, collectives, network;
   int workers = 0;
   int iterations = 0;
+  // Solver iterations in one Plan iteration: the instances of an AMPNet or local-parallelism
+  // Plan (docs/solvers.md), 1 otherwise.
+  int instances = 1;
   std::vector<double> iteration_times_s;
   double iteration_time_s = 0;
   double compute_s = 0;         // mean over workers, per iteration
