@@ -43,7 +43,6 @@ struct Row {
   CommonFlags flags;
   std::string why_not;           // non-empty: this row has no Plan here
   std::string not_measured;      // non-empty: why the real executor did not run it
-  double iterations_per_plan = 1;
   Report predicted;
   std::vector<real::EpochResult> measured;
   std::vector<double> seconds;   // cumulative training seconds after each epoch
@@ -75,8 +74,8 @@ std::vector<Row> rows_for(const CompareOptions& o) {
   return rows;
 }
 
-// Replays the row's Plan in a child process; fills why_not instead when it has none.
-void predict(Row& row, const CompareOptions& o) {
+// Replays the row's Plan on `platform` in a child process; fills why_not instead when it has none.
+void predict(Row& row, const std::string& platform, const ReplayOptions& options) {
   Plan plan;
   try {
     plan = build_plan(row.flags, kBatchPerWorker);
@@ -84,9 +83,6 @@ void predict(Row& row, const CompareOptions& o) {
     row.why_not = e.what();
     return;
   }
-  row.iterations_per_plan = row.flags.solver == "backprop" ? 1.0 : static_cast<double>(plan.info.microbatches);
-  const std::string platform = resolve_platform(o.flags.platform);
-  const ReplayOptions options = replay_options(o.replay);
   row.predicted = report_from_json(nlohmann::json::parse(
       run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
 }
@@ -133,7 +129,8 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
       continue;
     }
     const double predicted_epoch = kEpochSamples / std::max(1e-30, r.predicted.samples_per_s);
-    const double bytes = (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.iterations_per_plan;
+    // The report's bytes are per Plan iteration, which holds `instances` solver iterations.
+    const double bytes = (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
     double measured_epoch = 0;
     for (const real::EpochResult& e : r.measured) measured_epoch += e.train_seconds;
     if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
@@ -189,7 +186,9 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       std::vector<Row> rows = rows_for(*o);
-      for (Row& r : rows) predict(r, *o);
+      const std::string platform = resolve_platform(o->flags.platform);
+      const ReplayOptions options = replay_options(o->replay);  // reads the calibration once
+      for (Row& r : rows) predict(r, platform, options);
       for (Row& r : rows) measure(r, *o);
       print_table(rows, *o);
       if (!o->svg.empty() && o->epochs > 0) write_plot(rows, *o);

@@ -217,9 +217,8 @@ template <typename T>
 void Interpreter<T>::start_pollers() {
   for (std::size_t pass = 0; pass < 2; ++pass)
     for (std::size_t slot = pass == 0 ? 1 : 0; slot < queues_.size(); slot += 2) {
+      // Only this process's threads ever sleep: another process's slots are never sleeping_.
       if (!sleeping_[slot] || awake_of(slot).load() != 0) continue;
-      const auto worker = static_cast<WorkerId>(slot / 2);
-      if (share_.process_of(worker) != share_.process()) continue;
       sleeping_[slot] = false;
       awake_of(slot).fetch_add(1);
       wake_[slot].notify_one();
