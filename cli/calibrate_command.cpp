@@ -7,7 +7,12 @@
 
 #include "commands.hpp"
 #include "strata/models/cost_model.hpp"
+#include "real_run.hpp"
 #include "strata/real/calibrate.hpp"
+#if STRATA_HAVE_CUDA
+#include "strata/real/cuda_calibrate.hpp"
+#include "strata/real/cuda_task_runner.hpp"
+#endif
 #include "strata/sim/platform.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -19,6 +24,8 @@ struct CalibrateOptions {
   std::string output;
   std::string platform;
   std::vector<std::string> transports{"threads"};
+  std::string device = "cpu";
+  std::string samples;  // CSV of every measured task
   bool mpi_probe = false;
 };
 
@@ -33,12 +40,13 @@ std::string utc_now() {
 
 void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOverhead& dispatch,
                        const Calibration& c) {
-  std::printf("host %s: %d cores; one core: GEMM %.2f GFLOP/s fp32, %.2f GFLOP/s fp64; triad %.2f GB/s\n",
+  std::printf("host %s: %d worker slots; one slot: GEMM %.2f GFLOP/s fp32, %.2f GFLOP/s fp64; triad %.2f GB/s\n",
               peaks.host.c_str(), peaks.cores, peaks.gemm_fp32 / 1e9, peaks.gemm_fp64 / 1e9, peaks.triad_bw / 1e9);
   std::printf("roofs after the zoo's tasks: %.2f GFLOP/s fp32, %.2f GB/s (efficiencies are relative to these)\n",
               c.host.flops_fp32 / 1e9, c.host.mem_bw / 1e9);
-  std::printf("dispatch: %.3f us per task on one worker's thread, %.3f us per hand-off to another worker's thread\n",
-              dispatch.same_thread_s * 1e6, dispatch.handoff_s * 1e6);
+  std::printf("dispatch: %.3f us per task on one worker's thread, %.3f us per hand-off to another worker's thread; "
+              "a near-empty task takes %.3f us\n",
+              dispatch.same_thread_s * 1e6, dispatch.handoff_s * 1e6, dispatch.task_floor_s * 1e6);
   for (const auto* table : {&c.flops_efficiency, &c.mem_efficiency}) {
     const char* what = table == &c.flops_efficiency ? "of peak FLOP/s" : "of memory bandwidth";
     for (const auto& [key, e] : *table)
@@ -52,6 +60,62 @@ void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOver
                 t.allreduce_alpha_s * 1e6, t.allreduce_beta_s_per_byte * 1e9);
 }
 
+// One row per measured task: what the efficiencies of the calibration were fitted to. The plan
+// name holds commas ("mlp dp=1,tp=1,pp=1 batch 64") and is quoted; task ids hold none.
+std::string samples_csv(const std::vector<real::TaskSample>& tasks) {
+  std::string csv = "plan,id,kind,flops,bytes,seconds\n";
+  for (const real::TaskSample& t : tasks) {
+    char row[512];
+    std::snprintf(row, sizeof row, "\"%s\",%s,%s,%.6g,%.6g,%.6e\n", t.plan.c_str(), t.id.c_str(),
+                  std::string(to_string(t.kind)).c_str(), t.flops, t.bytes, t.seconds);
+    csv += row;
+  }
+  return csv;
+}
+
+struct Measured {
+  std::string backend;
+  real::MachinePeaks peaks;
+  std::vector<real::TaskSample> tasks;
+  real::DispatchOverhead dispatch;
+  Calibration calibration;
+};
+
+Measured measure_cpu(const std::vector<std::string>& transports, const real::Progress& step) {
+  Measured m;
+  m.backend = "cpu-openblas";
+  m.peaks = real::measure_peaks(step);
+  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step);
+  if (step) step("dispatch overhead");
+  m.dispatch = real::measure_dispatch();
+  m.calibration = real::fit_calibration(m.peaks, m.tasks, m.dispatch);
+  for (const std::string& t : transports) {
+    if (step) step("transport " + t);
+    m.calibration.transports[t] = measure_transport_calibration(t);
+  }
+  return m;
+}
+
+// The GPU: its peaks, the zoo's tasks run by the GPU executor, the interpreter's dispatch (the
+// same host threads), and its device-to-device transport as "cuda".
+Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
+  Measured m;
+#if STRATA_HAVE_CUDA
+  m.backend = "cuda-cublas";
+  m.peaks = real::measure_cuda_peaks(0, step);
+  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, real::cuda_executor<float>(0));
+  if (step) step("dispatch overhead");
+  m.dispatch = real::measure_dispatch(real::cuda_executor<float>(0));
+  m.calibration = real::fit_calibration(m.peaks, m.tasks, m.dispatch);
+  if (step) step("transport cuda");
+  m.calibration.transports["cuda"] =
+      real::fit_transport(real::measure_transport("cuda", real::executor_plan_timer(real::cuda_executor<float>(0))));
+#endif
+  return m;
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app, Action& action) {
@@ -60,6 +124,10 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
   cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
   cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")->delimiter(',');
+  cmd->add_option("--device", o->device,
+                  "what to measure: cpu (OpenBLAS, default) or cuda (GPU 0: cuBLAS and strata's kernels; "
+                  "its transport is 'cuda', device-to-device copies)");
+  cmd->add_option("--samples", o->samples, "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
   cmd->add_flag("--mpi-probe", o->mpi_probe, "internal: the MPI half of --transport mpi, under mpirun -np 2")
       ->group("");
   cmd->callback([&action, o] {
@@ -67,28 +135,28 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       if (o->mpi_probe) return run_mpi_probe(o->output);
       for (const std::string& t : o->transports)
         if (t != "threads" && t != "mpi") throw InputError("--transport: unknown '" + t + "' (threads, mpi)");
+      check_device(o->device, "threads");
       const bool progress = progress_wanted();
       real::Progress step;
       if (progress) step = [](const std::string& what) { std::fprintf(stderr, "\rcalibrate: %-60s", what.c_str()); };
-      const real::MachinePeaks peaks = real::measure_peaks(step);
-      const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
-      const std::vector<real::TaskSample> tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step);
-      if (step) step("dispatch overhead");
-      const real::DispatchOverhead dispatch = real::measure_dispatch();
-      Calibration c = real::fit_calibration(peaks, tasks, dispatch);
-      for (const std::string& t : o->transports) {
-        if (step) step("transport " + t);
-        c.transports[t] = measure_transport_calibration(t);
-      }
+      const Measured m = o->device == "cuda" ? measure_cuda(step) : measure_cpu(o->transports, step);
+      const real::MachinePeaks& peaks = m.peaks;
+      const real::DispatchOverhead& dispatch = m.dispatch;
+      const std::vector<real::TaskSample>& tasks = m.tasks;
+      Calibration c = m.calibration;
       if (progress) std::fprintf(stderr, "\r%70s\r", "");
       c.source = o->output;
-      write_file_atomically(o->output, calibration_to_json(c, "cpu-openblas, " + peaks.host, utc_now()));
+      write_file_atomically(o->output, calibration_to_json(c, m.backend + ", " + peaks.host, utc_now()));
       print_calibration(peaks, dispatch, c);
       std::printf("%zu tasks measured -> %s\n", tasks.size(), o->output.c_str());
+      if (!o->samples.empty()) {
+        write_file_atomically(o->samples, samples_csv(tasks));
+        std::printf("each measured task's median time -> %s\n", o->samples.c_str());
+      }
       if (!o->platform.empty()) {
-        write_file_atomically(o->platform, one_host_platform_xml(c, o->transports.front()));
-        std::printf("platform of this machine (%s transport) -> %s\n", o->transports.front().c_str(),
-                    o->platform.c_str());
+        const std::string transport = o->device == "cuda" ? "cuda" : o->transports.front();
+        write_file_atomically(o->platform, one_host_platform_xml(c, transport));
+        std::printf("platform of this machine (%s transport) -> %s\n", transport.c_str(), o->platform.c_str());
       }
       return 0;
     };

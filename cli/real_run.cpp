@@ -4,6 +4,9 @@
 
 #include "strata/models/strategy.hpp"
 #include "strata/real/task_runner.hpp"
+#if STRATA_HAVE_CUDA
+#include "strata/real/cuda_task_runner.hpp"
+#endif
 #include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
 
@@ -24,6 +27,30 @@ void check_transport(const std::string& transport) {
   if (transport != "threads" && transport != "mpi")
     throw InputError("--transport: '" + transport + "' is not a transport (threads, mpi)");
 }
+
+void check_device(const std::string& device, const std::string& transport) {
+  if (device == "cpu") return;
+  if (device != "cuda") throw InputError("--device: '" + device + "' is not a device (cpu, cuda)");
+#if STRATA_HAVE_CUDA
+  if (real::cuda_device_count() < 1) throw InputError("--device cuda: no CUDA GPU is visible to this process");
+  if (transport != "threads")
+    throw InputError("--device cuda: every worker runs as streams of GPU 0 in this process; use --transport threads");
+#else
+  (void)transport;
+  throw InputError("--device cuda: this build of strata has no CUDA backend (install the CUDA toolkit and rebuild)");
+#endif
+}
+
+template <typename T>
+real::ExecutorFactory<T> executor_for(const std::string& device, real::Backend& cpu) {
+#if STRATA_HAVE_CUDA
+  if (device == "cuda") return real::cuda_executor<T>(0);
+#endif
+  STRATA_ASSERT(device == "cpu", "device " + device + " was not checked");
+  return real::host_executor<T>(cpu);
+}
+template real::ExecutorFactory<float> executor_for<float>(const std::string&, real::Backend&);
+template real::ExecutorFactory<double> executor_for<double>(const std::string&, real::Backend&);
 
 void throw_no_mpi() {
   throw InputError("--transport mpi: this build of strata has no MPI (install libopenmpi-dev and rebuild)");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "flags.hpp"
+#include "strata/real/trainer.hpp"
 #include "strata/traces/plan.hpp"
 #if STRATA_HAVE_MPI
 #include "strata/real/mpi_transport.hpp"
@@ -19,6 +20,14 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
 
 // Throws InputError unless `transport` is threads or mpi.
 void check_transport(const std::string& transport);
+
+// Throws InputError unless `device` is cpu, or cuda in a build with the CUDA backend and a GPU
+// visible, with the threads transport (every worker of a cuda run is a stream of GPU 0).
+void check_device(const std::string& device, const std::string& transport);
+
+// The Trainer's executor for a checked --device: TaskRunner on `cpu`, or the GPU executor.
+template <typename T>
+real::ExecutorFactory<T> executor_for(const std::string& device, real::Backend& cpu);
 
 // --transport mpi in a build without MPI: one line naming what to install.
 [[noreturn]] void throw_no_mpi();

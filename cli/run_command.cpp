@@ -22,6 +22,7 @@ struct RunOptions {
   std::string plan;
   std::string trace;
   std::string transport = "threads";
+  std::string device = "cpu";
   std::string precision = "fp32";
   int epochs = 5;
   bool no_pin = false;
@@ -78,12 +79,12 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   // auto: He for the MLP (its recipe), PyTorch's default for the other models.
   config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp") ? real::WeightInit::he_normal
                                                                                   : real::WeightInit::fan_in_uniform;
-  real::Trainer<T> trainer(plan, backend, config, transport);
+  real::Trainer<T> trainer(plan, executor_for<T>(o.device, backend), config, transport);
   if (report)
     std::printf("run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
                 plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
                 transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
-                backend.name().c_str(), transport.name().c_str(), o.precision.c_str(),
+                trainer.backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
                 static_cast<long long>(trainer.global_batch()),
                 static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
@@ -153,6 +154,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--transport", o->transport,
                   "threads (workers as threads of this process) or mpi (one OpenMPI process per worker, "
                   "under mpirun -np <workers>)");
+  cmd->add_option("--device", o->device, "where the kernels run: cpu (OpenBLAS) or cuda (GPU 0, each worker a pair of streams)");
   cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")
@@ -160,6 +162,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       check_transport(o->transport);
+      check_device(o->device, o->transport);
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
       const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);

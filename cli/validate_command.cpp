@@ -32,6 +32,7 @@ struct ValidateOptions {
   ReplayFlags replay;
   std::string plan;
   std::string transport = "threads";
+  std::string device = "cpu";
   int iterations = 20;
   int warmup = 5;
   int worst = 5;
@@ -65,9 +66,10 @@ Measured measure(const Plan& plan, const ValidateOptions& o, real::Transport<flo
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.pin_workers = !o.no_pin;
+  const real::ExecutorFactory<float> executor = executor_for<float>(o.device, backend);
   std::unique_ptr<real::Trainer<float>> owned =
-      transport == nullptr ? std::make_unique<real::Trainer<float>>(plan, backend, config)
-                           : std::make_unique<real::Trainer<float>>(plan, backend, config, *transport);
+      transport == nullptr ? std::make_unique<real::Trainer<float>>(plan, executor, config)
+                           : std::make_unique<real::Trainer<float>>(plan, executor, config, *transport);
   real::Trainer<float>& trainer = *owned;
   const bool root = transport == nullptr || transport->process() == 0;
   const std::int64_t batch = trainer.global_batch();
@@ -114,14 +116,16 @@ Simulation prepare_simulation(const ValidateOptions& o) {
   } else {
     if (o.replay.calibration.empty())
       throw InputError("validate: give --calibration FILE (from strata calibrate) or --platform FILE");
-    sim.platform_xml = one_host_platform_xml(sim.options.calibration, o.transport);
+    // A GPU run's workers exchange device-to-device copies: the calibration's "cuda" transport.
+    sim.platform_xml = one_host_platform_xml(sim.options.calibration, o.device == "cuda" ? "cuda" : o.transport);
   }
   return sim;
 }
 
 void print_header(const Plan& plan, const ValidateOptions& o) {
-  std::printf("validate %s %s: %d worker(s), %s transport, global batch %lld; %d measured iterations after %d warm-up\n",
-              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), o.transport.c_str(),
+  std::printf("validate %s %s: %d worker(s) on %s, %s transport, global batch %lld; %d measured iterations after %d warm-up\n",
+              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+              o.device == "cuda" ? "GPU 0" : "the CPU", o.transport.c_str(),
               static_cast<long long>(plan.info.global_batch), o.iterations, o.warmup);
   std::fflush(stdout);
 }
@@ -176,7 +180,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     std::printf("predicted and measured (median iteration) side by side -> %s (Perfetto)\n", o.perfetto.c_str());
   }
   if (!o.svg.empty()) {
-    write_file_atomically(o.svg, comparison_svg(cmp, plan.info.model + " " + plan.info.strategy + " (" + o.transport +
+    write_file_atomically(o.svg, comparison_svg(cmp, plan.info.model + " " + plan.info.strategy + " (" + (o.device == "cuda" ? "GPU streams" : o.transport) +
                                                          "): predicted vs measured task durations"));
     std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
   }
@@ -186,6 +190,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     j["strategy"] = plan.info.strategy;
     j["schedule"] = plan.info.schedule;
     j["transport"] = o.transport;
+    j["device"] = o.device;
     j["workers"] = plan.num_workers();
     j["iterations"] = o.iterations;
     j["iteration_predicted_s"] = predicted;
@@ -236,6 +241,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--platform", o->flags.platform,
                   "SimGrid platform to simulate on (default: this machine, from --calibration)");
   cmd->add_option("--transport", o->transport, "threads (default) or mpi");
+  cmd->add_option("--device", o->device, "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");
   cmd->add_option("--runs", o->iterations, "measured iterations (their median counts)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "iterations run before measuring")->check(CLI::NonNegativeNumber);
   cmd->add_option("--worst", o->worst, "tasks listed with the largest errors")->check(CLI::NonNegativeNumber);
@@ -246,6 +252,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       check_transport(o->transport);
+      check_device(o->device, o->transport);
       const Plan plan = plan_to_run(o->flags, o->plan);
       Simulation sim = prepare_simulation(*o);
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));

@@ -4,22 +4,25 @@
 # Markdown row per cell (predicted and measured iteration time, their error, and the median and
 # p90 |error| of compute-task durations).
 #
-#   docs/validation.sh [BUILD_DIR]      (default build; MPI cells need a build with OpenMPI)
+#   docs/validation.sh [BUILD_DIR] [cpu|cuda]   (default build, cpu; MPI cells need a build with
+#                                               OpenMPI; cuda: the GPU executor on GPU 0, every
+#                                               worker a pair of streams, threads transport only)
 #
 # Run it on a quiet machine: other work on the cores shows up as measurement noise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
+DEVICE=${2:-cpu}
 STRATA="$BUILD_DIR/cli/strata"
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 transports=(threads)
-if "$STRATA" run --help 2>/dev/null | grep -q "mpi" && command -v mpirun >/dev/null; then transports+=(mpi); fi
+if [ "$DEVICE" = cpu ] && "$STRATA" run --help 2>/dev/null | grep -q "mpi" && command -v mpirun >/dev/null; then transports+=(mpi); fi
 MPIRUN=(mpirun --oversubscribe -np)
 [ "$(id -u)" -eq 0 ] && MPIRUN=(mpirun --oversubscribe --allow-run-as-root -np)
 
-"$STRATA" calibrate -o "$OUT/calib.json" --transport "$(IFS=,; echo "${transports[*]}")" >&2
+"$STRATA" calibrate -o "$OUT/calib.json" --transport "$(IFS=,; echo "${transports[*]}")" --device "$DEVICE" >&2
 
 echo "| model | strategy | transport | predicted iteration | measured iteration (median, p10–p90) | error | compute tasks: median \|error\| | p90 \|error\| |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -30,11 +33,11 @@ for model in mlp lenet5; do
     for transport in "${transports[@]}"; do
       workers=1
       [ "$strategy" != "dp=1" ] && workers=2
-      cmd=("$STRATA" validate --model "$model" --strategy "$strategy" $extra --transport "$transport"
+      cmd=("$STRATA" validate --model "$model" --strategy "$strategy" $extra --transport "$transport" --device "$DEVICE"
            --calibration "$OUT/calib.json" --json "$OUT/cell.json" --perfetto "" --svg "")
       if [ "$transport" = mpi ]; then cmd=("${MPIRUN[@]}" "$workers" "${cmd[@]}"); fi
       "${cmd[@]}" >"$OUT/cell.txt" 2>&1 || { echo "| $model | $strategy $extra | $transport | failed: $(tail -1 "$OUT/cell.txt") |"; continue; }
-      awk -v m="$model" -v s="$strategy ${extra#--schedule }" -v t="$transport" '
+      awk -v m="$model" -v s="$strategy ${extra#--schedule }" -v t="$([ "$DEVICE" = cuda ] && echo "GPU streams" || echo "$transport")" '
         /^iteration time:/ { pred = $4 " " $5; meas = $7 " " $8; p10 = $11 " " $12; p90 = $14 " " $15;
                              err = $(NF-1) " " $NF; sub(/,$/, "", pred); sub(/,$/, "", p90); sub(/\)/, "", p90);
                              sub(/,$/, "", p10); sub(/:$/, "", p90) }

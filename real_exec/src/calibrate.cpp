@@ -120,16 +120,17 @@ MachinePeaks measure_peaks(const Progress& progress) {
 }
 
 std::vector<TaskSample> measure_tasks(const std::vector<Plan>& plans, const LabelledImages& data,
-                                      const Progress& progress) {
+                                      const Progress& progress, const ExecutorFactory<float>& executor) {
   constexpr int kWarmup = 5, kRuns = 20;
   CpuBackend backend;
+  const ExecutorFactory<float> run_on = executor ? executor : host_executor<float>(backend);
   std::vector<TaskSample> out;
   for (const Plan& plan : plans) {
     STRATA_ASSERT(plan.num_workers() == 1, "task calibration runs one-worker Plans");
     const std::string name = plan.info.model + " " + plan.info.strategy + " batch " + std::to_string(plan.info.global_batch);
     if (progress) progress("tasks of " + name);
     TrainConfig config;
-    Trainer<float> trainer(plan, backend, config);
+    Trainer<float> trainer(plan, run_on, config);
     const std::int64_t batch = trainer.global_batch();
     std::vector<std::vector<double>> durations(plan.size());
     for (int run = 0; run < kWarmup + kRuns; ++run) {
@@ -177,31 +178,45 @@ Plan dispatch_chain(int workers, int n) {
   return plan;
 }
 
-double dispatch_per_task(int workers) {
+struct ChainTimes {
+  double dispatch_s = 0;  // per task beyond its kernel
+  double task_s = 0;      // 10th percentile time of a near-empty task (kernel, launch, completion)
+};
+
+ChainTimes dispatch_per_task(int workers, const ExecutorFactory<float>& executor) {
   constexpr int kTasks = 2000;
   const Plan plan = dispatch_chain(workers, kTasks);
-  CpuBackend backend;
   Workspace<float> ws(plan);
   ThreadTransport<float> transport;
-  TaskRunner<float> runner(plan, backend, ws, transport, OptimizerSettings{});
-  Interpreter<float> interpreter(plan, runner, true);
-  std::vector<double> per_task;
+  const std::unique_ptr<TaskExecutor<float>> runner = executor(plan, ws, transport, OptimizerSettings{});
+  Interpreter<float> interpreter(plan, *runner, true);
+  std::vector<double> per_task, task;
   for (int rep = 0; rep < 7; ++rep) {
     const std::vector<TaskTiming> timings = interpreter.run();
     double first = INFINITY, last = 0, kernels = 0;
+    std::vector<double> durations;
     for (const TaskTiming& t : timings) {
       first = std::min(first, t.start);
       last = std::max(last, t.end);
       kernels += t.end - t.start;
+      durations.push_back(t.end - t.start);
     }
-    if (rep >= 2) per_task.push_back((last - first - kernels) / (kTasks - 1));
+    if (rep < 2) continue;
+    per_task.push_back((last - first - kernels) / (kTasks - 1));
+    std::sort(durations.begin(), durations.end());
+    task.push_back(durations[durations.size() / 10]);  // the floor: what the quick tenth took
   }
-  return median(std::move(per_task));
+  return ChainTimes{median(std::move(per_task)), median(std::move(task))};
 }
 
 }  // namespace
 
-DispatchOverhead measure_dispatch() { return DispatchOverhead{dispatch_per_task(1), dispatch_per_task(2)}; }
+DispatchOverhead measure_dispatch(const ExecutorFactory<float>& executor) {
+  CpuBackend backend;
+  const ExecutorFactory<float> run_on = executor ? executor : host_executor<float>(backend);
+  const ChainTimes one = dispatch_per_task(1, run_on);
+  return DispatchOverhead{one.dispatch_s, dispatch_per_task(2, run_on).dispatch_s, one.task_s};
+}
 
 namespace {
 
@@ -262,19 +277,25 @@ Plan transport_plan(double bytes, int count) {
 
 }  // namespace
 
-PlanTimer thread_plan_timer() {
-  return [](const Plan& plan) {
-    CpuBackend backend;
+PlanTimer executor_plan_timer(ExecutorFactory<float> executor) {
+  return [executor = std::move(executor)](const Plan& plan) {
     Workspace<float> ws(plan);
     ThreadTransport<float> transport;
-    TaskRunner<float> runner(plan, backend, ws, transport, OptimizerSettings{});
-    Interpreter<float> interpreter(plan, runner, true);
+    const std::unique_ptr<TaskExecutor<float>> runner = executor(plan, ws, transport, OptimizerSettings{});
+    Interpreter<float> interpreter(plan, *runner, true);
     interpreter.run();  // warm-up: first touches, thread wake-ups
     const std::vector<TaskTiming> timings = interpreter.run();
     std::vector<std::pair<double, double>> out;
     out.reserve(timings.size());
     for (const TaskTiming& t : timings) out.emplace_back(t.start, t.end);
     return out;
+  };
+}
+
+PlanTimer thread_plan_timer() {
+  return [](const Plan& plan) {
+    CpuBackend backend;
+    return executor_plan_timer(host_executor<float>(backend))(plan);
   };
 }
 
@@ -338,8 +359,11 @@ Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSam
   c.host.flops_fp32 = peaks.gemm_fp32;
   c.host.flops_fp64 = peaks.gemm_fp64;
   c.host.mem_bw = peaks.triad_bw;
-  const double o = dispatch.same_thread_s;
-  auto busy = [&](const TaskSample& s) { return std::max(s.seconds - o, s.seconds * 0.5); };
+  // Every task pays the interpreter's dispatch and the executor's floor (a GPU's launch and
+  // completion); what is left of its time is work on a roof. The 0.05 keeps a task timed at or
+  // under the floor (noise) from an efficiency of infinity.
+  const double o = dispatch.same_thread_s + dispatch.task_floor_s;
+  auto busy = [&](const TaskSample& s) { return std::max(s.seconds - o, s.seconds * 0.05); };
   for (const TaskSample& s : tasks) {  // raise the roofs to what any kernel reached
     double& peak = s.dtype == DType::fp64 ? c.host.flops_fp64 : c.host.flops_fp32;
     if (gemm_like(s.kind) && s.flops > 0) peak = std::max(peak, s.flops / busy(s));
@@ -358,8 +382,11 @@ Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSam
     const double peak = compute ? (s.dtype == DType::fp64 ? c.host.flops_fp64 : c.host.flops_fp32) : c.host.mem_bw;
     const double e = std::clamp(work / (peak * busy(s)), 1e-6, 1.0);
     auto& table = compute ? flops_eff : mem_eff;
-    table[kind + "/" + dtype + "/" + exact_shape_class(work)].push_back(e);
-    table[kind + "/" + dtype + "/" + decade_class(work)].push_back(e);
+    // Keyed as the cost model looks tasks up (CostModel::compute_time): by FLOPs when the task
+    // has any, by bytes otherwise, whichever roof binds. (A ReLU is memory-bound but has FLOPs.)
+    const double key = s.flops > 0 ? s.flops : s.bytes;
+    table[kind + "/" + dtype + "/" + exact_shape_class(key)].push_back(e);
+    table[kind + "/" + dtype + "/" + decade_class(key)].push_back(e);
     table[kind + "/" + dtype].push_back(e);
     // The other roof never binds: efficiency 1 there (the roofs were raised above).
     (compute ? c.mem_efficiency : c.flops_efficiency)[kind + "/" + dtype] = 1.0;

@@ -137,7 +137,7 @@ void ProcessShare::chain_collectives() {
 }
 
 template <typename T>
-Interpreter<T>::Interpreter(const Plan& plan, TaskRunner<T>& runner, bool pin_workers)
+Interpreter<T>::Interpreter(const Plan& plan, TaskExecutor<T>& runner, bool pin_workers)
     : plan_(plan),
       runner_(runner),
       transport_(runner.transport()),

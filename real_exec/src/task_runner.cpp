@@ -40,8 +40,10 @@ std::string bad_duration(const Task& t) {
   return "";
 }
 
+}  // namespace
+
 // Busy-waits the task's duration_s on the steady clock; 0 returns at once.
-void run_fixed(const Task& t) {
+void run_fixed_task(const Task& t) {
   const auto duration = t.attr_real("duration_s");
   STRATA_ASSERT(duration && std::isfinite(*duration) && *duration >= 0,
                 "task " + t.id + ": " + bad_duration(t));
@@ -52,6 +54,8 @@ void run_fixed(const Task& t) {
   while (Clock::now() < end) {
   }
 }
+
+namespace {
 
 // Why `t` has no kernel, or "" when it has one.
 std::string missing_kernel(const Task& t) {
@@ -137,7 +141,7 @@ void TaskRunner<T>::run(TaskIndex index) {
     case TaskKind::optimizer_step:
       return run_optimizer(t);
     case TaskKind::fixed:
-      return run_fixed(t);
+      return run_fixed_task(t);
     case TaskKind::send:
       return transport_.send(plan_, index, ws_);
     case TaskKind::recv:

@@ -37,25 +37,41 @@ bool is_forward(const Task& t) {
 }  // namespace
 
 template <typename T>
+ExecutorFactory<T> host_executor(Backend& backend) {
+  return [&backend](const Plan& plan, Workspace<T>& ws, Transport<T>& transport, const OptimizerSettings& optimizer) {
+    return std::unique_ptr<TaskExecutor<T>>(std::make_unique<TaskRunner<T>>(plan, backend, ws, transport, optimizer));
+  };
+}
+
+template <typename T>
 Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config)
+    : Trainer(plan, host_executor<T>(backend), config) {}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config)
     : plan_(plan), config_(config), own_transport_(std::make_unique<ThreadTransport<T>>()) {
   transport_ = own_transport_.get();
-  set_up(backend);
+  set_up(executor);
 }
 
 template <typename T>
 Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config, Transport<T>& transport)
+    : Trainer(plan, host_executor<T>(backend), config, transport) {}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config,
+                    Transport<T>& transport)
     : plan_(plan), config_(config), transport_(&transport) {
-  set_up(backend);
+  set_up(executor);
 }
 
 template <typename T>
-void Trainer<T>::set_up(Backend& backend) {
+void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   const Plan& plan = plan_;
   check_kernels(plan, "plan");
   STRATA_ASSERT(plan.num_iterations() == 1, "the trainer runs one-iteration Plans");
   ws_ = std::make_unique<Workspace<T>>(plan);
-  runner_ = std::make_unique<TaskRunner<T>>(plan, backend, *ws_, *transport_, config_.optimizer);
+  runner_ = executor(plan, *ws_, *transport_, config_.optimizer);
   interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, config_.pin_workers);
   const ProcessShare& share = interpreter_->share();
   for (TaskIndex i = 0; i < plan.size(); ++i) {
@@ -87,6 +103,13 @@ void Trainer<T>::set_up(Backend& backend) {
   for (TaskIndex t : topological_order(plan))
     if (is_forward(plan.task(t)) && share.runs(t)) forward_order_.push_back(t);
   initialise_weights(config_.seed);
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
+}
+
+template <typename T>
+Workspace<T>& Trainer<T>::workspace() {
+  for (BufferIndex b = 0; b < plan_.buffers().size(); ++b) runner_->download(b);
+  return *ws_;
 }
 
 template <typename T>
@@ -141,7 +164,9 @@ void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t
       labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(sample)];
     }
     ws_->set_labels(s.dp, s.mb, std::move(labels));
+    if (s.local) runner_->upload(s.input);
   }
+  runner_->upload_labels();
 }
 
 template <typename T>
@@ -160,15 +185,18 @@ double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std
     *timings = std::move(measured);
   }
   double loss = 0;
-  for (const Slot& s : slots_)
-    if (s.local) loss += static_cast<double>(ws_->data(s.loss)[0]);
+  for (const Slot& s : slots_) {
+    if (!s.local) continue;
+    runner_->download(s.loss);
+    loss += static_cast<double>(ws_->data(s.loss)[0]);
+  }
   return transport_->sum_over_processes(loss) / static_cast<double>(slots_.size());
 }
 
 template <typename T>
 std::uint64_t Trainer<T>::bytes_sent() const {
   // A double holds integers exactly up to 2^53 B: far beyond any run.
-  return static_cast<std::uint64_t>(transport_->sum_over_processes(static_cast<double>(transport_->bytes_sent())));
+  return static_cast<std::uint64_t>(transport_->sum_over_processes(static_cast<double>(runner_->bytes_sent())));
 }
 
 template <typename T>
@@ -203,6 +231,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
     for (TaskIndex t : forward_order_) runner_->run(t);
     for (const Slot& s : slots_) {
       if (!s.local) continue;
+      runner_->download(s.logits);
       const T* logits = ws_->data(s.logits);
       const std::int64_t classes = ws_->size(s.logits) / micro_;
       for (std::int64_t i = 0; i < micro_; ++i) {
@@ -217,6 +246,8 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
   return transport_->sum_over_processes(static_cast<double>(correct)) / static_cast<double>(test.count);
 }
 
+template ExecutorFactory<float> host_executor<float>(Backend&);
+template ExecutorFactory<double> host_executor<double>(Backend&);
 template class Trainer<float>;
 template class Trainer<double>;
 

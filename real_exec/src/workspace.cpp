@@ -44,6 +44,14 @@ const std::vector<std::int32_t>& Workspace<T>::labels(std::int64_t dp, std::int6
   return it->second;
 }
 
+template <typename T>
+std::vector<std::pair<std::int64_t, std::int64_t>> Workspace<T>::label_keys() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+  keys.reserve(labels_.size());
+  for (const auto& entry : labels_) keys.push_back(entry.first);
+  return keys;
+}
+
 template class Workspace<float>;
 template class Workspace<double>;
 

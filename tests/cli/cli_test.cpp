@@ -171,6 +171,23 @@ TEST_F(Cli, RunRejectsAnUnavailableTransport) {
   expect_one_line_error(run("run --model mlp --transport carrier-pigeon"), "--transport: 'carrier-pigeon'");
 }
 
+// --device: cpu or cuda. Without a GPU (CI) cuda is refused in one line, whether the build has
+// the CUDA backend ("no CUDA GPU is visible") or not ("has no CUDA backend"); under MPI it is
+// refused too, since a cuda run's workers are streams of one process's GPU.
+TEST_F(Cli, RunValidateAndCalibrateRefuseAnUnavailableDevice) {
+  expect_one_line_error(run("run --model mlp --device tpu"), "--device: 'tpu' is not a device (cpu, cuda)");
+  for (const std::string& command : std::vector<std::string>{"run --model mlp --device cuda", "validate --model mlp --device cuda --calibration x.json",
+                                    "calibrate -o " + path("c.json") + " --device cuda"}) {
+    Outcome r = run(command);
+    expect_one_line_error(r, "--device cuda: ");
+    const bool said_why = r.err.find("no CUDA GPU is visible") != std::string::npos ||
+                          r.err.find("has no CUDA backend") != std::string::npos ||
+                          r.err.find("use --transport threads") != std::string::npos;
+    EXPECT_TRUE(said_why) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("c.json")));
+  }
+}
+
 TEST_F(Cli, RunTrainsAndWritesTheMeasuredTraceWithThePlansIds) {
   Outcome r = run("run --model mlp --strategy dp=2 --epochs 1 --trace " + path("m.json") + " --no-pin");
   ASSERT_EQ(r.rc, 0) << r.err;

@@ -20,12 +20,13 @@ using Weights = std::map<std::string, std::vector<double>>;
 // data-parallel rank `dp` (-1: every buffer, for Plans without a dp coordinate).
 inline Weights layer_weights(const Plan& plan, Trainer<double>& trainer, int dp = -1) {
   Weights out;
+  Workspace<double>& ws = trainer.workspace();  // brought up to date from a GPU once
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
     const std::string& id = plan.buffer(b).id;
     const auto at = id.find("/w/");
     if (at == std::string::npos || (dp >= 0 && coordinate(id, "dp") != dp)) continue;
-    const double* w = trainer.workspace().data(b);
-    out[id.substr(at)] = std::vector<double>(w, w + trainer.workspace().size(b));
+    const double* w = ws.data(b);
+    out[id.substr(at)] = std::vector<double>(w, w + ws.size(b));
   }
   return out;
 }

@@ -15,7 +15,9 @@
 //   the cores, caches and memory bus, transfers, hand-offs — are left to the simulation, which
 //   `strata validate` then checks;
 // - dispatch: the interpreter's time per task beyond its kernel, on a chain of near-empty tasks
-//   of one worker, and on a chain that hands every task to the other worker's thread;
+//   of one worker, and on a chain that hands every task to the other worker's thread; and the
+//   floor of a task, the 10th percentile time of those near-empty tasks (a GPU's launch and
+//   stream synchronize: about 10 us on an H100, which no efficiency can express);
 // - transports: point-to-point (send + recv) and 2-rank allreduce times over message sizes from
 //   1 KiB to 4 MiB, run as small Plans through the Interpreter and the transport (24 messages
 //   per size, the fastest of 3 runs' medians), fitted to α + β·bytes by least squares weighted
@@ -27,8 +29,10 @@
 // the other kinds a memory efficiency and FLOP efficiency 1. Then neither roof of a task exceeds
 // its measured time, and its predicted time is its measured time up to the spread of its key.
 // Keys are kind/dtype/shape (each measured shape: the median over its tasks), kind/dtype/decade
-// (for shapes near the measured ones) and kind/dtype (the median over all the kind's tasks). Every compute kind gets the one-worker
-// dispatch overhead as its per-task overhead.
+// (for shapes near the measured ones) and kind/dtype (the median over all the kind's tasks), the
+// shape being the FLOPs of a task that has any and its bytes otherwise, as the cost model looks
+// tasks up. Every compute kind gets the one-worker dispatch overhead plus the task floor as its
+// per-task overhead; the efficiencies are fitted to what is left of each task's time.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,7 @@
 #include "strata/models/cost_model.hpp"
 #include "strata/real/fashion_mnist.hpp"
 #include "strata/real/task_runner.hpp"
+#include "strata/real/trainer.hpp"
 #include "strata/traces/plan.hpp"
 
 namespace strata::real {
@@ -64,6 +69,8 @@ struct TaskSample {
 struct DispatchOverhead {
   double same_thread_s = 0;  // s per task beyond its kernel, one worker
   double handoff_s = 0;      // s per task when each task wakes the other worker's thread
+  double task_floor_s = 0;   // s, the 10th percentile time of a near-empty task: the executor's floor
+                             // (tens of ns on a CPU; a GPU's launch and stream synchronize)
 };
 
 struct TransportSample {
@@ -78,11 +85,13 @@ using Progress = std::function<void(const std::string& what)>;
 
 MachinePeaks measure_peaks(const Progress& progress = {});
 
-// REQUIRES: one-worker Plans, validated, kernels for every kind (check_kernels). Runs in float.
+// REQUIRES: one-worker Plans, validated, kernels for every kind (check_kernels). Runs in float,
+// on the executor `executor` builds (the GPU's, say), or on this host's CPU when it is empty.
 std::vector<TaskSample> measure_tasks(const std::vector<Plan>& plans, const LabelledImages& data,
-                                      const Progress& progress = {});
+                                      const Progress& progress = {}, const ExecutorFactory<float>& executor = {});
 
-DispatchOverhead measure_dispatch();
+// On the executor `executor` builds (the GPU's), or on this host's CPU when it is empty.
+DispatchOverhead measure_dispatch(const ExecutorFactory<float>& executor = {});
 
 // A factory for the transport under test and a runner of a Plan through it: the threads
 // transport runs the Plan's two workers as threads of this process; other transports (MPI)
@@ -90,6 +99,9 @@ DispatchOverhead measure_dispatch();
 using PlanTimer = std::function<std::vector<std::pair<double, double>>(const Plan&)>;
 std::vector<TransportSample> measure_transport(const std::string& name, const PlanTimer& run_plan);
 PlanTimer thread_plan_timer();
+// Runs the Plan's workers as threads of this process on what `executor` builds (the GPU
+// executor's device-to-device copies, say), after one warm-up run.
+PlanTimer executor_plan_timer(ExecutorFactory<float> executor);
 
 // α–β per op from the samples of one transport: least squares weighted by 1/time², so each size
 // counts by its relative error and α is not left to the largest messages.

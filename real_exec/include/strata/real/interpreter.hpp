@@ -105,7 +105,7 @@ class Interpreter : private RemoteCompletions {
   // The workers this process runs, and whom to tell, come from the runner's transport
   // (Transport::process_of): all of them for ThreadTransport.
   // REQUIRES: plan validated and check_kernels passed; everything outlives the Interpreter.
-  Interpreter(const Plan& plan, TaskRunner<T>& runner, bool pin_workers);
+  Interpreter(const Plan& plan, TaskExecutor<T>& runner, bool pin_workers);
   ~Interpreter() override;
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
@@ -127,7 +127,7 @@ class Interpreter : private RemoteCompletions {
   std::atomic<int>& awake_of(std::size_t slot) { return awake_[core_of_slot_[slot]]; }
 
   const Plan& plan_;
-  TaskRunner<T>& runner_;
+  TaskExecutor<T>& runner_;
   Transport<T>& transport_;
   ProcessShare share_;
   std::vector<TaskIndex> remote_;  // tasks other processes run

@@ -107,15 +107,46 @@ class Transport {
   virtual void max_over_processes(std::vector<double>& /*values*/) {}
 };
 
+// TaskExecutor<T>: what the Interpreter and the Trainer run a Plan's tasks with. TaskRunner runs
+// them on the host's memory (the Workspace itself); a device executor (CudaTaskRunner,
+// real_exec/cuda/) keeps its own copy of every buffer in the device's memory, and the Trainer
+// moves what the host writes or reads (inputs and labels, weights at the start, the loss and the
+// logits) with the copy calls below, which are no-ops for the host.
+// Thread safety: run() as TaskRunner's; the copy calls only between runs, from one thread.
 template <typename T>
-class TaskRunner {
+class TaskExecutor {
+ public:
+  virtual ~TaskExecutor() = default;
+  // Runs the task to completion: when it returns, its results are visible to every later task.
+  virtual void run(TaskIndex task) = 0;
+  // Where the workers run (Transport::process_of and the run's collective calls).
+  virtual Transport<T>& transport() = 0;
+  // Payload bytes this process's workers moved so far.
+  virtual std::uint64_t bytes_sent() const = 0;
+  // Host Workspace -> executor memory, and back. `upload_labels` copies every label array bound
+  // in the Workspace (Workspace::label_keys()).
+  virtual void upload(BufferIndex /*buffer*/) {}
+  virtual void download(BufferIndex /*buffer*/) {}
+  virtual void upload_labels() {}
+  // The name of the kernels' backend, recorded in reports ("cpu-openblas", "cuda-cublas").
+  virtual std::string backend_name() const = 0;
+};
+
+// Busy-waits a fixed task's duration_s on the steady clock (see task_runner.cpp); shared by the
+// executors. REQUIRES: check_kernels accepted the task.
+void run_fixed_task(const Task& task);
+
+template <typename T>
+class TaskRunner final : public TaskExecutor<T> {
  public:
   // REQUIRES: check_kernels(plan) passed; everything outlives the runner.
   TaskRunner(const Plan& plan, Backend& backend, Workspace<T>& ws, Transport<T>& transport,
              OptimizerSettings optimizer);
 
-  void run(TaskIndex task);
-  Transport<T>& transport() { return transport_; }
+  void run(TaskIndex task) override;
+  Transport<T>& transport() override { return transport_; }
+  std::uint64_t bytes_sent() const override { return transport_.bytes_sent(); }
+  std::string backend_name() const override { return backend_.name(); }
 
  private:
   void run_linear(const Task& t);

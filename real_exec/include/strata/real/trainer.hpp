@@ -61,6 +61,16 @@ struct EpochResult {
   double samples_per_second = 0;
 };
 
+// Builds the executor that runs a Plan's tasks (TaskRunner on the host; CudaTaskRunner on a GPU)
+// over the Trainer's Workspace and transport.
+template <typename T>
+using ExecutorFactory = std::function<std::unique_ptr<TaskExecutor<T>>(
+    const Plan& plan, Workspace<T>& ws, Transport<T>& transport, const OptimizerSettings& optimizer)>;
+
+// The host executor: TaskRunner on `backend`, which must outlive what the factory builds.
+template <typename T>
+ExecutorFactory<T> host_executor(Backend& backend);
+
 template <typename T>
 class Trainer {
  public:
@@ -70,6 +80,9 @@ class Trainer {
   Trainer(const Plan& plan, Backend& backend, const TrainConfig& config);
   // Workers as `transport` places them (e.g. MpiTransport: one per process).
   Trainer(const Plan& plan, Backend& backend, const TrainConfig& config, Transport<T>& transport);
+  // Tasks run by what `executor` builds (a GPU executor, say); workers are threads of this process.
+  Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config);
+  Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config, Transport<T>& transport);
   ~Trainer();
 
   // Binds `indices` (B of them) of `data`, runs the Plan once; returns the batch's mean loss.
@@ -82,7 +95,10 @@ class Trainer {
                           const std::function<void(std::int64_t, std::int64_t)>& progress = {});
   double test_accuracy(const LabelledImages& test);
 
-  Workspace<T>& workspace() { return *ws_; }
+  // The Plan's buffers, brought up to date from the executor's memory first (a GPU's).
+  Workspace<T>& workspace();
+  // The name of the kernels' backend ("cpu-openblas", "cuda-cublas").
+  std::string backend_name() const { return runner_->backend_name(); }
   // Payload bytes moved between workers so far, by all processes (a collective under MPI).
   std::uint64_t bytes_sent() const;
   std::int64_t global_batch() const { return global_batch_; }
@@ -96,7 +112,7 @@ class Trainer {
     BufferIndex loss = 0;
     bool local = true;  // its loss task runs in this process
   };
-  void set_up(Backend& backend);  // after transport_ is set
+  void set_up(const ExecutorFactory<T>& executor);  // after transport_ is set
   void initialise_weights(std::uint64_t seed);
   void bind(const LabelledImages& data, const std::vector<std::int64_t>& indices);
 
@@ -105,7 +121,7 @@ class Trainer {
   std::unique_ptr<Workspace<T>> ws_;
   std::unique_ptr<ThreadTransport<T>> own_transport_;  // when none is given
   Transport<T>* transport_ = nullptr;
-  std::unique_ptr<TaskRunner<T>> runner_;
+  std::unique_ptr<TaskExecutor<T>> runner_;
   std::unique_ptr<Interpreter<T>> interpreter_;
   std::vector<Slot> slots_;
   std::vector<TaskIndex> forward_order_;  // local forward tasks in topological order

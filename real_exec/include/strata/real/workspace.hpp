@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/traces/plan.hpp"
@@ -39,6 +40,8 @@ class Workspace {
   void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);
   // REQUIRES: set_labels was called for this pair (checked).
   const std::vector<std::int32_t>& labels(std::int64_t dp, std::int64_t microbatch) const;
+  // Every (dp, microbatch) pair with labels, in increasing order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> label_keys() const;
 
   // Number of updates an optimizer state buffer has had; the caller increments it. One counter
   // per buffer, allocated up front: workers stepping their own state at the same time touch
