@@ -27,7 +27,7 @@
 namespace strata::cli {
 namespace {
 
-constexpr double kEpochSamples = 60000;  // Fashion-MNIST's training set
+constexpr double kEpochSamples = 60000;  // Fashion-MNIST's training set; a GCN's epoch is its graph's nodes
 constexpr std::int64_t kBatchPerWorker = 64;
 
 struct CompareOptions {
@@ -43,6 +43,7 @@ struct Row {
   CommonFlags flags;
   std::string why_not;           // non-empty: this row has no Plan here
   std::string not_measured;      // non-empty: why the real executor did not run it
+  double epoch_samples = kEpochSamples;
   Report predicted;
   std::vector<real::EpochResult> measured;
   std::vector<double> seconds;   // cumulative training seconds after each epoch
@@ -78,6 +79,10 @@ std::vector<Row> rows_for(const CompareOptions& o) {
 void predict(Row& row, const std::string& platform, const ReplayOptions& options) {
   Plan plan;
   try {
+    StrategyConfig config;
+    SolverConfig solver;
+    const Model model = build_model(row.flags, config, &solver);
+    if (model.family == "gcn") row.epoch_samples = static_cast<double>(model.graph_nodes);
     plan = build_plan(row.flags, kBatchPerWorker);
   } catch (const InputError& e) {
     row.why_not = e.what();
@@ -128,7 +133,7 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
       std::printf("%-22s %s\n", r.label.c_str(), r.why_not.c_str());
       continue;
     }
-    const double predicted_epoch = kEpochSamples / std::max(1e-30, r.predicted.samples_per_s);
+    const double predicted_epoch = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
     // The report's bytes are per Plan iteration, which holds `instances` solver iterations.
     const double bytes = (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
     double measured_epoch = 0;

@@ -1,5 +1,6 @@
 #include "flags.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "strata/traces/error.hpp"
@@ -13,6 +14,15 @@ CollectiveAlgo parse_algo_flag(const std::string& key, const std::string& value)
     throw InputError("--set " + key + ": unknown algorithm '" + value +
                      "' (known: ring, tree, halving_doubling, hierarchical)");
   return *algo;
+}
+
+// GIST runs one sub-GCN per worker: `--set m=M` alone gives M workers, `--workers N` alone N
+// sub-GCNs, neither the default m; both must agree (check_gist says so when they do not).
+void match_sites_and_workers(const CommonFlags& flags, StrategyConfig& config, SolverConfig& solver) {
+  const bool m_given = std::any_of(flags.sets.begin(), flags.sets.end(),
+                                   [](const std::string& pair) { return pair.rfind("m=", 0) == 0; });
+  if (flags.workers == 0 && flags.strategy.empty()) config.dp = solver.subnets;
+  else if (!m_given) solver.subnets = solver_stages(config);
 }
 
 }  // namespace
@@ -130,6 +140,7 @@ Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig
   Model model = make_model(flags.model, overrides);
   config = build_config(flags, &model);
   apply_sets(flags.sets, config);
+  if (parsed.solver == Solver::gist) match_sites_and_workers(flags, config, parsed);
   if (solver != nullptr) *solver = parsed;
   else if (*which != Solver::backprop)
     throw InputError("--solver " + flags.solver + ": this command runs backprop only");
@@ -140,8 +151,10 @@ Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) 
   StrategyConfig config;
   SolverConfig solver;
   Model model = build_model(flags, config, &solver);
-  // The ADMM solvers train full batch (their default: a 10,000-sample subset), not per worker.
-  const bool full_batch = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm || solver.solver == Solver::pdadmm_g_q;
+  // The ADMM solvers train full batch (their default: a 10,000-sample subset), GIST and every GCN
+  // full-graph (all the graph's nodes), not per worker.
+  const bool full_batch = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm ||
+                          solver.solver == Solver::pdadmm_g_q || solver.solver == Solver::gist || model.family == "gcn";
   if (config.global_batch == 0 && global_batch_per_worker > 0 && !full_batch)
     config.global_batch = global_batch_per_worker * (solver.solver == Solver::backprop ? config.dp : 1);
   return lower_solver(model, config, solver);

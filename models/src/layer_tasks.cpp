@@ -43,6 +43,8 @@ TaskKind forward_kind(LayerOp op) {
       return TaskKind::elementwise;
     case LayerOp::fixed:
       return TaskKind::fixed;
+    case LayerOp::aggregate:
+      return TaskKind::spmm;
   }
   return TaskKind::fixed;
 }
@@ -69,6 +71,8 @@ TaskKind backward_data_kind(LayerOp op) {
       return TaskKind::elementwise;
     case LayerOp::fixed:
       return TaskKind::fixed;
+    case LayerOp::aggregate:
+      return TaskKind::spmm;
   }
   return TaskKind::fixed;
 }
@@ -177,10 +181,26 @@ Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp
     case LayerOp::fixed:
       attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / t;
       break;
+    case LayerOp::aggregate:
+      set_attr(attrs, "nodes", microbatch);
+      set_attr(attrs, "nnz", microbatch * shape_real(layer.shape, "nnz_per_node").value_or(1));
+      attrs.erase("nnz_per_node");
+      break;
     default:
       break;
   }
   return attrs;
+}
+
+// Â·X on `nodes` rows of `width`: Â's values and int32 column indices, and one row of X gathered
+// per nonzero, the traffic with no reuse of X in cache. It bounds the traffic from above, but
+// sparse-times-dense products run far below a one-pass roofline on GPUs and CPUs alike; a
+// calibration's spmm efficiencies say by how much.
+void set_spmm_bytes(Task& task, const Layer& layer, double nodes, double elem) {
+  const double nnz = nodes * shape_real(layer.shape, "nnz_per_node").value_or(1);
+  const double width = layer.out_elems;
+  task.bytes_read = nnz * (elem + 4) + nnz * width * elem;
+  task.bytes_written = nodes * width * elem;
 }
 
 }  // namespace
@@ -243,6 +263,7 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
       task.bytes_written = f.weights * b;
       break;
   }
+  if (layer.op == LayerOp::aggregate) set_spmm_bytes(task, layer, microbatch, b);
   if (layer.op == LayerOp::fixed)
     task.attrs["duration_s"] =
         (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / ranks;

@@ -172,6 +172,9 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
                          " has only " + std::to_string(layers) + " layers (one worker holds at least one)");
       break;
     }
+    case Solver::gist:
+      check_gist(model, config, solver);
+      break;
     default:
       break;
   }
@@ -191,9 +194,10 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
     case Solver::pdadmm:
     case Solver::pdadmm_g_q:
       return lower_admm(model, config, solver);
-    default:
-      throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
+    case Solver::gist:
+      return lower_gist(model, config, solver);
   }
+  throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
 }
 
 }  // namespace strata

@@ -17,6 +17,7 @@ bool is_mixed_precision(DType dtype) { return dtype == DType::bf16 || dtype == D
 // Per-replica samples per microbatch a family starts from when no batch is given (see
 // default_global_batch).
 std::int64_t base_replica_batch(const Model& model) {
+  if (model.family == "gcn") return model.graph_nodes;  // full-graph: a step reads every node
   if (model.family == "synthetic") return 1;
   if (model.family == "gpt") return 8;
   return 32;
@@ -142,6 +143,27 @@ double optimizer_state_bytes_per_param(Optimizer optimizer, DType dtype) {
   return (mixed ? 4.0 : 0.0) + moments * moment_bytes;
 }
 
+namespace {
+
+// A GCN step reads all nodes of its graph (zoo_gcn.cpp): splitting them over data-parallel ranks
+// or microbatches would need the neighbours' features from the other parts, which strata does not
+// model, so one replica runs one batch of every node.
+void check_full_graph(const Model& model, const StrategyConfig& config) {
+  const std::string nodes = std::to_string(model.graph_nodes);
+  const std::string why = "model " + model.name + " trains full-graph (every step reads all " + nodes + " nodes)";
+  if (config.dp > 1)
+    throw InputError("dp=" + std::to_string(config.dp) + ": " + why +
+                     "; strata does not model the neighbour exchange a split graph needs (use one worker, "
+                     "pp=N with --microbatches 1, or --solver gist)");
+  if (microbatch_count(config) > 1)
+    throw InputError(std::to_string(microbatch_count(config)) + " microbatches: " + why + " (give --microbatches 1)");
+  if (config.global_batch > 0 && config.global_batch != model.graph_nodes)
+    throw InputError("global batch " + std::to_string(config.global_batch) + ": " + why +
+                     " (set the graph with --set nodes=N, not --global-batch)");
+}
+
+}  // namespace
+
 void check_strategy(const Model& model, const StrategyConfig& config) {
   require_positive("dp", config.dp);
   require_positive("tp", config.tp);
@@ -172,6 +194,7 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
     throw InputError("pp=" + std::to_string(config.pp) + " exceeds the " + std::to_string(blocks) +
                      " blocks of " + model.name + " (each pipeline stage needs at least one)");
 
+  if (model.family == "gcn") check_full_graph(model, config);
   const std::int64_t batch = effective_global_batch(model, config);
   if (batch % config.dp != 0)
     throw InputError("global batch " + std::to_string(batch) + " is not divisible by dp=" +

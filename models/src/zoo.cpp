@@ -12,9 +12,9 @@
 namespace strata {
 namespace {
 
-constexpr std::array<std::string_view, 10> kLayerOpNames = {
+constexpr std::array<std::string_view, 11> kLayerOpNames = {
     "embedding", "linear",  "conv", "attention",   "norm",
-    "activation", "pool",   "loss", "elementwise", "fixed",
+    "activation", "pool",   "loss", "elementwise", "fixed", "aggregate",
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -154,6 +154,18 @@ const std::vector<Preset>& presets() {
       {"anchor-96", {"layers"},
        [](const std::string& name, const Overrides& set) {
          return make_anchor(name, set.positive_int("layers", 96));
+       }},
+      {"gcn", {"sizes", "nodes", "avg_degree"},
+       [](const std::string& name, const Overrides& set) {
+         const GcnConfig preset;
+         GcnConfig config;
+         config.sizes = set.int_list("sizes", preset.sizes, 2);
+         config.nodes = set.positive_int("nodes", static_cast<std::int32_t>(preset.nodes));
+         config.avg_degree = set.positive_int("avg_degree", preset.avg_degree);
+         if (config.avg_degree >= config.nodes)
+           Overrides::fail("avg_degree", std::to_string(config.avg_degree),
+                           "a node has at most nodes - 1 = " + std::to_string(config.nodes - 1) + " neighbours");
+         return make_gcn(name, config);
        }},
   };
   return kPresets;

@@ -99,6 +99,7 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.schedule = plan.info.schedule;
   if (plan.info.schedule == "ampnet" || plan.info.schedule == "local")
     r.instances = static_cast<int>(std::max<std::int64_t>(1, plan.info.microbatches));
+  if (plan.info.schedule == "gist") r.epochs_per_iteration = static_cast<int>(plan.info.microbatches);
   r.platform = platform.path;
   r.collectives = facts.collectives;
   r.network = facts.network;
@@ -199,6 +200,7 @@ nlohmann::json report_to_json(const Report& r) {
   j["strategy"] = r.strategy;
   j["schedule"] = r.schedule;
   j["instances"] = r.instances;
+  j["epochs_per_iteration"] = r.epochs_per_iteration;
   j["platform"] = r.platform;
   j["collectives"] = r.collectives;
   j["network"] = r.network;
@@ -238,6 +240,7 @@ Report report_from_json(const nlohmann::json& j) {
   r.strategy = j.value("strategy", "");
   r.schedule = j.value("schedule", "");
   r.instances = j.value("instances", 1);
+  r.epochs_per_iteration = j.value("epochs_per_iteration", 0);
   r.platform = j.value("platform", "");
   r.collectives = j.value("collectives", "");
   r.network = j.value("network", "");
@@ -276,6 +279,9 @@ std::string format_report(const Report& r) {
   if (r.instances > 1)
     s += "                    " + format_seconds(r.iteration_time_s / r.instances) + " per solver iteration (" +
          std::to_string(r.instances) + " instances per Plan iteration)\n";
+  if (r.epochs_per_iteration > 0)
+    s += "epoch time          " + format_seconds(r.iteration_time_s / r.epochs_per_iteration) + " (an iteration is one " +
+         r.schedule + " round of " + std::to_string(r.epochs_per_iteration) + " full-graph steps, one epoch each)\n";
   s += "compute per worker  " + format_seconds(r.compute_s) + "\n";
   s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) + "\n";
   s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";

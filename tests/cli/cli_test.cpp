@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -326,6 +327,41 @@ TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
       EXPECT_NE(s.out.find("per solver iteration (16 instances per Plan iteration)"), std::string::npos) << s.out;
     }
   }
+}
+
+// GIST (docs/solvers.md): a round of m sub-GCNs, timed per round and per epoch (one full-graph
+// step), from a Plan file or straight from the flags; the backprop baseline on one worker.
+TEST_F(Cli, GistPlansAndSimulatesARoundAndAnEpoch) {
+  const Outcome p = run("plan --model gcn --solver gist --workers 2 -o " + path("gist.json"));
+  ASSERT_EQ(p.rc, 0) << p.err;
+  EXPECT_NE(p.out.find("457 tasks, 2 workers"), std::string::npos) << p.out;
+  const std::regex epoch(R"(epoch time +[0-9.]+ (s|ms|µs) \(an iteration is one gist round of 10 full-graph steps)");
+  const std::regex round(R"(iteration time +[0-9.]+ (s|ms|µs) )");
+  const Outcome from_file = run("simulate --plan " + path("gist.json") + " --platform " + kPlatforms + "a100-node-8.xml");
+  ASSERT_EQ(from_file.rc, 0) << from_file.err;
+  EXPECT_TRUE(std::regex_search(from_file.out, round)) << from_file.out;
+  EXPECT_TRUE(std::regex_search(from_file.out, epoch)) << from_file.out;
+  const Outcome s = run("simulate --model gcn --solver gist --workers 4 --platform " + kPlatforms + "a100-node-8.xml");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("4 workers"), std::string::npos) << s.out;
+  EXPECT_TRUE(std::regex_search(s.out, epoch)) << s.out;
+  const Outcome baseline = run("simulate --model gcn --platform " + kPlatforms + "a100-node-8.xml");
+  ASSERT_EQ(baseline.rc, 0) << baseline.err;
+  EXPECT_TRUE(std::regex_search(baseline.out, round)) << baseline.out;
+  EXPECT_EQ(baseline.out.find("epoch time"), std::string::npos) << baseline.out;
+}
+
+TEST_F(Cli, GistBadInputIsOneLine) {
+  expect_one_line_error(run("plan --model mlp --solver gist -o " + path("p.json")),
+                        "--solver gist: model mlp is not a GCN", path("p.json"));
+  expect_one_line_error(run("plan --model gcn --solver gist --set m=300 -o " + path("p.json")),
+                        "--set m: 300 sub-GCNs but the narrowest hidden layer of model gcn has 256 units", path("p.json"));
+  expect_one_line_error(run("plan --model gcn --solver gist --set zeta=0 -o " + path("p.json")),
+                        "--set zeta: must be >= 1, got 0", path("p.json"));
+  expect_one_line_error(run("plan --model gcn --solver gist --set m=2 --workers 4 -o " + path("p.json")),
+                        "--set m: 2 sub-GCNs but 4 workers", path("p.json"));
+  expect_one_line_error(run("plan --model gcn --set nodes=0 -o " + path("p.json")),
+                        "--set nodes=0: '0' is not a positive integer", path("p.json"));
 }
 
 TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {

@@ -1,6 +1,7 @@
 // Solvers: their --set keys and checks, and the Plans of the layer-group solvers (AMPNet, local
 // parallelism): task counts, the parameter versions AMPNet fixes, its in-flight limit, the
-// messages local parallelism sends, and a run of each Plan through the Dispatcher.
+// messages local parallelism sends, and a run of each Plan through the Dispatcher; the ADMM
+// Plans' messages; GIST's round (slices, steps, the 1/m^2 cost of its hidden-to-hidden GEMMs).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "strata/models/zoo.hpp"
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/plan_json.hpp"
 
 namespace strata {
 namespace {
@@ -209,6 +211,138 @@ TEST(Admm, RefusesWhatItCannotTrain) {
             "--solver: the ADMM solvers train MLPs (linear and ReLU layers); model lenet5 has a conv layer (conv1)");
   EXPECT_EQ(error_of([&] { lower_solver(make_model("mlp"), workers(4), s); }),
             "--solver pdadmm: 4 workers but model mlp has only 3 layers (one worker holds at least one)");
+}
+
+// ---- GIST on the gcn preset: 784-256-256-10, 10,000 nodes of mean degree 20 ----
+
+StrategyConfig gcn_workers(int n) {
+  StrategyConfig c;
+  c.dp = n;
+  return c;
+}
+
+// Sum of the FLOPs of the tasks of `kind` whose id starts with `prefix` and ends with `suffix`.
+double flops_of(const Plan& plan, const std::string& prefix, const std::string& suffix, TaskKind kind) {
+  double total = 0;
+  for (const Task& t : plan.tasks())
+    if (t.kind == kind && t.id.rfind(prefix, 0) == 0 && t.id.size() >= suffix.size() &&
+        t.id.compare(t.id.size() - suffix.size(), suffix.size(), suffix) == 0)
+      total += t.flops;
+  return total;
+}
+
+double gemm_flops(const Plan& plan, const std::string& prefix, const std::string& layer) {
+  double total = 0;
+  for (TaskKind kind : {TaskKind::linear_fwd, TaskKind::linear_bwd_data, TaskKind::linear_bwd_weight})
+    total += flops_of(plan, prefix, "/" + layer, kind);
+  return total;
+}
+
+// m = 2 on 2 workers, zeta = 10. Per local step a site runs 8 forwards (3 fc, 2 agg, 2 relu, the
+// loss), 8 backward-data, 3 backward-weight and 3 optimizer steps: 22 tasks, 220 per round. Site 0
+// shares worker 0 with the coordinator; site 1 also gets its 3 slices and sends them back.
+TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
+  const SolverConfig s = parse(Solver::gist, {});
+  const Plan plan = lower_solver(make_model("gcn"), gcn_workers(2), s);
+  EXPECT_EQ(plan.num_workers(), 2);
+  EXPECT_EQ(plan.num_iterations(), 1);
+  EXPECT_EQ(plan.size(), (1 + 220 + 1) + (1 + 3 + 3 + 220 + 3 + 3 + 1) + 1u);
+  // Slices of site 1, fp32, biases included: (784 x 128 + 128), (128 x 128 + 128), (128 x 10 + 10).
+  const std::map<std::string, double> slice = {
+      {"gc0/fc", (784.0 * 128 + 128) * 4}, {"gc1/fc", (128.0 * 128 + 128) * 4}, {"gc2/fc", (128.0 * 10 + 10) * 4}};
+  double sent = 0;
+  for (const auto& [layer, bytes] : slice) {
+    const Task& down = task(plan, "it0/site1/send/scatter/" + layer);
+    EXPECT_EQ(down.worker, 0);
+    EXPECT_EQ(down.peer, 1);
+    EXPECT_DOUBLE_EQ(down.comm_bytes, bytes) << layer;
+    const Task& up = task(plan, "it0/site1/send/gather/" + layer);
+    EXPECT_EQ(up.worker, 1);
+    EXPECT_EQ(up.peer, 0);
+    EXPECT_DOUBLE_EQ(up.comm_bytes, bytes) << layer;
+    EXPECT_EQ(task(plan, "it0/site1/recv/scatter/" + layer).worker, 1);
+    sent += bytes;
+    EXPECT_TRUE(depends_on(plan, "it0/site1/step0/fwd/" + layer, "it0/site1/recv/scatter/" + layer));
+    EXPECT_TRUE(depends_on(plan, "it0/site1/step1/fwd/" + layer, "it0/site1/step0/opt/" + layer));
+    EXPECT_TRUE(depends_on(plan, "it0/site1/send/gather/" + layer, "it0/site1/step9/opt/" + layer));
+    EXPECT_TRUE(depends_on(plan, "it0/site0/step0/fwd/" + layer, "it0/site0/extract"));
+  }
+  EXPECT_DOUBLE_EQ(sent, 473128);  // what strata::real's gist_round measures per site (docs/solvers.md)
+  // Nothing else crosses the network: the steps are local.
+  EXPECT_EQ(std::count_if(plan.tasks().begin(), plan.tasks().end(), [](const Task& t) { return t.kind == TaskKind::send; }), 6);
+  // Every step reads all 10,000 nodes: Â has 10,000 x 21 nonzeros, aggregated 128 wide.
+  const Task& agg = task(plan, "it0/site1/step3/fwd/gc1/agg");
+  EXPECT_EQ(agg.kind, TaskKind::spmm);
+  EXPECT_EQ(agg.worker, 1);
+  EXPECT_EQ(agg.attr_int("nnz"), 210000);
+  EXPECT_EQ(agg.attr_int("nodes"), 10000);
+  EXPECT_EQ(agg.attr_int("width"), 128);
+  EXPECT_DOUBLE_EQ(agg.flops, 2.0 * 210000 * 128);
+  EXPECT_EQ(task(plan, "it0/site1/step3/fwd/gc1/fc").attr_int("m"), 10000);
+  EXPECT_EQ(task(plan, "it0/site0/write_back").worker, 0);
+  EXPECT_TRUE(depends_on(plan, "it0/site1/write_back", "it0/site1/recv/gather/gc0/fc"));
+  EXPECT_TRUE(depends_on(plan, "it0/average", "it0/site0/write_back"));
+  EXPECT_TRUE(depends_on(plan, "it0/average", "it0/site1/write_back"));
+  EXPECT_EQ(plan.info.schedule, "gist");
+  EXPECT_EQ(plan.info.global_batch, 10000 * 10);  // 10 full-graph steps per round
+  runs_to_the_end(plan);
+  // Deterministic: the same inputs give the same Plan, byte for byte.
+  EXPECT_EQ(plan_to_json(plan).dump(), plan_to_json(lower_solver(make_model("gcn"), gcn_workers(2), s)).dump());
+}
+
+TEST(Gist, RoundsFollowOneAnother) {
+  StrategyConfig c = gcn_workers(2);
+  c.iterations = 2;
+  const Plan plan = lower_solver(make_model("gcn"), c, parse(Solver::gist, {{"zeta", "3"}}));
+  EXPECT_EQ(plan.num_iterations(), 2);
+  EXPECT_TRUE(depends_on(plan, "it1/site1/extract", "it0/average"));
+  EXPECT_EQ(task(plan, "it1/site1/step2/opt/gc2/fc").iteration, 1);
+  runs_to_the_end(plan);
+}
+
+// A sub-GCN's hidden-to-hidden GEMMs cost 1/m^2 of the full model's per step; its first and last
+// GEMMs and its aggregations 1/m. The full model: backprop on one worker, one step.
+TEST(Gist, HiddenToHiddenGemmsCostOneOverMSquared) {
+  const Model gcn = make_model("gcn");
+  const Plan full = lower_solver(gcn, gcn_workers(1), parse(Solver::backprop, {}));
+  EXPECT_EQ(full.info.global_batch, 10000);
+  const double hidden = gemm_flops(full, "", "gc1/fc");
+  EXPECT_DOUBLE_EQ(hidden, 3 * 2.0 * 10000 * 256 * 256);  // forward, dX, dW
+  for (int m : {2, 4}) {
+    SolverConfig s = parse(Solver::gist, {{"m", std::to_string(m)}, {"zeta", "5"}});
+    const Plan plan = lower_solver(gcn, gcn_workers(m), s);
+    for (int i = 0; i < m; ++i) {
+      const std::string site = "it0/site" + std::to_string(i) + "/";
+      EXPECT_DOUBLE_EQ(gemm_flops(plan, site, "gc1/fc") / 5, hidden / (m * m)) << "m=" << m << " site " << i;
+      EXPECT_DOUBLE_EQ(gemm_flops(plan, site, "gc0/fc") / 5, gemm_flops(full, "", "gc0/fc") / m);
+      EXPECT_DOUBLE_EQ(flops_of(plan, site, "/gc1/agg", TaskKind::spmm) / 5,
+                       flops_of(full, "", "/gc1/agg", TaskKind::spmm) / m);
+    }
+  }
+}
+
+TEST(Gist, RefusesWhatItCannotTrain) {
+  const SolverConfig s = parse(Solver::gist, {});
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("mlp"), gcn_workers(2), s); }),
+            "--solver gist: model mlp is not a GCN; GIST trains sub-GCNs of a graph convolutional network (--model gcn)");
+  const Model narrow = make_model("gcn", {{"sizes", "784,16,10"}});
+  EXPECT_EQ(error_of([&] { lower_solver(narrow, gcn_workers(32), parse(Solver::gist, {{"m", "32"}})); }),
+            "--set m: 32 sub-GCNs but the narrowest hidden layer of model gcn has 16 units (each sub-GCN needs at least one)");
+  EXPECT_EQ(error_of([] { parse(Solver::gist, {{"zeta", "0"}}); }), "--set zeta: must be >= 1, got 0");
+  EXPECT_EQ(error_of([] { parse(Solver::gist, {{"m", "0"}}); }), "--set m: must be >= 1, got 0");
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), gcn_workers(4), s); }),
+            "--set m: 2 sub-GCNs but 4 workers; GIST trains one sub-GCN per worker (give --workers 2)");
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn", {{"sizes", "784,10"}}), gcn_workers(2), s); }),
+            "--solver gist: model gcn has no hidden layer to split (give --set sizes=F,H,...,C with at least one "
+            "hidden width)");
+  StrategyConfig batch = gcn_workers(2);
+  batch.global_batch = 64;
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), batch, s); }),
+            "--global-batch 64: GIST trains full-graph on the 10000 nodes of model gcn (set the graph with --set nodes=N)");
+  // Backprop trains a GCN on the whole graph too: no data parallelism over its nodes.
+  EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), gcn_workers(2), parse(Solver::backprop, {})); }),
+            "dp=2: model gcn trains full-graph (every step reads all 10000 nodes); strata does not model the "
+            "neighbour exchange a split graph needs (use one worker, pp=N with --microbatches 1, or --solver gist)");
 }
 
 }  // namespace

@@ -40,8 +40,33 @@ std::string input_error(const std::string& name, const std::map<std::string, std
 TEST(Zoo, NamesInOrder) {
   const std::vector<std::string> expected = {"mlp",        "lenet5",    "vgg16",
                                              "resnet50",   "gpt2-small", "gpt3-1.3b",
-                                             "gpt3-13b",   "gpt3-175b", "anchor-96"};
+                                             "gpt3-13b",   "gpt3-175b", "anchor-96",
+                                             "gcn"};
   EXPECT_EQ(zoo_names(), expected);
+}
+
+// Per node: the GEMMs of 784-256-256-10, the aggregations of layers 1 and 2 (21 nonzeros per row
+// of Â at mean degree 20), ReLUs and the loss.
+TEST(Zoo, GcnPerNodeFiguresExact) {
+  const Model gcn = make_model("gcn");
+  EXPECT_EQ(gcn.family, "gcn");
+  EXPECT_EQ(gcn.params(), 784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10);  // 1,077,288 B in fp32
+  EXPECT_EQ(gcn.graph_nodes, 10000);
+  EXPECT_EQ(gcn.graph_avg_degree, 20);
+  EXPECT_EQ(gcn.num_blocks_or_layers(), 3);
+  const Layer& agg = find_layer(gcn, "gc1/agg");
+  EXPECT_EQ(agg.op, LayerOp::aggregate);
+  EXPECT_EQ(agg.fwd_flops, 2.0 * 21 * 256);
+  EXPECT_EQ(agg.bwd_data_flops, agg.fwd_flops);
+  EXPECT_EQ(agg.bwd_weight_flops, 0);
+  EXPECT_EQ(find_layer(gcn, "gc2/agg").fwd_flops, 2.0 * 21 * 10);
+  EXPECT_EQ(gcn.fwd_flops_per_sample(),
+            2.0 * (784 * 256 + 256 * 256 + 256 * 10) + 2.0 * 21 * (256 + 10) + 2 * 256 + 3 * 10);
+  const Model small = make_model("gcn", {{"sizes", "32,8,4"}, {"nodes", "100"}, {"avg_degree", "3"}});
+  EXPECT_EQ(small.graph_nodes, 100);
+  EXPECT_EQ(find_layer(small, "gc1/agg").fwd_flops, 2.0 * 4 * 4);
+  EXPECT_EQ(input_error("gcn", {{"avg_degree", "100"}, {"nodes", "100"}}),
+            "--set avg_degree=100: a node has at most nodes - 1 = 99 neighbours");
 }
 
 TEST(Zoo, MlpParamsExact) {
@@ -230,7 +255,7 @@ TEST(Zoo, EveryPresetIsWellFormed) {
 TEST(Zoo, UnknownModelIsInputError) {
   EXPECT_EQ(input_error("x", {}),
             "unknown model 'x' (known: mlp, lenet5, vgg16, resnet50, gpt2-small, gpt3-1.3b, "
-            "gpt3-13b, gpt3-175b, anchor-96)");
+            "gpt3-13b, gpt3-175b, anchor-96, gcn)");
 }
 
 TEST(Zoo, BadOverrideIsInputError) {

@@ -12,8 +12,8 @@ constexpr std::array<std::string_view, kTaskKindCount> kKindNames = {
     "activation_fwd", "activation_bwd",  "pool_fwd",          "pool_bwd",
     "loss_fwd",       "loss_bwd",        "elementwise",       "grad_accumulate",
     "optimizer_step", "fixed",           "admm_backward",     "admm_forward",
-    "send",           "recv",            "allreduce",         "allgather",
-    "reduce_scatter", "broadcast",
+    "spmm",           "send",            "recv",              "allreduce",
+    "allgather",      "reduce_scatter",  "broadcast",
 };
 
 template <typename Enum, std::size_t N>

@@ -16,6 +16,7 @@
 //   loss        loss_fwd       loss_bwd         -
 //   elementwise elementwise    elementwise      -
 //   fixed       fixed          fixed            -   (attr duration_s = fixed_fwd_s / fixed_bwd_s)
+//   aggregate   spmm           spmm             -   (Â is symmetric: dP = Â dZ is the same product)
 // An op without a backward-weight kind has one backward task (Phase::backward_data) that
 // carries the layer's bwd_data_flops + bwd_weight_flops, so no work is lost.
 #pragma once
@@ -58,7 +59,9 @@ bool has_backward_weight(const Layer& layer);
 //   attrs: the layer's shape attributes, scaled to the microbatch and the tp rank (linear m
 //     multiplied by the microbatch, n divided by tp for column split, k for row split; attention
 //     batch = microbatch, heads / tp; conv n = microbatch); fixed: duration_s (the layer's
-//     fixed_fwd_s or fixed_bwd_s, divided by tp if split).
+//     fixed_fwd_s or fixed_bwd_s, divided by tp if split); aggregate: nodes = microbatch,
+//     nnz = microbatch x nnz_per_node, width, and bytes of its own (Â's values and indices plus
+//     one row of the input gathered per nonzero, layer_tasks.cpp).
 // REQUIRES: microbatch > 0, tp >= 1; phase is backward_weight only if backward_weight_kind(op).
 Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
 

@@ -11,7 +11,9 @@
 //   dladmm      ADMM without gradients through layers (Wang et al. KDD 2019), serial sweeps
 //   pdadmm      its layer-parallel form (Wang, Chai, Cheng, Zhao ICDM 2020)
 //   pdadmm-g-q  pdADMM with p quantized to int8 and an adaptive rho
-//   gist        independent subnetwork training of GCNs (Wolfe et al. 2021)
+//   gist        independent subnetwork training of GCNs (Wolfe et al. 2021): m sub-GCNs, one per
+//               worker, each trained zeta full-graph steps per round between a scatter of their
+//               weight slices from worker 0 and a gather back
 //
 // A solver's hyperparameters come from `--set key=value`; parse_solver_config() takes the keys
 // it knows out of the map, so what is left are model hyperparameters.
@@ -57,9 +59,9 @@ struct SolverConfig {
   double nu = 1e-4;
   int admm_iterations = 1;  // ADMM sweeps per Plan
   int quant_bits = 8;       // pdadmm-g-q: bits of the grid p is sent on
-  // GIST.
+  // GIST. One Plan iteration is one round; --iterations gives rounds.
   int subnets = 2;      // m: sub-GCNs per round, one per worker
-  int local_steps = 10; // zeta: local steps per round
+  int local_steps = 10; // zeta: full-graph local steps per round
 };
 
 // Reads the keys of `solver` from `sets` and erases them from it; the defaults above stand for
@@ -84,6 +86,14 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
 Plan lower_ampnet(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 Plan lower_local(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver);  // all three
+Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
+// workers, full graph. Throws InputError with one line.
+void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+
+// The sizes {features, hidden..., classes} of a GCN (zoo_gcn.cpp); throws InputError naming the
+// model when it is not one (GIST needs a GCN).
+std::vector<std::int64_t> gcn_sizes(const Model& model);
 
 // The widths {n_0, ..., n_L} of an MLP's linear layers, input first; throws InputError naming the
 // first layer that is neither linear, ReLU nor the loss.

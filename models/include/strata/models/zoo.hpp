@@ -6,9 +6,10 @@
 // Element counts are dtype-free; the strategy multiplies by the dtype's size.
 //
 // Presets: mlp (784-256-128-10), lenet5, vgg16, resnet50, gpt2-small, gpt3-1.3b, gpt3-13b,
-// gpt3-175b, anchor-96 (the synthetic DP workload of README's anchor section). `--set key=value`
-// overrides a family's hyperparameters (gpt: layers, hidden, heads, seq, vocab; mlp: sizes;
-// vision: image, batch-independent only).
+// gpt3-175b, anchor-96 (the synthetic DP workload of README's anchor section), gcn (784-256-256-10
+// on a 10,000-node graph of mean degree 20, zoo_gcn.cpp). `--set key=value` overrides a family's
+// hyperparameters (gpt: layers, hidden, heads, seq, vocab; mlp: sizes; vision: image,
+// batch-independent only; gcn: sizes, nodes, avg_degree).
 //
 // Conventions every preset follows:
 // - Layer names are unique. GPT: "embed", "l<i>/ln1", "l<i>/qkv", "l<i>/attn", "l<i>/proj",
@@ -20,7 +21,9 @@
 //   "loss" to block L-1, so a GPT has exactly `layers` blocks. MLP: one block per linear layer
 //   (with its activation; the loss goes with the last). LeNet-5 / VGG-16: one block per layer
 //   with weights (with its activation and following pool). ResNet-50: stem, 16 bottlenecks,
-//   head (18 blocks). anchor-96: one block per layer.
+//   head (18 blocks). anchor-96: one block per layer. GCN: one block per graph convolution
+//   "gc<l>" (its "gc<l>/fc", "gc<l>/agg" for l > 0, "gc<l>/relu" but for the last; "loss" goes
+//   with the last).
 // - FLOPs: linear and conv layers count 2·m·k·n (bias adds omitted); their backward costs the
 //   same for the data gradient and again for the weight gradient. The data gradient is kept
 //   for the first layer too (frameworks skip it; keeping it matches the 6N convention and
@@ -53,6 +56,7 @@ enum class LayerOp : std::uint8_t {
   loss,         // softmax cross-entropy (with the output projection's logits)
   elementwise,  // residual add
   fixed,        // synthetic layer with given forward/backward durations
+  aggregate,    // a GCN's neighbourhood aggregation Â·H: attrs width, nnz_per_node
 };
 std::string_view to_string(LayerOp op);
 
@@ -97,6 +101,10 @@ struct Model {
   std::int32_t hidden = 0;
   std::int32_t heads = 0;
   std::int32_t vocab = 0;
+  // Graph of a GCN (family "gcn"); zero for other families. A sample is a node, and a training
+  // step reads all graph_nodes of them (full-graph, full-batch).
+  std::int64_t graph_nodes = 0;
+  std::int32_t graph_avg_degree = 0;  // mean neighbours per node (self loop not counted)
 
   double params() const;
   double fwd_flops_per_sample() const;
@@ -130,6 +138,15 @@ Model make_mlp(const std::string& name, const std::vector<std::int64_t>& sizes);
 Model make_lenet5(std::int32_t image = 28);    // image: side of the square input (multiple of 4, >= 12)
 Model make_vgg16(std::int32_t image = 224);    // image: a multiple of 32
 Model make_resnet50(std::int32_t image = 224); // image: a multiple of 32
+// A GCN (Kipf & Welling 2017) of sizes {features, hidden..., classes} on a graph of `nodes`
+// nodes of mean degree `avg_degree` (see zoo_gcn.cpp). REQUIRES: >= 2 sizes, all positive.
+struct GcnConfig {
+  std::vector<std::int64_t> sizes = {784, 256, 256, 10};
+  std::int64_t nodes = 10000;
+  std::int32_t avg_degree = 20;
+};
+Model make_gcn(const std::string& name, const GcnConfig& config);
+
 // ASTRA-sim 2.0's data-parallel comparison workload: `layers` fixed layers, 300 µs forward,
 // 600 µs backward and 24 M parameters (a 48 MB bf16 gradient allreduce) each.
 Model make_anchor(const std::string& name, std::int32_t layers = 96);

@@ -44,6 +44,9 @@ struct Report {
   // Solver iterations in one Plan iteration: the instances of an AMPNet or local-parallelism
   // Plan (docs/solvers.md), 1 otherwise.
   int instances = 1;
+  // Epochs (full-graph steps) in one Plan iteration: the local steps zeta of a GIST round
+  // (docs/solvers.md); 0 where a Plan does not say.
+  int epochs_per_iteration = 0;
   std::vector<double> iteration_times_s;
   double iteration_time_s = 0;
   double compute_s = 0;         // mean over workers, per iteration

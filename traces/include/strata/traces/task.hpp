@@ -57,6 +57,7 @@ enum class TaskKind : std::uint8_t {
   fixed,              // a compute task of given duration (attr duration_s): synthetic workloads
   admm_backward,      // ADMM layer update of p, W, b, z (attrs layer, n_in, n_out, samples)
   admm_forward,       // ADMM layer update of q, u (same attrs)
+  spmm,               // Y = Â X, Â sparse (a GCN's aggregation): attrs nodes, nnz, width
   // communication
   send,               // point-to-point: carries the transfer to `peer`
   recv,               // the receiver's completion of the matching send (data-dependent on it)
