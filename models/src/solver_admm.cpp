@@ -34,6 +34,7 @@ using solvers::coord;
 using solvers::kNone;
 
 constexpr std::int64_t kDefaultSamples = 10000;  // the seeded Fashion-MNIST subset of the tests
+constexpr double kQuantStep = 1.0 / 16;         // pdADMM-G-Q's grid (real::QuantGrid's step)
 
 struct AdmmLayerPlan {
   std::int64_t n_in = 0, n_out = 0;
@@ -132,6 +133,9 @@ Task AdmmBuilder::update_task(int l, bool backward) const {
   t.attrs["n_out"] = a.n_out;
   t.attrs["samples"] = samples_;
   t.attrs["solver"] = std::string(to_string(solver_.solver));
+  t.attrs["rho"] = solver_.rho;
+  t.attrs["nu"] = solver_.nu;
+  t.attrs["quantize"] = static_cast<std::int64_t>(solver_.solver == Solver::pdadmm_g_q ? 1 : 0);
   return t;
 }
 
@@ -188,13 +192,19 @@ void AdmmBuilder::add_iteration(int k) {
     if (l > 0) t.writes.insert(t.writes.begin(), a.p);
     b[ls] = add(std::move(t), k, l, "bwd");
     // Its own previous updates, the predecessor's q and u of iteration k-1, and the sends that
-    // read what it overwrites.
-    for (TaskIndex before : {last_b_[ls], last_f_[ls], l > 0 ? q_ready_[ls - 1] : kNone, last_send_p_[ls]})
+    // read what it overwrites or reads: the real executor lends a task its arrays whole
+    // (task_runner.hpp), so no send may read one meanwhile.
+    for (TaskIndex before : {last_b_[ls], last_f_[ls], l > 0 ? q_ready_[ls - 1] : kNone, last_send_p_[ls],
+                             last_send_qu_[ls]})
       if (before != kNone) plan_.add_control_dep(before, b[ls]);
     p_ready[ls] = b[ls];
     if (crosses(l)) {
       const double bytes = solver_.solver == Solver::pdadmm_g_q ? values(l - 1) : values(l - 1) * elem();
       const Transfer p = transfer(k, l, l - 1, "p", a.p, layers_[ls - 1].p_next, bytes, b[ls]);
+      if (solver_.solver == Solver::pdadmm_g_q) {  // p lies on the grid: sent as its int8 codes
+        plan_.mutable_task(p.send).attrs["encoding"] = std::string("int8");
+        plan_.mutable_task(p.send).attrs["quant_step"] = kQuantStep;
+      }
       p_ready[ls] = p.recv;
       last_send_p_[ls] = p.send;
     }

@@ -131,6 +131,16 @@ AdmmTraffic iterate_parallel(AdmmNetwork<T>& net, const AdmmSettings& s, Backend
 // ---- quantisation and adaptive ρ ----
 
 template <typename T>
+void quantize_into(const T* values, std::int64_t n, const QuantGrid& grid, std::int8_t* codes) {
+  grid_codes(values, n, static_cast<T>(1 / grid.step), codes);
+}
+
+template <typename T>
+void dequantize_into(const std::int8_t* codes, std::int64_t n, const QuantGrid& grid, T* values) {
+  grid_values(codes, n, static_cast<T>(grid.step), values);
+}
+
+template <typename T>
 std::vector<std::int8_t> quantize(const Tensor<T>& values, const QuantGrid& grid) {
   std::vector<std::int8_t> codes(static_cast<std::size_t>(values.size()));
   grid_codes(values.data(), values.size(), static_cast<T>(1 / grid.step), codes.data());
@@ -334,6 +344,8 @@ AdmmResidual residual(const AdmmNetwork<T>& net, const AdmmSettings& s) {
   template AdmmTraffic iterate_serial(AdmmNetwork<T>&, const AdmmSettings&, Backend&);                     \
   template AdmmTraffic iterate_parallel(AdmmNetwork<T>&, const AdmmSettings&, Backend&, bool);             \
   template std::vector<std::int8_t> quantize(const Tensor<T>&, const QuantGrid&);                          \
+  template void quantize_into(const T*, std::int64_t, const QuantGrid&, std::int8_t*);                      \
+  template void dequantize_into(const std::int8_t*, std::int64_t, const QuantGrid&, T*);                    \
   template Tensor<T> dequantize(const std::vector<std::int8_t>&, const Shape&, const QuantGrid&);          \
   template AdmmData<T> admm_columns(const LabelledImages&, std::int64_t, std::uint64_t);                   \
   template AdmmNetwork<T> cold_start(const Tensor<T>&, const Tensor<T>&, const std::vector<std::int64_t>&, \

@@ -69,9 +69,23 @@ std::string missing_kernel(const Task& t) {
     case TaskKind::loss_fwd:
     case TaskKind::loss_bwd:
     case TaskKind::grad_accumulate:
-    case TaskKind::send:
     case TaskKind::recv:
     case TaskKind::allreduce:
+      return "";
+    case TaskKind::send: {
+      const auto encoding = t.attr_string("encoding");
+      if (!encoding) return "";
+      const double step = t.attr_real("quant_step").value_or(0);
+      return *encoding == "int8" && std::isfinite(step) && step > 0
+                 ? ""
+                 : "send encoding '" + *encoding + "' is not int8 with a quant_step > 0";
+    }
+    case TaskKind::admm_backward:
+    case TaskKind::admm_forward:
+      for (const char* key : {"layer", "n_in", "n_out", "samples"})
+        if (!t.attr_int(key)) return "ADMM task lacks integer attribute '" + std::string(key) + "'";
+      if (!(t.attr_real("rho").value_or(0) > 0) || !(t.attr_real("nu").value_or(0) > 0))
+        return "ADMM task needs rho > 0 and nu > 0";
       return "";
     case TaskKind::activation_fwd:
     case TaskKind::activation_bwd: {
@@ -97,6 +111,11 @@ std::string missing_kernel(const Task& t) {
 
 }  // namespace
 
+double int8_encoding(const Task& send) {
+  if (send.attr_string("encoding").value_or("") != "int8") return 0;
+  return send.attr_real("quant_step").value_or(0);
+}
+
 void check_kernels(const Plan& plan, const std::string& source) {
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const std::string why = missing_kernel(plan.task(i));
@@ -105,8 +124,8 @@ void check_kernels(const Plan& plan, const std::string& source) {
                                            "task " + plan.task(i).id + ": " + why +
                                                "; the real executor runs linear, conv, relu/tanh, "
                                                "2x2 max pool, softmax cross-entropy, sgd/adam, "
-                                               "grad_accumulate, send/recv, allreduce and fixed "
-                                               "(busy-waits duration_s)"));
+                                               "grad_accumulate, ADMM layer updates, send/recv, "
+                                               "allreduce and fixed (busy-waits duration_s)"));
   }
 }
 
@@ -140,6 +159,9 @@ void TaskRunner<T>::run(TaskIndex index) {
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:
       return run_optimizer(t);
+    case TaskKind::admm_backward:
+    case TaskKind::admm_forward:
+      return run_admm(t);
     case TaskKind::fixed:
       return run_fixed_task(t);
     case TaskKind::send:

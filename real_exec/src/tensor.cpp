@@ -53,6 +53,12 @@ void Tensor<T>::fill(T value) {
   std::fill(values_.begin(), values_.end(), value);
 }
 
+template <typename T>
+std::vector<T> Tensor<T>::release() {
+  shape_ = {0};
+  return std::move(values_);
+}
+
 template class Tensor<float>;
 template class Tensor<double>;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "strata/real/admm.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
@@ -20,6 +21,14 @@ void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws
   const Task& t = plan.task(task);
   STRATA_ASSERT(t.reads.size() == 1, "send " + t.id + " must read one buffer");
   const T* src = ws.data(t.reads[0]);
+  if (const double step = int8_encoding(t); step > 0) {
+    std::vector<std::int8_t> codes(static_cast<std::size_t>(ws.size(t.reads[0])));
+    quantize_into(src, ws.size(t.reads[0]), QuantGrid{step}, codes.data());
+    bytes_ += codes.size();
+    std::lock_guard<std::mutex> lock(mutex_);
+    codes_[task] = std::move(codes);
+    return;
+  }
   std::vector<T> payload(src, src + ws.size(t.reads[0]));
   bytes_ += payload.size() * sizeof(T);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -30,10 +39,25 @@ template <typename T>
 void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
+  const TaskIndex from = matching_send(plan, t);
+  if (const double step = int8_encoding(plan.task(from)); step > 0) {
+    std::vector<std::int8_t> codes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = codes_.find(from);
+      STRATA_ASSERT(it != codes_.end(), "recv " + t.id + " ran before its send");
+      codes = std::move(it->second);
+      codes_.erase(it);
+    }
+    STRATA_ASSERT(static_cast<std::int64_t>(codes.size()) == ws.size(t.writes[0]),
+                  "recv " + t.id + ": payload size differs from the receiving buffer");
+    dequantize_into(codes.data(), ws.size(t.writes[0]), QuantGrid{step}, ws.data(t.writes[0]));
+    return;
+  }
   std::vector<T> payload;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = staged_.find(matching_send(plan, t));
+    auto it = staged_.find(from);
     STRATA_ASSERT(it != staged_.end(), "recv " + t.id + " ran before its send");
     payload = std::move(it->second);
     staged_.erase(it);

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <cstdio>
 #include <exception>
 #include <type_traits>
 
+#include "strata/real/admm.hpp"
 #include "strata/real/mpi_transport.hpp"
 #include "strata/traces/error.hpp"
 
@@ -60,7 +62,7 @@ MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan) : pla
 template <typename T>
 MpiTransport<T>::~MpiTransport() {
   // A message to itself with the reserved tag ends the progress thread's loop.
-  MPI_Send(nullptr, 0, datatype<T>(), rank_, 2 * tasks_, p2p_);
+  MPI_Send(nullptr, 0, MPI_BYTE, rank_, 2 * tasks_, p2p_);
   progress_.join();
   MPI_Comm_free(&control_);
   MPI_Comm_free(&ring_);
@@ -84,17 +86,35 @@ void MpiTransport<T>::progress_loop() {
         std::this_thread::sleep_for(kIdlePoll);
         continue;
       }
-      int count = 0;
-      MPI_Get_count(&status, datatype<T>(), &count);
-      std::vector<T> payload(static_cast<std::size_t>(count));
-      MPI_Mrecv(payload.data(), count, datatype<T>(), &message, MPI_STATUS_IGNORE);
+      int count = 0;  // bytes: point-to-point messages travel as MPI_BYTE (values or int8 codes)
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      std::vector<char> wire(static_cast<std::size_t>(count));
+      MPI_Mrecv(wire.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
       if (status.MPI_TAG == 2 * tasks_) return;
-      take_message(status.MPI_TAG, std::move(payload));
+      take_message(status.MPI_TAG, decode(status.MPI_TAG, wire));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata: rank %d: internal error in the MPI progress thread: %s\n", rank_, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+}
+
+// The values of a message: its bytes as T, or its int8 codes decoded on the send's grid.
+template <typename T>
+std::vector<T> MpiTransport<T>::decode(int tag, const std::vector<char>& wire) const {
+  if (tag < 2 * tasks_) {
+    const Task& send = plan_.task(static_cast<TaskIndex>(tag >= tasks_ ? tag - tasks_ : tag));
+    if (const double step = send.kind == TaskKind::send ? int8_encoding(send) : 0; step > 0) {
+      std::vector<T> values(wire.size());
+      dequantize_into(reinterpret_cast<const std::int8_t*>(wire.data()), static_cast<std::int64_t>(wire.size()),
+                      QuantGrid{step}, values.data());
+      return values;
+    }
+  }
+  STRATA_ASSERT(wire.size() % sizeof(T) == 0, "MPI message of a size that is not whole values");
+  std::vector<T> values(wire.size() / sizeof(T));
+  std::memcpy(values.data(), wire.data(), wire.size());
+  return values;
 }
 
 template <typename T>
@@ -133,7 +153,14 @@ void MpiTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   STRATA_ASSERT(t.reads.size() == 1, "send " + t.id + " must read one buffer");
   STRATA_ASSERT(t.peer != rank_, "send " + t.id + " to its own process");
   const auto elements = static_cast<std::size_t>(ws.size(t.reads[0]));
-  MPI_Send(ws.data(t.reads[0]), count_of(elements, "send " + t.id), datatype<T>(), t.peer, tag_of(task), p2p_);
+  if (const double step = int8_encoding(t); step > 0) {  // pdADMM-G-Q's p: one byte per value
+    std::vector<std::int8_t> codes(elements);
+    quantize_into(ws.data(t.reads[0]), ws.size(t.reads[0]), QuantGrid{step}, codes.data());
+    MPI_Send(codes.data(), count_of(elements, "send " + t.id), MPI_BYTE, t.peer, tag_of(task), p2p_);
+    bytes_ += elements;
+    return;
+  }
+  MPI_Send(ws.data(t.reads[0]), count_of(elements * sizeof(T), "send " + t.id), MPI_BYTE, t.peer, tag_of(task), p2p_);
   bytes_ += elements * sizeof(T);
 }
 
@@ -221,7 +248,7 @@ void MpiTransport<T>::end_run() {
 
 template <typename T>
 void MpiTransport<T>::announce(TaskIndex task, const std::vector<int>& processes) {
-  for (int p : processes) MPI_Send(nullptr, 0, datatype<T>(), p, tag_of(task), p2p_);
+  for (int p : processes) MPI_Send(nullptr, 0, MPI_BYTE, p, tag_of(task), p2p_);
 }
 
 template <typename T>

@@ -207,6 +207,12 @@ AdmmTraffic iterate_parallel(AdmmNetwork<T>& net, const AdmmSettings& s, Backend
 
 // ---- quantisation (pdADMM-G-Q) ----
 
+// quantize and dequantize on raw arrays of n values (what a transport encodes a message with).
+template <typename T>
+void quantize_into(const T* values, std::int64_t n, const QuantGrid& grid, std::int8_t* codes);
+template <typename T>
+void dequantize_into(const std::int8_t* codes, std::int64_t n, const QuantGrid& grid, T* values);
+
 // The int8 code of each value (nearest grid point, ties to even, clamped; NaN → −128): one
 // byte per element, which is what a transport sends.
 template <typename T>

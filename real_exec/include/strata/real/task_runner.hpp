@@ -18,6 +18,12 @@
 //                   concatenated parameters, then zeroes the dW (PyTorch's zero_grad)
 // - fixed           reads []            writes []        attr duration_s (s, finite, >= 0): busy-waits it on
 //                   the steady clock; 0 = an empty task (dispatch benchmarks, synthetic workloads)
+// - admm_backward   reads [p, W, b, z, Wp, q, u | labels, (q_prev, u_prev)] writes [(p), W, b, z, Wp]
+//                   attrs layer, n_in, n_out, samples, rho, nu, quantize: one ADMM layer's backward
+//                   phase (admm.hpp update_layer_backward; samples are columns)
+// - admm_forward    reads [z, q, u, p_next]  writes [q, u]: its forward phase (update_layer_forward)
+//                   Both borrow their arrays whole (moved into Tensors and back, O(1)): an ADMM
+//                   Plan's dependencies leave no other task touching them meanwhile.
 // - send / recv / allreduce: Transport (allreduce sums: gradients are already scaled).
 // Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
 //
@@ -45,6 +51,11 @@ struct OptimizerSettings {
   double momentum = 0.0;        // SGD only
   AdamConfig adam;              // betas and eps (learning_rate above wins)
 };
+
+// The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",
+// quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
+// sent as its values. Both transports encode such a payload and count one byte per value.
+double int8_encoding(const Task& send);
 
 // The send a recv receives: its data dependency of kind send from its peer to its worker.
 // Checked: a recv without one is an internal error. (Shared by the transports.)
@@ -155,6 +166,7 @@ class TaskRunner final : public TaskExecutor<T> {
   void run_pool(const Task& t);
   void run_loss(const Task& t);
   void run_optimizer(const Task& t);
+  void run_admm(const Task& t);
 
   T* buf(BufferIndex b) { return ws_.data(b); }
   std::int64_t elems(BufferIndex b) const { return ws_.size(b); }

@@ -48,6 +48,9 @@ class Tensor {
   // REQUIRES: element_count(shape) == size().
   void reshape(Shape shape);
   void fill(T value);
+  // Gives the values away (O(1)) and leaves an empty Tensor (shape {0}): with the constructor,
+  // a kernel borrows an array it does not own as a Tensor and hands it back.
+  std::vector<T> release();
 
  private:
   Shape shape_ = {0};

@@ -33,7 +33,8 @@ class ThreadTransport final : public Transport<T> {
 
  private:
   std::mutex mutex_;
-  std::map<TaskIndex, std::vector<T>> staged_;  // by send task
+  std::map<TaskIndex, std::vector<T>> staged_;             // by send task
+  std::map<TaskIndex, std::vector<std::int8_t>> codes_;     // by send task, int8-encoded payloads
   std::atomic<std::uint64_t> bytes_{0};
 };
 

@@ -35,6 +35,9 @@ class Workspace {
   T* data(BufferIndex b) { return arrays_[b].data(); }
   const T* data(BufferIndex b) const { return arrays_[b].data(); }
   std::int64_t size(BufferIndex b) const { return static_cast<std::int64_t>(arrays_[b].size()); }
+  // The array itself, for kernels that borrow it whole (moved into a Tensor and back, O(1)): its
+  // size must be the same when it is given back.
+  std::vector<T>& array(BufferIndex b) { return arrays_[b]; }
 
   // Labels of the samples bound to (data-parallel rank, microbatch), set before a run.
   void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);

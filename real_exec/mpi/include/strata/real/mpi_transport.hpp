@@ -20,8 +20,10 @@
 //   order of additions as ThreadTransport, so both give bit-identical sums.
 // - control: the collectives the Trainer calls from its own thread (barrier at the start of a
 //   run, sums, maxima).
-// Bytes counted are payload bytes this process sent (sends and ring chunks), as ThreadTransport
-// counts them; the empty completion messages are not counted.
+// Point-to-point messages travel as MPI_BYTE: a payload's values, or, for a send with an int8
+// encoding (pdADMM-G-Q's p, task_runner.hpp int8_encoding), its one-byte grid codes, which the
+// receiver decodes. Bytes counted are payload bytes this process sent (sends, as encoded, and
+// ring chunks), as ThreadTransport counts them; the empty completion messages are not counted.
 //
 // Thread safety: as Transport requires (send/recv/allreduce from several threads at once), which
 // is why MpiSession insists on MPI_THREAD_MULTIPLE. Errors: MPI's default handler aborts the job
@@ -94,6 +96,7 @@ class MpiTransport final : public Transport<T> {
   using Staged = std::map<TaskIndex, std::deque<std::vector<T>>>;  // payloads by send task, FIFO
   void progress_loop();
   void take_message(int tag, std::vector<T> payload);
+  std::vector<T> decode(int tag, const std::vector<char>& wire) const;
   int tag_of(TaskIndex task) const;
 
   const Plan& plan_;
