@@ -1,4 +1,5 @@
 // strata run: trains a model for real on Fashion-MNIST by interpreting its Plan (real_exec/).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -8,6 +9,7 @@
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/strategy.hpp"
+#include "strata/real/admm_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -64,10 +66,74 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
+bool is_admm_plan(const Plan& plan) {
+  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
+}
+
+// An ADMM Plan (dladmm, pdadmm, pdadmm-g-q): full batch on the Plan's seeded training columns.
+// One sweep updates every layer once and is an epoch (it sees every sample once); a Plan run is
+// its admm_iterations sweeps, so --epochs E runs the Plan ceil(E / sweeps) times.
+template <typename T>
+int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transport) {
+  if (o.device != "cpu") throw InputError("--device " + o.device + ": the ADMM solvers run on the CPU only");
+  const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
+  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
+  const real::AdmmData<T> train = real::admm_columns<T>(real::load_fashion_mnist(real::DatasetSplit::kTrain), shape.samples, seed);
+  const real::LabelledImages test_images = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  const real::AdmmData<T> test = real::admm_columns<T>(test_images, test_images.count, 0);
+  const bool report = transport.process() == 0;
+  real::CpuBackend backend;
+  real::AdmmPlanTrainer<T> trainer(plan, train, seed, backend, transport, !o.no_pin);
+  const int sweeps = std::max(1, plan.num_iterations());
+  const int runs = (o.epochs + sweeps - 1) / sweeps;
+  if (report)
+    std::printf("run %s %s on %d %s (%s transport, %s): %lld training samples as one full batch, %d sweep(s) per Plan run, "
+                "%d run(s)\n", plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+                transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)", transport.name().c_str(),
+                o.precision.c_str(), static_cast<long long>(shape.samples), sweeps, runs);
+  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  double train_seconds = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 1; r <= runs; ++r) {
+    double seconds = 0;
+    trainer.run(&seconds);
+    train_seconds += seconds;
+    const real::AdmmNetwork<T> net = trainer.network();
+    const double loss = real::mean_cross_entropy(net, train.x, train.labels, backend);
+    const double train_accuracy = real::accuracy(net, train.x, train.classes, backend);
+    const double test_accuracy = real::accuracy(net, test.x, test.classes, backend);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int epoch = r * sweeps;
+    const double rate = static_cast<double>(shape.samples * sweeps) / std::max(1e-9, seconds);
+    if (report)
+      std::printf("epoch %d: train loss %.4f, train accuracy %.2f %%, test accuracy %.2f %%, %.3f s per sweep "
+                  "(%.2f s training, %.2f s wall so far)\n",
+                  epoch, loss, 100 * train_accuracy, 100 * test_accuracy, seconds / sweeps, train_seconds, wall);
+    std::fflush(stdout);
+    char row[256];
+    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_seconds, wall,
+                  static_cast<long long>(epoch * shape.samples), loss, test_accuracy, rate);
+    log += row;
+    if (report && !o.log.empty()) write_file_atomically(o.log, log);
+  }
+  if (!o.trace.empty()) {
+    const std::vector<real::TaskTiming> timings = trainer.run();
+    if (report) {
+      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
+      std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+    }
+  }
+  const std::uint64_t bytes = trainer.bytes_sent();
+  if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
+  return 0;
+}
+
 // Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with
 // the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer, real::Transport<T>& transport) {
+  if (is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);
   const bool report = transport.process() == 0;

@@ -7,14 +7,17 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
+#include "strata/real/admm_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/sim/platform.hpp"
+#include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/compare.hpp"
 #include "strata/traces/error.hpp"
@@ -40,6 +43,7 @@ struct ValidateOptions {
   std::string svg = "validation.svg";
   std::string json;
   bool no_pin = false;
+  bool speedup = false;  // also the same flags on 1 worker, runs alternated
 };
 
 double span_of(const Trace& t) {
@@ -57,41 +61,86 @@ struct Measured {
   std::string host;
 };
 
-// `warmup` + `iterations` training iterations on consecutive Fashion-MNIST batches, the workers
-// placed by `transport` (threads of this process when null). Under MPI every process calls this
-// and gets the merged timings of every task.
-Measured measure(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
-  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
-  real::CpuBackend backend;
+bool is_admm_plan(const Plan& plan) {
+  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
+}
+
+// Appends one measured run (timings from the run's own start) to `m`.
+void record(const Plan& plan, std::vector<real::TaskTiming> timings, Measured& m) {
+  double t0 = INFINITY;
+  for (const real::TaskTiming& t : timings) t0 = std::min(t0, t.start);
+  for (real::TaskTiming& t : timings) t.start -= t0, t.end -= t0;
+  m.runs.push_back(real::measured_trace(plan, timings, m.host, plan.info.model + " " + plan.info.strategy));
+  m.iteration_s.push_back(span_of(m.runs.back()));
+}
+
+// One Plan's real runs, one iteration per call, timings merged over processes: a backprop Plan on
+// consecutive Fashion-MNIST batches, an ADMM Plan's sweeps on its seeded full batch. The workers
+// are placed by `transport` (threads of this process when null).
+using NextRun = std::function<std::vector<real::TaskTiming>()>;
+
+NextRun admm_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
+  if (o.device != "cpu") throw InputError("--device " + o.device + ": the ADMM solvers run on the CPU only");
+  const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
+  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
+  auto train = std::make_shared<real::AdmmData<float>>(
+      real::admm_columns<float>(real::load_fashion_mnist(real::DatasetSplit::kTrain), shape.samples, seed));
+  auto backend = std::make_shared<real::CpuBackend>();
+  std::shared_ptr<real::Transport<float>> own;
+  if (transport == nullptr) own = std::make_shared<real::ThreadTransport<float>>();
+  real::Transport<float>& placed = transport != nullptr ? *transport : *own;
+  auto trainer = std::make_shared<real::AdmmPlanTrainer<float>>(plan, *train, seed, *backend, placed, !o.no_pin);
+  return [trainer, train, backend, own] { return trainer->run(); };
+}
+
+NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
+  if (is_admm_plan(plan)) return admm_runs(plan, o, transport);
+  auto train = std::make_shared<real::LabelledImages>(real::load_fashion_mnist(real::DatasetSplit::kTrain));
+  auto backend = std::make_shared<real::CpuBackend>();
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.pin_workers = !o.no_pin;
-  const real::ExecutorFactory<float> executor = executor_for<float>(o.device, backend);
-  std::unique_ptr<real::Trainer<float>> owned =
-      transport == nullptr ? std::make_unique<real::Trainer<float>>(plan, executor, config)
-                           : std::make_unique<real::Trainer<float>>(plan, executor, config, *transport);
-  real::Trainer<float>& trainer = *owned;
-  const bool root = transport == nullptr || transport->process() == 0;
-  const std::int64_t batch = trainer.global_batch();
-  Measured m;
-  m.host = real::host_name();
-  const bool progress = root && progress_wanted();
+  const real::ExecutorFactory<float> executor = executor_for<float>(o.device, *backend);
+  std::shared_ptr<real::Trainer<float>> trainer =
+      transport == nullptr ? std::make_shared<real::Trainer<float>>(plan, executor, config)
+                           : std::make_shared<real::Trainer<float>>(plan, executor, config, *transport);
+  auto next = std::make_shared<std::int64_t>(0);  // the next batch
+  return [trainer, train, backend, next] {
+    const std::int64_t batch = trainer->global_batch();
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
+    for (std::int64_t k = 0; k < batch; ++k) indices[static_cast<std::size_t>(k)] = (*next * batch + k) % train->count;
+    ++*next;
+    std::vector<real::TaskTiming> timings;
+    trainer->train_batch(*train, indices, &timings);
+    return timings;
+  };
+}
+
+// `warmup` + `iterations` runs of each Plan, the Plans' runs alternating (the first Plan first in
+// even rounds, last in odd ones), so that a second Plan (the 1-worker baseline of --speedup) meets
+// the same machine. Under MPI every process calls this and gets the merged timings of every task.
+std::vector<Measured> measure(const std::vector<const Plan*>& plans, const ValidateOptions& o,
+                              real::Transport<float>* transport) {
+  std::vector<NextRun> runs;
+  for (const Plan* plan : plans) runs.push_back(plan_runs(*plan, o, transport));
+  std::vector<Measured> m(plans.size());
+  for (Measured& one : m) one.host = real::host_name();
+  const bool progress = (transport == nullptr || transport->process() == 0) && progress_wanted();
   const int all = o.warmup + o.iterations;
   for (int i = 0; i < all; ++i) {
-    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
-    for (std::int64_t k = 0; k < batch; ++k)
-      indices[static_cast<std::size_t>(k)] = (i * batch + k) % train.count;
-    std::vector<real::TaskTiming> timings;
-    trainer.train_batch(train, indices, &timings);
+    for (std::size_t j = 0; j < plans.size(); ++j) {
+      const std::size_t p = i % 2 == 0 ? j : plans.size() - 1 - j;
+      std::vector<real::TaskTiming> timings = runs[p]();
+      if (i >= o.warmup) record(*plans[p], std::move(timings), m[p]);
+    }
     if (progress) std::fprintf(stderr, "\rvalidate: real run, iteration %d/%d%s", i + 1, all, i + 1 == all ? "\n" : "");
-    if (i < o.warmup) continue;
-    double t0 = INFINITY;
-    for (const real::TaskTiming& t : timings) t0 = std::min(t0, t.start);
-    for (real::TaskTiming& t : timings) t.start -= t0, t.end -= t0;
-    m.runs.push_back(real::measured_trace(plan, timings, m.host, plan.info.model + " " + plan.info.strategy));
-    m.iteration_s.push_back(span_of(m.runs.back()));
   }
   return m;
+}
+
+Measured measure(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
+  return std::move(measure({&plan}, o, transport)[0]);
 }
 
 std::string temporary_platform(const std::string& xml) {
@@ -131,7 +180,7 @@ void print_header(const Plan& plan, const ValidateOptions& o) {
 }
 
 // Simulates the Plan and prints predicted against measured (rank 0 only under MPI).
-int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m) {
+int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m, double* predicted_s = nullptr) {
   ReplayOptions& options = s.options;
   const bool generated = s.platform.empty();
   const std::string platform = generated ? temporary_platform(s.platform_xml) : s.platform;
@@ -152,6 +201,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   }
   if (generated) std::filesystem::remove(platform);
   const double predicted = sim.report.iteration_time_s;
+  if (predicted_s != nullptr) *predicted_s = predicted;
   const double measured = median(m.iteration_s);
   std::vector<double> sorted = m.iteration_s;
   std::sort(sorted.begin(), sorted.end());
@@ -211,6 +261,45 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   return 0;
 }
 
+// The simulated iteration time of `plan`, replayed in a child process (one SimGrid engine per
+// process: the parent replays the Plan under validation itself).
+double predict_in_child(const Plan& plan, const Simulation& s) {
+  const std::string text = run_in_child([&] {
+    const bool generated = s.platform.empty();
+    const std::string platform = generated ? temporary_platform(s.platform_xml) : s.platform;
+    const double t = replay(plan, platform, s.options).report.iteration_time_s;
+    if (generated) std::filesystem::remove(platform);
+    char out[64];
+    std::snprintf(out, sizeof out, "%.17g", t);
+    return std::string(out);
+  });
+  return std::stod(text);
+}
+
+// --speedup: the Plan and the same flags on one worker, measured with their runs alternated, and
+// both simulated; prints the measured and predicted speedup.
+int validate_speedup(const Plan& plan, const ValidateOptions& o, Simulation sim) {
+  if (o.transport != "threads") throw InputError("--speedup: runs over --transport threads only");
+  if (!o.plan.empty()) throw InputError("--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
+  CommonFlags one = o.flags;
+  one.workers = 1;
+  one.strategy.clear();
+  const Plan baseline = plan_to_run(one, "");
+  print_header(plan, o);
+  const std::vector<Measured> m = measure({&plan, &baseline}, o, nullptr);
+  const double predicted_one = predict_in_child(baseline, sim);
+  double predicted = 0;
+  report(plan, o, std::move(sim), m[0], &predicted);
+  const double measured = median(m[0].iteration_s), measured_one = median(m[1].iteration_s);
+  const double speedup = measured_one / measured, predicted_speedup = predicted_one / predicted;
+  std::printf("speedup over 1 worker (same flags, runs alternated): measured %.2fx (%s on 1 worker, %s on %d), "
+              "predicted %.2fx (%s, %s): error %+.1f %%\n",
+              speedup, format_seconds(measured_one).c_str(), format_seconds(measured).c_str(), plan.num_workers(),
+              predicted_speedup, format_seconds(predicted_one).c_str(), format_seconds(predicted).c_str(),
+              100 * (predicted_speedup - speedup) / speedup);
+  return 0;
+}
+
 // One process per worker under mpirun: every process measures, rank 0 simulates and reports.
 int validate_over_mpi(const Plan& plan, const ValidateOptions& o, Simulation sim) {
 #if STRATA_HAVE_MPI
@@ -249,12 +338,15 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
   cmd->add_option("--json", o->json, "the figures as JSON");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
+  cmd->add_flag("--speedup", o->speedup,
+                "also run the same flags on 1 worker, alternating runs, and compare measured and predicted speedup");
   cmd->callback([&action, o] {
     action = [o] {
       check_transport(o->transport);
       check_device(o->device, o->transport);
       const Plan plan = plan_to_run(o->flags, o->plan);
       Simulation sim = prepare_simulation(*o);
+      if (o->speedup) return validate_speedup(plan, *o, std::move(sim));
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));
       print_header(plan, *o);
       const Measured m = measure(plan, *o, nullptr);

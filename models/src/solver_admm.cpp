@@ -2,8 +2,8 @@
 // pdADMM-G-Q as Plans of an MLP trained full batch (real_exec/include/strata/real/admm.hpp holds
 // the numerics and the problem).
 //
-// Layer l (a linear layer with its ReLU, n_in -> n_out, N samples as columns) lives on worker
-// floor(l * W / L). Per iteration k and layer l:
+// Layer l (a linear layer with its ReLU, n_in -> n_out, N samples as columns) lives on the worker
+// of its group (Placement, below). Per iteration k and layer l:
 //   B(k,l)  it<k>/dp0/pp<w>/tp0/l<l>/bwd   admm_backward: p_l (l > 0), W_l, b_l, z_l; reads
 //                                           q_{l-1}, u_{l-1} of iteration k-1 and its own q_l
 //   F(k,l)  it<k>/dp0/pp<w>/tp0/l<l>/fwd   admm_forward: q_l, u_l (l < L-1); reads p_{l+1} of k
@@ -17,11 +17,20 @@
 // FLOP per task (estimates the cost model times; calibrate measures what they achieve):
 //   B: p takes two GEMMs (W^T r and W g for the closed-form backtracking), W two (r p^T and g p),
 //      so 8 n_in n_out N (4 for the first layer, whose p is the input), plus ~20 n_out N
-//      elementwise for b and a hidden z, or 50 FISTA steps of ~30 n_out N for the output z;
+//      elementwise for b and a hidden z, or 50 FISTA steps for the output z at kFistaFlops per
+//      value and step: FLOP-equivalents at the GEMM rate, not FLOPs. Each step takes a softmax
+//      down the columns of a [classes, N] array (exp and log in double, a stride of N between
+//      the values it reads): measured on the 2-vCPU VM, the 10 x 5,000 output z took 27.5 ms
+//      while the hidden layers' GEMMs ran at 78 GFLOP/s, 850 FLOP-equivalents per value and step.
+// Placement: layer l's cost is its B and F FLOPs; the layers are cut into `workers` contiguous
+// groups that minimise the most expensive group (linear partition, O(L^2 W)), so a cheap output
+// layer does not count as much as a wide hidden one.
 //   F: ~8 n_out N elementwise.
 // Bytes: every tensor the update reads and writes once (p, z, q, u, W p, the neighbour copies).
 #include <algorithm>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "solver_pipeline.hpp"
 #include "strata/models/solver.hpp"
@@ -35,6 +44,33 @@ using solvers::kNone;
 
 constexpr std::int64_t kDefaultSamples = 10000;  // the seeded Fashion-MNIST subset of the tests
 constexpr double kQuantStep = 1.0 / 16;         // pdADMM-G-Q's grid (real::QuantGrid's step)
+constexpr double kFistaFlops = 850;             // per output value and FISTA step (see above)
+
+// Contiguous groups of layers for `workers` workers minimising the largest group's cost: the
+// worker of each layer. REQUIRES: 1 <= workers <= cost.size().
+std::vector<int> balanced_placement(const std::vector<double>& cost, int workers) {
+  const std::size_t n = cost.size(), w = static_cast<std::size_t>(workers);
+  std::vector<double> prefix(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the least largest group cutting the first i layers into k groups; cut[k][i]: where the last starts.
+  std::vector<std::vector<double>> best(w + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> cut(w + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (std::size_t k = 1; k <= w; ++k)
+    for (std::size_t i = k; i <= n; ++i)
+      for (std::size_t j = k - 1; j < i; ++j) {
+        const double worst = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (worst < best[k][i]) best[k][i] = worst, cut[k][i] = j;
+      }
+  std::vector<int> worker(n, 0);
+  for (std::size_t k = w, i = n; k > 0; --k) {
+    const std::size_t j = cut[k][i];
+    for (std::size_t l = j; l < i; ++l) worker[l] = static_cast<int>(k - 1);
+    i = j;
+  }
+  return worker;
+}
 
 struct AdmmLayerPlan {
   std::int64_t n_in = 0, n_out = 0;
@@ -120,7 +156,7 @@ Task AdmmBuilder::update_task(int l, bool backward) const {
   t.kind = backward ? TaskKind::admm_backward : TaskKind::admm_forward;
   t.dtype = config_.dtype;
   if (backward) {
-    t.flops = (l == 0 ? 4 : 8) * in * out * n + (last ? 50 * 30 : 20) * out * n;
+    t.flops = (l == 0 ? 4 : 8) * in * out * n + (last ? 50 * kFistaFlops : 20) * out * n;
     t.bytes_read = (2 * in * n + 4 * out * n + 2 * out * in) * elem();
     t.bytes_written = ((l == 0 ? 0 : in * n) + 2 * out * n + out * in + out) * elem();
   } else {
@@ -247,12 +283,16 @@ void AdmmBuilder::add_iteration(int k) {
 void AdmmBuilder::build() {
   const int n_layers = layers();
   layers_.resize(static_cast<std::size_t>(n_layers));
+  std::vector<double> cost(static_cast<std::size_t>(n_layers));
   for (int l = 0; l < n_layers; ++l) {
     AdmmLayerPlan& a = layers_[static_cast<std::size_t>(l)];
     a.n_in = widths_[static_cast<std::size_t>(l)];
     a.n_out = widths_[static_cast<std::size_t>(l) + 1];
-    a.worker = l * workers_ / n_layers;
   }
+  for (int l = 0; l < n_layers; ++l)
+    cost[static_cast<std::size_t>(l)] = update_task(l, true).flops + (l + 1 < n_layers ? update_task(l, false).flops : 0);
+  const std::vector<int> placement = balanced_placement(cost, workers_);
+  for (int l = 0; l < n_layers; ++l) layers_[static_cast<std::size_t>(l)].worker = placement[static_cast<std::size_t>(l)];
   add_buffers();
   for (auto* v : {&last_b_, &last_f_, &last_send_p_, &last_send_qu_, &q_ready_}) v->assign(static_cast<std::size_t>(n_layers), kNone);
   for (int k = 0; k < solver_.admm_iterations; ++k) add_iteration(k);
