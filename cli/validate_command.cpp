@@ -280,7 +280,6 @@ double predict_in_child(const Plan& plan, const Simulation& s) {
 // both simulated; prints the measured and predicted speedup.
 int validate_speedup(const Plan& plan, const ValidateOptions& o, Simulation sim) {
   if (o.transport != "threads") throw InputError("--speedup: runs over --transport threads only");
-  if (!o.plan.empty()) throw InputError("--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
   CommonFlags one = o.flags;
   one.workers = 1;
   one.strategy.clear();
@@ -344,6 +343,8 @@ void add_validate_command(CLI::App& app, Action& action) {
     action = [o] {
       check_transport(o->transport);
       check_device(o->device, o->transport);
+      if (o->speedup && !o->plan.empty())
+        throw InputError("--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
       const Plan plan = plan_to_run(o->flags, o->plan);
       Simulation sim = prepare_simulation(*o);
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));

@@ -377,6 +377,35 @@ TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
     EXPECT_NE(trace.find(id), std::string::npos) << id;
 }
 
+// ADMM Plans run for real: pdADMM on 2 workers, full batch of 500 samples, 2 sweeps as 2 epochs;
+// the log has a row per epoch and the p, q, u messages are counted (one boundary of 32 units:
+// 3 x 32 x 500 float32 values per sweep).
+TEST_F(Cli, RunTrainsAnAdmmPlanAndCountsItsMessages) {
+  const Outcome r = run("run --model mlp --set sizes=784,32,10 --solver pdadmm --workers 2 --global-batch 500 "
+                        "--epochs 2 --no-pin --log " + path("admm.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("epoch 2: train loss"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("s per sweep"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bytes sent between workers: 3.84e+05 B"), std::string::npos) << r.out;
+  const std::string log = slurp(path("admm.csv"));
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3) << log;
+}
+
+TEST_F(Cli, ValidateSpeedupRunsTheOneWorkerBaselineAlongside) {
+  ASSERT_EQ(run("calibrate -o " + path("calib.json")).rc, 0);
+  const Outcome r = run("validate --speedup --model mlp --set sizes=784,32,32,10 --solver pdadmm --workers 2 "
+                        "--global-batch 500 --runs 3 --warmup 1 --no-pin --perfetto '' --svg '' --calibration " +
+                        path("calib.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
+  const auto at = r.out.find("speedup over 1 worker (same flags, runs alternated): measured ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x (", at), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted ", at), std::string::npos) << r.out;
+  expect_one_line_error(run("validate --speedup --plan " + path("none.json") + " --calibration " + path("calib.json")),
+                        "--plan");
+}
+
 TEST_F(Cli, CompareSolversPredictsEveryRowAndSaysWhyARowIsMissing) {
   const Outcome r = run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms + "a100-node-8.xml");
   ASSERT_EQ(r.rc, 0) << r.err;
