@@ -5,7 +5,8 @@
 //
 // One "iteration" is what one optimizer step of the solver sees (docs/solvers.md): backprop, a
 // global batch; AMPNet and local parallelism, one instance of `--global-batch` samples (64 by
-// default). Each row's Plan is replayed in a child process (one SimGrid engine per process).
+// default); the ADMM solvers, one full-batch sweep, which is also their epoch. Each row's Plan is
+// replayed in a child process (one SimGrid engine per process).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
+#include "strata/real/admm_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
@@ -84,12 +86,44 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     const Model model = build_model(row.flags, config, &solver);
     if (model.family == "gcn") row.epoch_samples = static_cast<double>(model.graph_nodes);
     plan = build_plan(row.flags, kBatchPerWorker);
+    if (is_admm_plan(plan)) row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
   } catch (const InputError& e) {
     row.why_not = e.what();
     return;
   }
   row.predicted = report_from_json(nlohmann::json::parse(
       run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
+}
+
+// An ADMM row: one epoch is one full-batch sweep over the Plan's seeded training columns.
+void measure_admm(Row& row, const Plan& plan, const CompareOptions& o, const real::LabelledImages& train_images,
+                  const real::LabelledImages& test_images) {
+  const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
+  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
+  const real::AdmmData<float> train = real::admm_columns<float>(train_images, shape.samples, seed);
+  const real::AdmmData<float> test = real::admm_columns<float>(test_images, test_images.count, 0);
+  real::CpuBackend backend;
+  real::ThreadTransport<float> transport;
+  real::AdmmPlanTrainer<float> trainer(plan, train, seed, backend, transport, true);
+  const int sweeps = std::max(1, plan.num_iterations());
+  double seconds = 0;
+  for (int e = sweeps; e - sweeps < o.epochs; e += sweeps) {
+    if (progress_wanted()) std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
+    real::EpochResult r;
+    r.epoch = e;
+    trainer.run(&r.train_seconds);
+    const real::AdmmNetwork<float> net = trainer.network();
+    r.train_loss = real::mean_cross_entropy(net, train.x, train.labels, backend);
+    r.test_accuracy = real::accuracy(net, test.x, test.classes, backend);
+    r.samples_per_second = static_cast<double>(shape.samples * sweeps) / std::max(1e-9, r.train_seconds);
+    r.train_seconds /= sweeps;  // per epoch
+    for (int s = 0; s < sweeps; ++s) {
+      seconds += r.train_seconds;
+      row.measured.push_back(r);
+      row.seconds.push_back(seconds);
+    }
+  }
+  if (progress_wanted()) std::fprintf(stderr, "\r%60s\r", "");
 }
 
 void measure(Row& row, const CompareOptions& o) {
@@ -103,6 +137,7 @@ void measure(Row& row, const CompareOptions& o) {
   }
   static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  if (is_admm_plan(plan)) return measure_admm(row, plan, o, train, test);
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
@@ -149,7 +184,7 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
   for (const Row& r : rows)
     if (!r.not_measured.empty()) std::printf("* %s: %s\n", r.label.c_str(), r.not_measured.c_str());
   std::printf("predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
-              "(per instance for ampnet and local)\n",
+              "(per instance for ampnet and local; the ADMM solvers: one full-batch sweep per epoch)\n",
               o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
 }
 

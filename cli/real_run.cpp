@@ -1,5 +1,6 @@
 #include "real_run.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "strata/models/strategy.hpp"
@@ -21,6 +22,11 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
   Plan plan = build_plan(flags, 64);  // 64 samples per rank (per instance for AMPNet)
   real::check_kernels(plan, "plan of " + flags.model);
   return plan;
+}
+
+bool is_admm_plan(const Plan& plan) {
+  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
 }
 
 void check_transport(const std::string& transport) {

@@ -66,11 +66,6 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
-bool is_admm_plan(const Plan& plan) {
-  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-}
-
 // An ADMM Plan (dladmm, pdadmm, pdadmm-g-q): full batch on the Plan's seeded training columns.
 // One sweep updates every layer once and is an epoch (it sees every sample once); a Plan run is
 // its admm_iterations sweeps, so --epochs E runs the Plan ceil(E / sweeps) times.

@@ -61,11 +61,6 @@ struct Measured {
   std::string host;
 };
 
-bool is_admm_plan(const Plan& plan) {
-  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-}
-
 // Appends one measured run (timings from the run's own start) to `m`.
 void record(const Plan& plan, std::vector<real::TaskTiming> timings, Measured& m) {
   double t0 = INFINITY;

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <exception>
 #include <string>
 
 #include "cuda_error.hpp"
@@ -61,7 +62,12 @@ template <typename T>
 CudaTaskRunner<T>::~CudaTaskRunner() {
   // Wait for every stream before the arrays they may still use are freed (cudaFree waits for
   // the device too, but a stream's own error would otherwise go unnoticed; it is dropped here).
-  for (auto& s : streams_) cudaStreamSynchronize(s->activate());
+  for (auto& s : streams_) {
+    try {
+      cudaStreamSynchronize(s->activate());
+    } catch (const std::exception&) {  // a destructor cannot report it; cudaFree waits anyway
+    }
+  }
 }
 
 template <typename T>

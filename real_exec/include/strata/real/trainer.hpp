@@ -23,6 +23,11 @@
 // a recv waiting for its payload: no deadlock, since sends never wait (MpiTransport receives
 // eagerly) and a cycle of waiting recvs would contradict that order.
 //
+// Executor: the tasks run on what an ExecutorFactory builds — TaskRunner on the CPU (the Backend
+// constructors), or a device executor (real_exec/cuda's CudaTaskRunner) that keeps the buffers in
+// its own memory; the Trainer then uploads inputs, labels and initial weights and downloads the
+// losses and logits it reads (TaskExecutor's copy calls, no-ops on the CPU).
+//
 // Ownership: the Trainer owns the Workspace, runner and interpreter of the Plan, and the
 // ThreadTransport when it is given none; a transport passed in outlives the Trainer.
 #pragma once
