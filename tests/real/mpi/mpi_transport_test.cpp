@@ -222,6 +222,34 @@ TEST(MpiTransportCli, AnErrorOnTheRanksEndsTheJobInsteadOfHangingIt) {
 
 // One epoch of dp=2 over 2 processes prints what the thread run prints (same loss, accuracy and
 // bytes), once, and its measured trace holds every task, each timed by the rank that ran it.
+// ADMM Plans over two processes: pdADMM reports what the threads report, and pdADMM-G-Q's p
+// crosses as int8 codes, counted by the MPI transport. 784-64-32-10's cost-balanced placement
+// puts layers 0 and 1 on worker 0 and the output layer on worker 1 (its FISTA outweighs them):
+// one boundary of 32 units, so 2 sweeps of 300 samples send p, q, u of 32 x 300 values each.
+TEST(MpiTransportCli, AdmmOverTwoProcessesSendsQuantizedPAsOneBytePerValue) {
+  const auto dir = scratch("admm");
+  const std::string args = std::string(STRATA_BINARY) +
+                           " run --model mlp --set sizes=784,64,32,10 --workers 2 --global-batch 300 --epochs 2 --no-pin --solver ";
+  const Outcome threads = run(args + "pdadmm", dir);
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Outcome plain = run(mpirun(2) + args + "pdadmm --transport mpi", dir);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const Outcome quantized = run(mpirun(2) + args + "pdadmm-g-q --transport mpi", dir);
+  ASSERT_EQ(quantized.status, 0) << quantized.err;
+  auto field = [](const std::string& out, const std::string& before, const std::string& after) {
+    const auto at = out.find(before);
+    if (at == std::string::npos) return std::string("(no '" + before + "')");
+    const auto from = at + before.size();
+    return out.substr(from, out.find(after, from) - from);
+  };
+  EXPECT_EQ(field(plain.out, "epoch 2: train loss ", ","), field(threads.out, "epoch 2: train loss ", ","));
+  EXPECT_EQ(field(plain.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
+  const double values = 32.0 * 300 * 2;
+  EXPECT_EQ(std::stod(field(plain.out, "bytes sent between workers: ", " B")), 3 * values * 4) << plain.out;
+  EXPECT_EQ(std::stod(field(quantized.out, "bytes sent between workers: ", " B")), values * 1 + 2 * values * 4)
+      << quantized.out;
+}
+
 TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   const auto dir = scratch("cli");
   const std::string args = std::string(STRATA_BINARY) + " run --model mlp --strategy dp=2 --epochs 1 --no-pin";
