@@ -192,16 +192,7 @@ void TaskRunner<T>::run_linear(const Task& t) {
 
 template <typename T>
 void TaskRunner<T>::run_conv(const Task& t) {
-  Conv2dShape s;
-  s.batch = attr(t, "n");
-  s.in_channels = attr(t, "c_in");
-  s.height = attr(t, "h_in");
-  s.width = attr(t, "w_in");
-  s.out_channels = attr(t, "c_out");
-  s.kernel_h = attr(t, "kh");
-  s.kernel_w = attr(t, "kw");
-  s.stride = attr(t, "stride");
-  s.padding = attr(t, "pad");
+  const Conv2dShape s = conv_shape(t);
   if (t.kind == TaskKind::conv_fwd) {
     const T* w = buf(t.reads[1]);
     conv2d_forward(backend_, s, buf(t.reads[0]), w, w + s.weight_size(), buf(t.writes[0]));
@@ -273,31 +264,56 @@ void TaskRunner<T>::run_loss(const Task& t) {
   backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(global), dlogits);
 }
 
+Conv2dShape conv_shape(const Task& t) {
+  Conv2dShape s;
+  s.batch = attr(t, "n");
+  s.in_channels = attr(t, "c_in");
+  s.height = attr(t, "h_in");
+  s.width = attr(t, "w_in");
+  s.out_channels = attr(t, "c_out");
+  s.kernel_h = attr(t, "kh");
+  s.kernel_w = attr(t, "kw");
+  s.stride = attr(t, "stride");
+  s.padding = attr(t, "pad");
+  return s;
+}
+
 template <typename T>
-void TaskRunner<T>::run_optimizer(const Task& t) {
-  const bool adam = attr_string(t, "optimizer") == "adam";
-  const BufferIndex state = t.reads.back();
+OptimizerWork optimizer_work(const Task& t, Workspace<T>& ws, const OptimizerSettings& settings) {
+  OptimizerWork w;
+  w.adam = attr_string(t, "optimizer") == "adam";
+  w.state = t.reads.back();
   const std::size_t pairs = t.reads.size() - 1;
   STRATA_ASSERT(t.writes.size() == pairs + 1, "task " + t.id + ": one weight per gradient, then the state");
   std::int64_t params = 0;
-  for (std::size_t i = 0; i < pairs; ++i) params += elems(t.reads[i]);
-  STRATA_ASSERT(elems(state) >= (adam ? 2 : 1) * params, "task " + t.id + ": optimizer state too small");
-  const std::int64_t step = ++ws_.optimizer_steps(state);
-  T* first = buf(state);
-  T* second = first + params;
+  for (std::size_t i = 0; i < pairs; ++i) params += ws.size(t.reads[i]);
+  STRATA_ASSERT(ws.size(w.state) >= (w.adam ? 2 : 1) * params, "task " + t.id + ": optimizer state too small");
+  w.step = ++ws.optimizer_steps(w.state);
+  w.adam_config = settings.adam;
+  w.adam_config.learning_rate = settings.learning_rate;
+  w.sgd_config = SgdConfig{settings.learning_rate, settings.momentum};
+  std::int64_t offset = 0;
   for (std::size_t i = 0; i < pairs; ++i) {
-    const std::int64_t n = elems(t.reads[i]);
-    T* grad = buf(t.reads[i]);
-    T* weight = buf(t.writes[i]);
-    if (adam) {
-      AdamConfig c = optimizer_.adam;
-      c.learning_rate = optimizer_.learning_rate;
-      adam_step(c, step, n, grad, first, second, weight);
-      second += n;
-    } else {
-      sgd_momentum_step(SgdConfig{optimizer_.learning_rate, optimizer_.momentum}, n, grad, first, weight);
-    }
-    first += n;
+    const std::int64_t n = ws.size(t.reads[i]);
+    w.slices.push_back(OptimizerSlice{t.reads[i], t.writes[i], n, offset, params + offset});
+    offset += n;
+  }
+  return w;
+}
+template OptimizerWork optimizer_work<float>(const Task&, Workspace<float>&, const OptimizerSettings&);
+template OptimizerWork optimizer_work<double>(const Task&, Workspace<double>&, const OptimizerSettings&);
+
+template <typename T>
+void TaskRunner<T>::run_optimizer(const Task& t) {
+  const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
+  T* state = buf(w.state);
+  for (const OptimizerSlice& s : w.slices) {
+    T* grad = buf(s.grad);
+    const std::int64_t n = s.elements;
+    if (w.adam)
+      adam_step(w.adam_config, w.step, n, grad, state + s.first, state + s.second, buf(s.weight));
+    else
+      sgd_momentum_step(w.sgd_config, n, grad, state + s.first, buf(s.weight));
     zero(n, grad);
   }
 }

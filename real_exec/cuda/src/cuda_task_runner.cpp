@@ -25,20 +25,6 @@ std::int64_t attr(const Task& t, const std::string& key) {
 
 bool is_relu(const Task& t) { return t.attr_string("fn").value_or("") == "relu"; }
 
-Conv2dShape conv_shape(const Task& t) {
-  Conv2dShape s;
-  s.batch = attr(t, "n");
-  s.in_channels = attr(t, "c_in");
-  s.height = attr(t, "h_in");
-  s.width = attr(t, "w_in");
-  s.out_channels = attr(t, "c_out");
-  s.kernel_h = attr(t, "kh");
-  s.kernel_w = attr(t, "kw");
-  s.stride = attr(t, "stride");
-  s.padding = attr(t, "pad");
-  return s;
-}
-
 }  // namespace
 
 template <typename T>
@@ -238,30 +224,16 @@ void CudaTaskRunner<T>::run_loss(TaskIndex index, CudaBackend& s) {
 
 template <typename T>
 void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
-  const bool adam = t.attr_string("optimizer").value_or("") == "adam";
-  const BufferIndex state = t.reads.back();
-  const std::size_t pairs = t.reads.size() - 1;
-  STRATA_ASSERT(t.writes.size() == pairs + 1, "task " + t.id + ": one weight per gradient, then the state");
-  std::int64_t params = 0;
-  for (std::size_t i = 0; i < pairs; ++i) params += elems(t.reads[i]);
-  STRATA_ASSERT(elems(state) >= (adam ? 2 : 1) * params, "task " + t.id + ": optimizer state too small");
-  const std::int64_t step = ++ws_.optimizer_steps(state);
-  T* first = buf(state);
-  T* second = first + params;
-  for (std::size_t i = 0; i < pairs; ++i) {
-    const std::int64_t n = elems(t.reads[i]);
-    T* grad = buf(t.reads[i]);
-    T* weight = buf(t.writes[i]);
-    if (adam) {
-      AdamConfig c = optimizer_.adam;
-      c.learning_rate = optimizer_.learning_rate;
-      gpu::adam_step(s, c, step, n, grad, first, second, weight);
-      second += n;
-    } else {
-      gpu::sgd_momentum_step(s, SgdConfig{optimizer_.learning_rate, optimizer_.momentum}, n, grad, first, weight);
-    }
-    first += n;
-    gpu::zero(s, n, grad);
+  // The host Workspace has every buffer's size and the step counters; the values are here.
+  const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
+  T* state = buf(w.state);
+  for (const OptimizerSlice& slice : w.slices) {
+    T* grad = buf(slice.grad);
+    if (w.adam)
+      gpu::adam_step(s, w.adam_config, w.step, slice.elements, grad, state + slice.first, state + slice.second, buf(slice.weight));
+    else
+      gpu::sgd_momentum_step(s, w.sgd_config, slice.elements, grad, state + slice.first, buf(slice.weight));
+    gpu::zero(s, slice.elements, grad);
   }
 }
 

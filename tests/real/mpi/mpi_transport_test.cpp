@@ -222,6 +222,14 @@ TEST(MpiTransportCli, AnErrorOnTheRanksEndsTheJobInsteadOfHangingIt) {
 
 // One epoch of dp=2 over 2 processes prints what the thread run prints (same loss, accuracy and
 // bytes), once, and its measured trace holds every task, each timed by the rank that ran it.
+// The text of `out` between `before` and the next `after`.
+std::string field(const std::string& out, const std::string& before, const std::string& after) {
+  const auto at = out.find(before);
+  if (at == std::string::npos) return "(no '" + before + "')";
+  const auto from = at + before.size();
+  return out.substr(from, out.find(after, from) - from);
+}
+
 // ADMM Plans over two processes: pdADMM reports what the threads report, and pdADMM-G-Q's p
 // crosses as int8 codes, counted by the MPI transport. 784-64-32-10's cost-balanced placement
 // puts layers 0 and 1 on worker 0 and the output layer on worker 1 (its FISTA outweighs them):
@@ -236,12 +244,6 @@ TEST(MpiTransportCli, AdmmOverTwoProcessesSendsQuantizedPAsOneBytePerValue) {
   ASSERT_EQ(plain.status, 0) << plain.err;
   const Outcome quantized = run(mpirun(2) + args + "pdadmm-g-q --transport mpi", dir);
   ASSERT_EQ(quantized.status, 0) << quantized.err;
-  auto field = [](const std::string& out, const std::string& before, const std::string& after) {
-    const auto at = out.find(before);
-    if (at == std::string::npos) return std::string("(no '" + before + "')");
-    const auto from = at + before.size();
-    return out.substr(from, out.find(after, from) - from);
-  };
   EXPECT_EQ(field(plain.out, "epoch 2: train loss ", ","), field(threads.out, "epoch 2: train loss ", ","));
   EXPECT_EQ(field(plain.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
   const double values = 32.0 * 300 * 2;
@@ -258,12 +260,6 @@ TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   const auto trace = dir / "trace.json";
   const Outcome mpi = run(mpirun(2) + args + " --transport mpi --trace " + trace.string(), dir);
   ASSERT_EQ(mpi.status, 0) << mpi.err;
-  auto field = [](const std::string& out, const std::string& before, const std::string& after) {
-    const auto at = out.find(before);
-    if (at == std::string::npos) return std::string("(no '" + before + "')");
-    const auto from = at + before.size();
-    return out.substr(from, out.find(after, from) - from);
-  };
   EXPECT_EQ(field(mpi.out, "train loss ", ","), field(threads.out, "train loss ", ","));
   EXPECT_EQ(field(mpi.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
   EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"), field(threads.out, "bytes sent between workers: ", "\n"));

@@ -147,6 +147,30 @@ class TaskExecutor {
 // executors. REQUIRES: check_kernels accepted the task.
 void run_fixed_task(const Task& task);
 
+// What the executors share of a task's meaning (their kernels differ, the operands do not).
+// A conv task's shape from its attributes.
+Conv2dShape conv_shape(const Task& task);
+// An optimizer_step task's work: Adam or SGD over each (gradient, weight) pair, whose moments lie
+// at `first` (and, for Adam, `second`) elements into the state buffer, after the pairs before it.
+struct OptimizerSlice {
+  BufferIndex grad = 0;
+  BufferIndex weight = 0;
+  std::int64_t elements = 0;
+  std::int64_t first = 0;   // offset of its velocity or first moments in the state
+  std::int64_t second = 0;  // offset of its second moments (Adam)
+};
+struct OptimizerWork {
+  bool adam = false;
+  BufferIndex state = 0;
+  std::int64_t step = 0;  // this update's number, from 1 (the Workspace's counter, incremented)
+  AdamConfig adam_config;
+  SgdConfig sgd_config;
+  std::vector<OptimizerSlice> slices;
+};
+// REQUIRES: check_kernels accepted the task. Increments the state's step counter.
+template <typename T>
+OptimizerWork optimizer_work(const Task& task, Workspace<T>& ws, const OptimizerSettings& settings);
+
 template <typename T>
 class TaskRunner final : public TaskExecutor<T> {
  public:
