@@ -10,6 +10,7 @@
 #include "real_run.hpp"
 #include "strata/models/strategy.hpp"
 #include "strata/real/admm_plan.hpp"
+#include "strata/real/gcn_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -30,6 +31,7 @@ struct RunOptions {
   bool no_pin = false;
   std::string init = "auto";
   std::string log;  // CSV of accuracy against epoch and wall-clock seconds
+  bool lr_given = false;  // --set lr=: else GCN Plans take gcn.hpp's 0.01
 };
 
 // Optimizer settings (--set lr=, momentum=) are the trainer's, not the model's: take them out.
@@ -124,11 +126,73 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
   return 0;
 }
 
+// What one round of a GCN Plan is, for the header line.
+std::string gcn_round(const real::GcnPlanShape& shape, const Plan& plan) {
+  if (shape.sites == 0) return "a round is one full-graph Adam step";
+  const std::int64_t steps = plan.info.global_batch / std::max<std::int64_t>(1, shape.nodes);
+  return "a round is " + std::to_string(steps) + " full-graph local steps on each of " + std::to_string(shape.sites) +
+         " sites, then write-back";
+}
+
+// A GCN Plan (--solver gist, or backprop on --model gcn): full-graph training on the kNN graph of
+// the Plan's node count (gcn_plan.hpp). A round (GIST's, or one backprop step) is an epoch of
+// --epochs: every node is seen; a Plan run is its iterations' rounds, run ceil(E / rounds) times.
+template <typename T>
+int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings optimizer, real::Transport<T>& transport) {
+  if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
+  if (transport.name() != "threads") throw InputError("--transport " + transport.name() + ": GCN Plans run on worker threads only (--transport threads)");
+  if (!o.lr_given) optimizer.learning_rate = 0.01;  // gcn.hpp's Adam step
+  const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
+  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
+  real::CpuBackend backend;
+  const auto start = std::chrono::steady_clock::now();
+  const real::GcnData<T> data = real::gcn_plan_data<T>(backend, shape.nodes, seed);
+  const double graph_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  real::GcnPlanTrainer<T> trainer(plan, data, seed, backend, transport, optimizer, !o.no_pin);
+  const int rounds = shape.rounds, runs = (o.epochs + rounds - 1) / rounds;
+  std::printf("run %s %s on %d worker thread(s) (threads transport, %s, Adam lr %g): kNN graph of %lld Fashion-MNIST "
+              "images (k = 10, mean degree %.1f, built in %.2f s; the Plan's avg_degree sizes the simulation only), "
+              "%zu training / %zu test nodes; %s; %d round(s) per Plan run, %d run(s)\n",
+              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(), o.precision.c_str(),
+              optimizer.learning_rate, static_cast<long long>(shape.nodes), 
+              static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
+              graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds, runs);
+  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  double train_seconds = 0;
+  for (int r = 1; r <= runs; ++r) {
+    double seconds = 0;
+    trainer.run(&seconds);
+    train_seconds += seconds;
+    const real::GcnParameters<T> params = trainer.parameters();
+    const double loss = real::gcn_training_loss(backend, data, params);
+    const double accuracy = real::gcn_accuracy(backend, data, params, data.split.test);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::int64_t done = trainer.rounds_done();
+    std::printf("round %lld: train loss %.4f, test accuracy %.2f %%, %.3f s per round (%.2f s training, %.2f s wall so far)\n",
+                static_cast<long long>(done), loss, 100 * accuracy, seconds / rounds, train_seconds, wall);
+    std::fflush(stdout);
+    char row[256];
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", static_cast<long long>(done), train_seconds, wall,
+                  static_cast<long long>(done * plan.info.global_batch), loss, accuracy,
+                  static_cast<double>(rounds * plan.info.global_batch) / std::max(1e-9, seconds));
+    log += row;
+    if (!o.log.empty()) write_file_atomically(o.log, log);
+  }
+  if (!o.trace.empty()) {
+    const std::vector<real::TaskTiming> timings = trainer.run();
+    write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
+    std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+  }
+  std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(trainer.bytes_sent()));
+  return 0;
+}
+
 // Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with
 // the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer, real::Transport<T>& transport) {
   if (is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
+  if (real::is_gcn_plan(plan)) return train_gcn<T>(plan, o, optimizer, transport);
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);
   const bool report = transport.process() == 0;
@@ -226,6 +290,8 @@ void add_run_command(CLI::App& app, Action& action) {
       check_device(o->device, o->transport);
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
+      o->lr_given = std::any_of(o->flags.sets.begin(), o->flags.sets.end(),
+                                [](const std::string& kv) { return kv.rfind("lr=", 0) == 0; });
       const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);
       const Plan plan = plan_to_run(o->flags, o->plan);
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);

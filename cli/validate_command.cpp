@@ -15,6 +15,7 @@
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/real/admm_plan.hpp"
+#include "strata/real/gcn_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/sim/platform.hpp"
 #include "strata/sim/process.hpp"
@@ -89,8 +90,25 @@ NextRun admm_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
   return [trainer, train, backend, own] { return trainer->run(); };
 }
 
+// A GCN Plan's runs (GIST rounds, or backprop's full-graph steps) on the kNN graph of its nodes,
+// with gcn.hpp's Adam step (lr 0.01); worker threads of this process only.
+NextRun gcn_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
+  if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
+  if (transport != nullptr) throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
+  const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
+  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
+  auto backend = std::make_shared<real::CpuBackend>();
+  auto data = std::make_shared<real::GcnData<float>>(real::gcn_plan_data<float>(*backend, shape.nodes, seed));
+  auto own = std::make_shared<real::ThreadTransport<float>>();
+  real::OptimizerSettings optimizer;
+  optimizer.learning_rate = 0.01;
+  auto trainer = std::make_shared<real::GcnPlanTrainer<float>>(plan, *data, seed, *backend, *own, optimizer, !o.no_pin);
+  return [trainer, data, backend, own] { return trainer->run(); };
+}
+
 NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
   if (is_admm_plan(plan)) return admm_runs(plan, o, transport);
+  if (real::is_gcn_plan(plan)) return gcn_runs(plan, o, transport);
   auto train = std::make_shared<real::LabelledImages>(real::load_fashion_mnist(real::DatasetSplit::kTrain));
   auto backend = std::make_shared<real::CpuBackend>();
   real::TrainConfig config;

@@ -12,7 +12,9 @@
 //                    weights and out_i biases (site 0 shares worker 0: no transfer)
 //   step<s>/fwd|bwd|bwdw|opt/<layer>   worker i, s < zeta: one full-graph step of the sub-GCN,
 //                    the zoo's layer tasks (zoo_gcn.cpp) for all N nodes at the site's widths,
-//                    and an optimizer step per layer; nothing crosses the network
+//                    and an optimizer step per layer; nothing crosses the network. Step 0's
+//                    optimizer tasks carry fresh_state = 1: a site starts each round with a new
+//                    Adam state, as GIST's code builds a new optimizer at each dispatch (gcn.hpp)
 //   send|recv/gather/<layer>    worker i -> 0: the trained slices
 //   write_back       worker 0, elementwise: the slices into the global weights (output layer / m)
 //   it<r>/average    worker 0, elementwise: the output bias shared by all sites := their mean
@@ -86,7 +88,7 @@ class GistBuilder {
                      BufferIndex dst, TaskIndex after);
   void scatter(int r, int i, TaskIndex extract);
   std::vector<TaskIndex> forward(int r, int i, const std::string& prefix);
-  void backward(int r, int i, const std::string& prefix, const std::vector<TaskIndex>& fwd);
+  void backward(int r, int i, const std::string& prefix, const std::vector<TaskIndex>& fwd, bool first_step);
   TaskIndex gather(int r, int i);
   void round(int r);
 
@@ -208,8 +210,10 @@ std::vector<TaskIndex> GistBuilder::forward(int r, int i, const std::string& pre
 }
 
 // Backward in reverse layer order; a layer with weights also gets dW and its optimizer step,
-// which becomes what the next forward through it waits for.
-void GistBuilder::backward(int r, int i, const std::string& prefix, const std::vector<TaskIndex>& fwd) {
+// which becomes what the next forward through it waits for; the round's first step resets the
+// optimizer state (fresh_state).
+void GistBuilder::backward(int r, int i, const std::string& prefix, const std::vector<TaskIndex>& fwd,
+                           bool first_step) {
   Site& site = sites_[static_cast<std::size_t>(i)];
   TaskIndex grad_producer = kNone;
   for (std::size_t j = fwd.size(); j-- > 0;) {
@@ -235,6 +239,7 @@ void GistBuilder::backward(int r, int i, const std::string& prefix, const std::v
       Task u = optimizer_step_task(site.sub, layer.params, config_.optimizer, config_.dtype);
       u.reads = {site.wgrad[j], site.opt[j]};
       u.writes = {site.weight[j], site.opt[j]};
+      if (first_step) u.attrs["fresh_state"] = std::int64_t{1};
       site.ready[j] = add(std::move(u), r, prefix + "opt/" + layer.name, i);
       plan_.add_data_dep(bwdw, site.ready[j]);
       plan_.add_control_dep(bwd, site.ready[j]);  // bwd reads the weights the step overwrites
@@ -285,7 +290,7 @@ void GistBuilder::round(int r) {
     scatter(r, i, extract[static_cast<std::size_t>(i)]);
     for (int s = 0; s < solver_.local_steps; ++s) {
       const std::string prefix = coord("site", i) + "/" + coord("step", s) + "/";
-      backward(r, i, prefix, forward(r, i, prefix));
+      backward(r, i, prefix, forward(r, i, prefix), s == 0);
     }
     write_backs.push_back(gather(r, i));
   }

@@ -10,6 +10,7 @@
 // as it would with the work the task stands for.
 #include "strata/real/task_runner.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,10 @@ namespace strata::real {
 namespace {
 
 std::string attr_string(const Task& t, const std::string& key) { return t.attr_string(key).value_or(""); }
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
 
 std::int64_t attr(const Task& t, const std::string& key) {
   auto v = t.attr_int(key);
@@ -41,6 +46,12 @@ std::string bad_duration(const Task& t) {
 }
 
 }  // namespace
+
+std::string gist_copy_name(const Task& t) {
+  for (const char* name : {"/extract", "/write_back", "/average"})
+    if (ends_with(t.id, name)) return name + 1;
+  return "";
+}
 
 // Busy-waits the task's duration_s on the steady clock; 0 returns at once.
 void run_fixed_task(const Task& t) {
@@ -71,7 +82,10 @@ std::string missing_kernel(const Task& t) {
     case TaskKind::grad_accumulate:
     case TaskKind::recv:
     case TaskKind::allreduce:
+    case TaskKind::spmm:
       return "";
+    case TaskKind::elementwise:
+      return gist_copy_name(t).empty() ? "elementwise task is none of GIST's extract, write_back, average" : "";
     case TaskKind::send: {
       const auto encoding = t.attr_string("encoding");
       if (!encoding) return "";
@@ -124,7 +138,8 @@ void check_kernels(const Plan& plan, const std::string& source) {
                                            "task " + plan.task(i).id + ": " + why +
                                                "; the real executor runs linear, conv, relu/tanh, "
                                                "2x2 max pool, softmax cross-entropy, sgd/adam, "
-                                               "grad_accumulate, ADMM layer updates, send/recv, "
+                                               "grad_accumulate, ADMM layer updates, GCN spmm, "
+                                               "GIST's extract/write_back/average, send/recv, "
                                                "allreduce and fixed (busy-waits duration_s)"));
   }
 }
@@ -141,7 +156,7 @@ void TaskRunner<T>::run(TaskIndex index) {
     case TaskKind::linear_fwd:
     case TaskKind::linear_bwd_data:
     case TaskKind::linear_bwd_weight:
-      return run_linear(t);
+      return run_linear(index);
     case TaskKind::conv_fwd:
     case TaskKind::conv_bwd_data:
     case TaskKind::conv_bwd_weight:
@@ -154,7 +169,11 @@ void TaskRunner<T>::run(TaskIndex index) {
       return run_pool(t);
     case TaskKind::loss_fwd:
     case TaskKind::loss_bwd:
-      return run_loss(t);
+      return graph_ != nullptr ? run_graph_loss(t) : run_loss(t);
+    case TaskKind::spmm:
+      return run_spmm(index);
+    case TaskKind::elementwise:
+      return run_gist_copy(t);
     case TaskKind::grad_accumulate:
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:
@@ -176,17 +195,26 @@ void TaskRunner<T>::run(TaskIndex index) {
 }
 
 template <typename T>
-void TaskRunner<T>::run_linear(const Task& t) {
+void TaskRunner<T>::run_linear(TaskIndex index) {
+  const Task& t = plan_.task(index);
   const LinearShape s{attr(t, "m"), attr(t, "k"), attr(t, "n")};
   const std::int64_t weights = s.in_features * s.out_features;
+  const BufferIndex* route = bias_route(index);  // a GCN layer's bias, added after Â
   if (t.kind == TaskKind::linear_fwd) {
     const T* w = buf(t.reads[1]);
-    linear_forward(backend_, s, buf(t.reads[0]), w, w + weights, buf(t.writes[0]));
+    linear_forward(backend_, s, buf(t.reads[0]), w, route != nullptr ? nullptr : w + weights, buf(t.writes[0]));
   } else if (t.kind == TaskKind::linear_bwd_data) {
     linear_backward_data(backend_, s, buf(t.reads[0]), buf(t.reads[2]), buf(t.writes[0]), false);
-  } else {
+  } else if (route == nullptr) {
     T* dw = buf(t.writes[0]);
     linear_backward_weight(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw, dw + weights, true);
+  } else {  // db = column sums of dZ, the aggregation's output gradient, in gcn.cpp's order
+    T* dw = buf(t.writes[0]);
+    linear_backward_weight<T>(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw, nullptr, true);
+    const T* dz = buf(*route);
+    T* db = dw + weights;
+    for (std::int64_t i = 0; i < s.batch; ++i)
+      for (std::int64_t j = 0; j < s.out_features; ++j) db[j] += dz[i * s.out_features + j];
   }
 }
 
@@ -288,6 +316,8 @@ OptimizerWork optimizer_work(const Task& t, Workspace<T>& ws, const OptimizerSet
   std::int64_t params = 0;
   for (std::size_t i = 0; i < pairs; ++i) params += ws.size(t.reads[i]);
   STRATA_ASSERT(ws.size(w.state) >= (w.adam ? 2 : 1) * params, "task " + t.id + ": optimizer state too small");
+  w.fresh_state = t.attr_int("fresh_state").value_or(0) != 0;  // GIST: a new optimizer each round
+  if (w.fresh_state) ws.optimizer_steps(w.state) = 0;
   w.step = ++ws.optimizer_steps(w.state);
   w.adam_config = settings.adam;
   w.adam_config.learning_rate = settings.learning_rate;
@@ -307,6 +337,7 @@ template <typename T>
 void TaskRunner<T>::run_optimizer(const Task& t) {
   const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
   T* state = buf(w.state);
+  if (w.fresh_state) std::fill(state, state + elems(w.state), T{0});
   for (const OptimizerSlice& s : w.slices) {
     T* grad = buf(s.grad);
     const std::int64_t n = s.elements;

@@ -69,6 +69,8 @@ template <typename T>
 void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   const Plan& plan = plan_;
   check_kernels(plan, "plan");
+  if (std::any_of(plan.tasks().begin(), plan.tasks().end(), [](const Task& t) { return t.kind == TaskKind::spmm; }))
+    throw InputError("plan: a GCN Plan (spmm tasks) trains full-graph with GcnPlanTrainer (gcn_plan.hpp), not Trainer");
   STRATA_ASSERT(plan.num_iterations() == 1, "the trainer runs one-iteration Plans");
   ws_ = std::make_unique<Workspace<T>>(plan);
   runner_ = executor(plan, *ws_, *transport_, config_.optimizer);

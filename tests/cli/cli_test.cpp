@@ -393,6 +393,27 @@ TEST_F(Cli, RunTrainsAnAdmmPlanAndCountsItsMessages) {
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3) << log;
 }
 
+// GCN Plans run for real on the kNN graph of 1,000 Fashion-MNIST images: a GIST round on 2
+// workers (its line has the loss, the accuracy and the seconds per round; the measured trace has
+// the Plan's ids) and backprop's full-graph step on one.
+TEST_F(Cli, RunTrainsGistAndBackpropGcnPlansOnTheKnnGraph) {
+  const Outcome r = run("run --model gcn --set nodes=1000 --solver gist --workers 2 --epochs 1 --no-pin --log " +
+                        path("gist.csv") + " --trace " + path("gist_trace.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::regex round(R"(round 1: train loss [0-9.]+, test accuracy [0-9.]+ %, [0-9.]+ s per round)");
+  EXPECT_TRUE(std::regex_search(r.out, round)) << r.out;
+  EXPECT_NE(r.out.find("the Plan's avg_degree sizes the simulation only"), std::string::npos) << r.out;
+  const std::string log = slurp(path("gist.csv"));
+  EXPECT_EQ(log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,", 0), 0u)
+      << log;
+  const std::string trace = slurp(path("gist_trace.json"));
+  for (const char* id : {"it0/site1/extract", "it0/site1/step9/fwd/gc1/agg", "it0/average"})
+    EXPECT_NE(trace.find(id), std::string::npos) << id;
+  const Outcome b = run("run --model gcn --set nodes=1000 --solver backprop --epochs 1 --no-pin");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_TRUE(std::regex_search(b.out, round)) << b.out;
+}
+
 TEST_F(Cli, ValidateSpeedupRunsTheOneWorkerBaselineAlongside) {
   ASSERT_EQ(run("calibrate -o " + path("calib.json")).rc, 0);
   const Outcome r = run("validate --speedup --model mlp --set sizes=784,32,32,10 --solver pdadmm --workers 2 "

@@ -227,6 +227,7 @@ void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
   // The host Workspace has every buffer's size and the step counters; the values are here.
   const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
   T* state = buf(w.state);
+  if (w.fresh_state) gpu::zero(s, elems(w.state), state);
   for (const OptimizerSlice& slice : w.slices) {
     T* grad = buf(slice.grad);
     if (w.adam)

@@ -15,7 +15,21 @@
 //                   summing over microbatches and data-parallel ranks gives the mean gradient
 // - grad_accumulate reads [src, dst] writes [dst]: dst += src
 // - optimizer_step  reads [dW…, state] writes [W…, state]: sgd (momentum) or adam over the
-//                   concatenated parameters, then zeroes the dW (PyTorch's zero_grad)
+//                   concatenated parameters, then zeroes the dW (PyTorch's zero_grad); with attr
+//                   fresh_state = 1 (GIST's first local step of a round) the state and its step
+//                   count are zeroed first
+// GCN Plans (zoo_gcn.cpp, solver_gist.cpp) run with a graph set (set_graph; GcnPlanTrainer does
+// it), and then, as gcn.hpp computes Z = Â (H W) + b:
+// - spmm            reads [X (, Â)]     writes [Y] = Â X, Â the graph's CSR matrix (Â is
+//                   symmetric, so the backward dP = Â dZ is the same kernel); the Plan's Â buffer
+//                   (sized from avg_degree, for the simulator) is not read
+// - a linear whose output an spmm aggregates adds no bias; that spmm adds it after Â, and the
+//   linear's dW task takes db from the spmm's dZ (found from the buffers, set_graph)
+// - loss_fwd/bwd    the mean softmax cross-entropy over the graph's training nodes (mean_over and
+//                   the Workspace's labels are not used); other nodes get a zero gradient
+// - elementwise     GIST's copies only (ids …/site<i>/extract, …/site<i>/write_back, …/average;
+//                   attr sites = m): a site's slices of the global weights for the round's
+//                   partition (gist.cpp's extract_subgcn, write_back_subgcn, average_shared)
 // - fixed           reads []            writes []        attr duration_s (s, finite, >= 0): busy-waits it on
 //                   the steady clock; 0 = an empty task (dispatch benchmarks, synthetic workloads)
 // - admm_backward   reads [p, W, b, z, Wp, q, u | labels, (q_prev, u_prev)] writes [(p), W, b, z, Wp]
@@ -28,11 +42,13 @@
 // Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
 //
 // Thread safety: run() may be called concurrently for tasks the Plan lets run concurrently
-// (they touch different buffers); the runner holds no mutable state besides the Workspace's.
+// (they touch different buffers); the runner holds no mutable state besides the Workspace's
+// (set_graph only between runs).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "strata/real/backend.hpp"
@@ -51,6 +67,9 @@ struct OptimizerSettings {
   double momentum = 0.0;        // SGD only
   AdamConfig adam;              // betas and eps (learning_rate above wins)
 };
+
+// "extract", "write_back" or "average" for GIST's copy tasks (by their id's last segment), else "".
+std::string gist_copy_name(const Task& task);
 
 // The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",
 // quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
@@ -143,6 +162,9 @@ class TaskExecutor {
   virtual std::string backend_name() const = 0;
 };
 
+template <typename T>
+struct GraphOperands;  // gcn_plan.hpp
+
 // Busy-waits a fixed task's duration_s on the steady clock (see task_runner.cpp); shared by the
 // executors. REQUIRES: check_kernels accepted the task.
 void run_fixed_task(const Task& task);
@@ -163,6 +185,7 @@ struct OptimizerWork {
   bool adam = false;
   BufferIndex state = 0;
   std::int64_t step = 0;  // this update's number, from 1 (the Workspace's counter, incremented)
+  bool fresh_state = false;  // attribute fresh_state: zero the state first, the step counts from 1
   AdamConfig adam_config;
   SgdConfig sgd_config;
   std::vector<OptimizerSlice> slices;
@@ -179,18 +202,27 @@ class TaskRunner final : public TaskExecutor<T> {
              OptimizerSettings optimizer);
 
   void run(TaskIndex task) override;
+  // What a GCN Plan's kernels read besides the Workspace (the graph, the training nodes, GIST's
+  // partitions); nullptr for other Plans. REQUIRES: `graph` outlives the runner, is changed only
+  // between runs, and fits the Plan (GcnPlanTrainer builds it from the Plan).
+  void set_graph(const GraphOperands<T>* graph);
   Transport<T>& transport() override { return transport_; }
   std::uint64_t bytes_sent() const override { return transport_.bytes_sent(); }
   std::string backend_name() const override { return backend_.name(); }
 
  private:
-  void run_linear(const Task& t);
+  void run_linear(TaskIndex index);
   void run_conv(const Task& t);
   void run_activation(const Task& t);
   void run_pool(const Task& t);
   void run_loss(const Task& t);
   void run_optimizer(const Task& t);
   void run_admm(const Task& t);
+  // GCN Plans (task_runner_graph.cpp).
+  void run_spmm(TaskIndex index);
+  void run_graph_loss(const Task& t);
+  void run_gist_copy(const Task& t);
+  const BufferIndex* bias_route(TaskIndex index) const;
 
   T* buf(BufferIndex b) { return ws_.data(b); }
   std::int64_t elems(BufferIndex b) const { return ws_.size(b); }
@@ -200,6 +232,10 @@ class TaskRunner final : public TaskExecutor<T> {
   Workspace<T>& ws_;
   Transport<T>& transport_;
   OptimizerSettings optimizer_;
+  const GraphOperands<T>* graph_ = nullptr;
+  // GCN bias placement (set_graph): for a linear_fwd, its bias is deferred (value unused); for
+  // an spmm forward, the weight buffer whose bias it adds; for a linear_bwd_weight, its dZ.
+  std::unordered_map<TaskIndex, BufferIndex> bias_routes_;
 };
 
 extern template class TaskRunner<float>;
