@@ -7,11 +7,15 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <random>
 #include <thread>
 
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
+#include "strata/models/solver.hpp"
+#include "strata/real/admm_plan.hpp"
+#include "strata/real/gcn_plan.hpp"
 #include "strata/real/interpreter.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/real/thread_transport.hpp"
@@ -97,6 +101,7 @@ bool gemm_like(TaskKind kind) {
     case TaskKind::conv_bwd_weight:
     case TaskKind::attention_fwd:
     case TaskKind::attention_bwd:
+    case TaskKind::admm_backward:  // four GEMMs per layer, then elementwise work
       return true;
     default:
       return false;
@@ -119,6 +124,57 @@ MachinePeaks measure_peaks(const Progress& progress) {
   return p;
 }
 
+namespace {
+
+// Runs of one calibration Plan, one iteration per call: a backprop Plan on consecutive batches
+// (on `run_on`), an ADMM Plan's sweeps or a GCN Plan's steps on the CPU (their trainers). The
+// trainers and their data live in `keep`.
+struct Keep {
+  std::unique_ptr<Trainer<float>> trainer;
+  std::unique_ptr<AdmmData<float>> admm_data;
+  std::unique_ptr<AdmmPlanTrainer<float>> admm;
+  std::unique_ptr<GcnData<float>> gcn_data;
+  std::unique_ptr<GcnPlanTrainer<float>> gcn;
+  ThreadTransport<float> transport;
+  CpuBackend backend;
+};
+
+std::function<std::vector<TaskTiming>()> runs_of(const Plan& plan, const LabelledImages& data,
+                                                 const ExecutorFactory<float>& run_on, Keep& keep) {
+  const bool admm = std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                                [](const Task& t) { return t.kind == TaskKind::admm_backward; });
+  if (admm) {
+    const AdmmPlanShape shape = admm_plan_shape(plan);
+    keep.admm_data = std::make_unique<AdmmData<float>>(admm_columns<float>(data, shape.samples, 0));
+    keep.admm = std::make_unique<AdmmPlanTrainer<float>>(plan, *keep.admm_data, 0, keep.backend, keep.transport, true);
+    return [&keep] { return keep.admm->run(); };
+  }
+  if (is_gcn_plan(plan)) {
+    keep.gcn_data = std::make_unique<GcnData<float>>(gcn_plan_data<float>(keep.backend, gcn_plan_shape(plan).nodes, 0));
+    keep.gcn = std::make_unique<GcnPlanTrainer<float>>(plan, *keep.gcn_data, 0, keep.backend, keep.transport,
+                                                       OptimizerSettings{}, true);
+    return [&keep] { return keep.gcn->run(); };
+  }
+  keep.trainer = std::make_unique<Trainer<float>>(plan, run_on, TrainConfig{});
+  auto next = std::make_shared<std::int64_t>(0);
+  return [&keep, &data, next] {
+    const std::int64_t batch = keep.trainer->global_batch();
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
+    for (std::int64_t k = 0; k < batch; ++k) indices[static_cast<std::size_t>(k)] = (*next * batch + k) % data.count;
+    ++*next;
+    std::vector<TaskTiming> timings;
+    keep.trainer->train_batch(data, indices, &timings);
+    return timings;
+  };
+}
+
+bool cpu_only(const Plan& plan) {
+  return is_gcn_plan(plan) || std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                                          [](const Task& t) { return t.kind == TaskKind::admm_backward; });
+}
+
+}  // namespace
+
 std::vector<TaskSample> measure_tasks(const std::vector<Plan>& plans, const LabelledImages& data,
                                       const Progress& progress, const ExecutorFactory<float>& executor) {
   constexpr int kWarmup = 5, kRuns = 20;
@@ -127,18 +183,20 @@ std::vector<TaskSample> measure_tasks(const std::vector<Plan>& plans, const Labe
   std::vector<TaskSample> out;
   for (const Plan& plan : plans) {
     STRATA_ASSERT(plan.num_workers() == 1, "task calibration runs one-worker Plans");
+    if (executor && cpu_only(plan)) continue;  // a device calibration: these solvers run on the CPU only
     const std::string name = plan.info.model + " " + plan.info.strategy + " batch " + std::to_string(plan.info.global_batch);
     if (progress) progress("tasks of " + name);
-    TrainConfig config;
-    Trainer<float> trainer(plan, run_on, config);
-    const std::int64_t batch = trainer.global_batch();
+    Keep keep;
+    const auto next = runs_of(plan, data, run_on, keep);
     std::vector<std::vector<double>> durations(plan.size());
-    for (int run = 0; run < kWarmup + kRuns; ++run) {
-      std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
-      for (std::int64_t k = 0; k < batch; ++k) indices[static_cast<std::size_t>(k)] = (run * batch + k) % data.count;
-      std::vector<TaskTiming> timings;
-      trainer.train_batch(data, indices, &timings);
-      if (run < kWarmup) continue;
+    // Iterations of a tenth of a second or more (the GCN's full graph) get 1 warm-up and 5
+    // measured runs: their tasks are long enough for a median of 5 to hold.
+    int warmup = kWarmup, runs = kRuns;
+    for (int run = 0; run < warmup + runs; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::vector<TaskTiming> timings = next();
+      if (run == 0 && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(100)) warmup = 1, runs = 5;
+      if (run < warmup) continue;
       for (TaskIndex i = 0; i < plan.size(); ++i) durations[i].push_back(timings[i].end - timings[i].start);
     }
     for (TaskIndex i = 0; i < plan.size(); ++i) {
@@ -409,6 +467,25 @@ std::vector<Plan> zoo_calibration_plans() {
       plan.validate();
       plans.push_back(std::move(plan));
     }
+  {  // the ADMM layer updates: pdADMM on one worker, 784-256-256-10, 2,000 samples, one sweep
+    StrategyConfig c;
+    c.global_batch = 2000;
+    c.dtype = DType::fp32;
+    std::map<std::string, std::string> none;
+    Plan plan = lower_solver(make_model("mlp", {{"sizes", "784,256,256,10"}}), c, parse_solver_config(Solver::pdadmm, none));
+    plan.validate();
+    plans.push_back(std::move(plan));
+  }
+  // The graph aggregation: full-graph GCN training on the kNN graph, at 2,000 nodes (cache-sized)
+  // and at the 10,000 of the GIST runs, whose aggregation streams from memory.
+  for (const char* nodes : {"2000", "10000"}) {
+    StrategyConfig c;
+    c.optimizer = Optimizer::adam;
+    c.dtype = DType::fp32;
+    Plan plan = lower(make_model("gcn", {{"nodes", nodes}}), c);
+    plan.validate();
+    plans.push_back(std::move(plan));
+  }
   return plans;
 }
 

@@ -7,7 +7,8 @@
 //   bandwidth over three 32 MiB arrays;
 // - the zoo's tasks: one-worker training iterations of the zoo's models on Fashion-MNIST at the
 //   batch sizes data and pipeline parallelism produce (64 and its microbatches 32 and 16), run
-//   by the Plan interpreter as `strata run` runs them; each compute task's duration is its median
+//   by the Plan interpreter as `strata run` runs them, and the solvers' own kinds (ADMM layer
+//   updates, graph aggregation) from one-worker ADMM and GCN Plans; each compute task's duration is its median
 //   over 20 iterations after 5 warm-up. Timing kernels inside real iterations rather than alone
 //   in a loop keeps what a loop hides: inputs just written by another kernel, weights and Adam
 //   state evicted by the rest of the iteration. (Alone, the MLP's ReLUs ran 3-5x faster and its
@@ -111,7 +112,9 @@ Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSam
                             const DispatchOverhead& dispatch);
 
 // The Plans whose tasks `strata calibrate` measures: MLP and LeNet-5 on one worker at batch 64,
-// 32 and 16, fp32, Adam.
+// 32 and 16, fp32, Adam; then, on the CPU only, pdADMM's layer updates (784-256-256-10, 2,000
+// samples, one sweep) and a full-graph GCN step on 2,000 and 10,000 nodes of the kNN graph
+// (spmm; an iteration of 0.1 s or more is measured 5 times after 1 warm-up, not 20 after 5).
 std::vector<Plan> zoo_calibration_plans();
 
 }  // namespace strata::real
