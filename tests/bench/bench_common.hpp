@@ -1,5 +1,6 @@
-// Shared pieces of the strata_bench_* programs: generated platforms, timing in child processes,
-// and the samples the summary tables are computed from.
+// Shared pieces of the strata_bench_* programs that simulate: generated platforms and timing in
+// child processes. The clocks and the samples the summary tables are computed from are in
+// bench_timing.hpp, which the programs that never link SimGrid include alone.
 //
 // Every simulation runs in its own process (SimGrid 3.32 keeps one engine per process,
 // DESIGN.md): a benchmark iteration forks a child with strata::run_in_child, the child times
@@ -8,7 +9,6 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,39 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "strata/sim/process.hpp"
 
 namespace strata::bench {
 
 inline std::string platforms_dir() { return std::string(STRATA_SOURCE_DIR) + "/platforms/"; }
-
-// CPU seconds this process has used (all threads).
-inline double process_cpu_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// Wall time (steady_clock) and CPU time of what runs between construction and text(). The
-// benchmarks report wall time; CPU time is printed beside it because the machine they run on may
-// be shared (other processes stretch wall time, not CPU time).
-class Stopwatch {
- public:
-  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(process_cpu_seconds()) {}
-  // "<wall s> <cpu s>", read by run_timed.
-  std::string text() const {
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
-    const double cpu = process_cpu_seconds() - cpu_;
-    std::ostringstream out;
-    out.precision(17);
-    out << wall << ' ' << cpu;
-    return out.str();
-  }
-
- private:
-  std::chrono::steady_clock::time_point wall_;
-  double cpu_;
-};
 
 // Writes `text` to a file of this process's temporary folder and returns its path.
 inline std::string write_temp(const std::string& name, const std::string& text) {
@@ -90,31 +63,6 @@ inline std::string flat_platform(int hosts, double bw = 10e9, double lat = 1e-6)
   return write_temp("flat-" + std::to_string(hosts) + ".xml", xml.str());
 }
 
-// Wall and CPU seconds of every iteration of every benchmark, by name, for the summary tables.
-struct Samples {
-  std::vector<double> wall;
-  std::vector<double> cpu;
-};
-inline std::map<std::string, Samples>& samples() {
-  static std::map<std::string, Samples> all;
-  return all;
-}
-
-inline bool has_samples(const std::string& name) {
-  auto it = samples().find(name);
-  return it != samples().end() && !it->second.wall.empty();
-}
-
-// Fastest sample: the least disturbed by other load on the machine.
-inline double best(const std::string& name) {
-  const auto& s = samples().at(name).wall;
-  return *std::min_element(s.begin(), s.end());
-}
-inline double best_cpu(const std::string& name) {
-  const auto& s = samples().at(name).cpu;
-  return *std::min_element(s.begin(), s.end());
-}
-
 // Runs `timed_child` (which returns Stopwatch::text() then, optionally, " <anything>") in a fresh
 // process per iteration, reports the wall seconds as the iteration's manual time and records
 // wall and CPU seconds under `name`. Returns the text after the times from the last iteration.
@@ -129,18 +77,11 @@ inline std::string run_timed(benchmark::State& state, const std::string& name,
     rest.clear();
     std::getline(in >> std::ws, rest, '\0');
     state.SetIterationTime(wall);
-    samples()[name].wall.push_back(wall);
-    samples()[name].cpu.push_back(cpu);
+    record(name, wall, cpu);
   }
   state.counters["best_wall_s"] = best(name);
   state.counters["best_cpu_s"] = best_cpu(name);
   return rest;
-}
-
-inline std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
 }
 
 }  // namespace strata::bench
