@@ -88,7 +88,7 @@ template <typename T>
 GcnPlanTrainer<T>::GcnPlanTrainer(const Plan& plan, const GcnData<T>& data, std::uint64_t seed,
                                   Backend& backend, Transport<T>& transport,
                                   const OptimizerSettings& optimizer, bool pin_workers)
-    : plan_(plan), shape_(gcn_plan_shape(plan)), seed_(seed) {
+    : plan_(plan), transport_(transport), shape_(gcn_plan_shape(plan)), seed_(seed) {
   check_kernels(plan, "plan");
   const std::int64_t features = data.propagated_features.dim(1);
   if (data.node_count() != shape_.nodes || features != shape_.widths.front() ||
@@ -158,6 +158,11 @@ std::vector<TaskTiming> GcnPlanTrainer<T>::run(double* wall_s) {
   draw_partitions();
   std::vector<TaskTiming> timings = interpreter_->run(wall_s);
   rounds_done_ += shape_.rounds;
+  std::vector<double> flat;
+  flat.reserve(2 * timings.size());
+  for (const TaskTiming& t : timings) flat.insert(flat.end(), {t.start, t.end});
+  transport_.max_over_processes(flat);  // each process timed its own tasks, 0 elsewhere
+  for (std::size_t i = 0; i < timings.size(); ++i) timings[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
   return timings;
 }
 

@@ -252,6 +252,23 @@ TEST(MpiTransportCli, AdmmOverTwoProcessesSendsQuantizedPAsOneBytePerValue) {
       << quantized.out;
 }
 
+// GIST over two processes (one site each, the global model on process 0) reports what the
+// threads report: the same rounds, losses, accuracy and bytes.
+TEST(MpiTransportCli, GistOverTwoProcessesReportsWhatTheThreadsReport) {
+  const auto dir = scratch("gist");
+  const std::string args = std::string(STRATA_BINARY) +
+                           " run --model gcn --set nodes=600 --set zeta=3 --solver gist --workers 2 --epochs 2 --no-pin";
+  const Outcome threads = run(args, dir);
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Outcome mpi = run(mpirun(2) + args + " --transport mpi", dir);
+  ASSERT_EQ(mpi.status, 0) << mpi.err;
+  EXPECT_NE(mpi.out.find("on 2 MPI process"), std::string::npos) << mpi.out;
+  EXPECT_EQ(lines_starting(mpi.out, "round 2:").size(), 1u) << mpi.out;  // rank 0 alone prints
+  EXPECT_EQ(field(mpi.out, "round 2: train loss ", ","), field(threads.out, "round 2: train loss ", ","));
+  EXPECT_EQ(field(mpi.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
+  EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"), field(threads.out, "bytes sent between workers: ", "\n"));
+}
+
 TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   const auto dir = scratch("cli");
   const std::string args = std::string(STRATA_BINARY) + " run --model mlp --strategy dp=2 --epochs 1 --no-pin";

@@ -65,11 +65,15 @@ class GcnPlanTrainer {
                  Transport<T>& transport, const OptimizerSettings& optimizer, bool pin_workers);
   ~GcnPlanTrainer();
 
-  // Runs the Plan once (its rounds); timings per task, wall time in s.
+  // Runs the Plan once (its rounds); timings per task (merged over processes under MPI: each
+  // process times its own tasks), wall time in s.
   std::vector<TaskTiming> run(double* wall_s = nullptr);
   // The global model as it stands.
   GcnParameters<T> parameters() const;
-  std::uint64_t bytes_sent() const { return runner_->bytes_sent(); }
+  // Payload bytes moved between workers so far, by all processes (a collective under MPI).
+  std::uint64_t bytes_sent() const {
+    return static_cast<std::uint64_t>(transport_.sum_over_processes(static_cast<double>(runner_->bytes_sent())));
+  }
   const GcnPlanShape& shape() const { return shape_; }
   std::int64_t rounds_done() const { return rounds_done_; }
 
@@ -78,6 +82,7 @@ class GcnPlanTrainer {
   void draw_partitions();
 
   const Plan& plan_;
+  Transport<T>& transport_;
   GcnPlanShape shape_;
   std::uint64_t seed_;
   std::int64_t rounds_done_ = 0;
