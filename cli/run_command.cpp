@@ -68,6 +68,22 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
+// The end of an ADMM or GCN run: one more Plan run for --trace, then the bytes moved. Every
+// process calls it (the run and the byte count are collectives); `report` prints.
+template <typename SolverTrainer>
+int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, SolverTrainer& trainer) {
+  if (!o.trace.empty()) {
+    const std::vector<real::TaskTiming> timings = trainer.run();
+    if (report) {
+      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
+      std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+    }
+  }
+  const std::uint64_t bytes = trainer.bytes_sent();
+  if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
+  return 0;
+}
+
 // An ADMM Plan (dladmm, pdadmm, pdadmm-g-q): full batch on the Plan's seeded training columns.
 // One sweep updates every layer once and is an epoch (it sees every sample once); a Plan run is
 // its admm_iterations sweeps, so --epochs E runs the Plan ceil(E / sweeps) times.
@@ -114,16 +130,7 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
     log += row;
     if (report && !o.log.empty()) write_file_atomically(o.log, log);
   }
-  if (!o.trace.empty()) {
-    const std::vector<real::TaskTiming> timings = trainer.run();
-    if (report) {
-      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
-      std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
-    }
-  }
-  const std::uint64_t bytes = trainer.bytes_sent();
-  if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
-  return 0;
+  return finish_solver_run(plan, o, report, trainer);
 }
 
 // What one round of a GCN Plan is, for the header line.
@@ -183,16 +190,7 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
     log += row;
     if (!o.log.empty()) write_file_atomically(o.log, log);
   }
-  if (!o.trace.empty()) {
-    const std::vector<real::TaskTiming> timings = trainer.run();
-    if (report) {
-      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
-      std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
-    }
-  }
-  const std::uint64_t bytes = trainer.bytes_sent();
-  if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
-  return 0;
+  return finish_solver_run(plan, o, report, trainer);
 }
 
 // Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with

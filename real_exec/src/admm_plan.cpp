@@ -79,11 +79,7 @@ void AdmmPlanTrainer<T>::write_cold_start(const AdmmData<T>& train, std::uint64_
 template <typename T>
 std::vector<TaskTiming> AdmmPlanTrainer<T>::run(double* wall_s) {
   std::vector<TaskTiming> measured = interpreter_->run(wall_s);
-  std::vector<double> flat;
-  flat.reserve(2 * measured.size());
-  for (const TaskTiming& m : measured) flat.insert(flat.end(), {m.start, m.end});
-  transport_.max_over_processes(flat);  // each process timed its own tasks, 0 elsewhere
-  for (std::size_t i = 0; i < measured.size(); ++i) measured[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
+  merge_over_processes(transport_, measured);
   return measured;
 }
 

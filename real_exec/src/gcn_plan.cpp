@@ -158,11 +158,7 @@ std::vector<TaskTiming> GcnPlanTrainer<T>::run(double* wall_s) {
   draw_partitions();
   std::vector<TaskTiming> timings = interpreter_->run(wall_s);
   rounds_done_ += shape_.rounds;
-  std::vector<double> flat;
-  flat.reserve(2 * timings.size());
-  for (const TaskTiming& t : timings) flat.insert(flat.end(), {t.start, t.end});
-  transport_.max_over_processes(flat);  // each process timed its own tasks, 0 elsewhere
-  for (std::size_t i = 0; i < timings.size(); ++i) timings[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
+  merge_over_processes(transport_, timings);
   return timings;
 }
 

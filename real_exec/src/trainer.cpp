@@ -177,13 +177,7 @@ double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std
   bind(data, indices);
   std::vector<TaskTiming> measured = interpreter_->run();
   if (timings != nullptr) {
-    // Each process timed its own tasks and left the others at 0: the maximum merges them (a
-    // collective's members each timed it; the maximum is when the last one finished).
-    std::vector<double> flat;
-    flat.reserve(2 * measured.size());
-    for (const TaskTiming& m : measured) flat.insert(flat.end(), {m.start, m.end});
-    transport_->max_over_processes(flat);
-    for (std::size_t i = 0; i < measured.size(); ++i) measured[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
+    merge_over_processes(*transport_, measured);
     *timings = std::move(measured);
   }
   double loss = 0;

@@ -156,6 +156,18 @@ class Interpreter : private RemoteCompletions {
   std::vector<std::thread> threads_;
 };
 
+// Merges one run's timings over the processes of `transport` (a collective under MPI): each
+// process timed its own tasks and left the others at 0, so the element-wise maximum holds every
+// task's times (a collective's members each timed it: the maximum is when the last finished).
+template <typename T>
+void merge_over_processes(Transport<T>& transport, std::vector<TaskTiming>& timings) {
+  std::vector<double> flat;
+  flat.reserve(2 * timings.size());
+  for (const TaskTiming& t : timings) flat.insert(flat.end(), {t.start, t.end});
+  transport.max_over_processes(flat);
+  for (std::size_t i = 0; i < timings.size(); ++i) timings[i] = TaskTiming{flat[2 * i], flat[2 * i + 1]};
+}
+
 // The measured Trace of one run: a record per task and participant, in the schema the
 // simulator writes (Trace::sort order), executor "real".
 // This machine's name (gethostname), "localhost" when it has none: the host of measured traces.
