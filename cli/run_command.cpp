@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "commands.hpp"
 #include "flags.hpp"
@@ -68,6 +70,26 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
+// The --log CSV of every run: a header, then a row per epoch, the file rewritten after each row
+// so that a stopped run keeps its log. `write` false (not process 0, or no --log) keeps it quiet.
+class RunLog {
+ public:
+  RunLog(std::string path, bool write) : path_(std::move(path)), write_(write && !path_.empty()) {}
+  void add(long long epoch, double train_s, double wall_s, long long samples, double loss, double accuracy,
+           double samples_per_s) {
+    char row[256];
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_s, wall_s, samples, loss, accuracy,
+                  samples_per_s);
+    text_ += row;
+    if (write_) write_file_atomically(path_, text_);
+  }
+
+ private:
+  std::string path_;
+  bool write_;
+  std::string text_ = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+};
+
 // The end of an ADMM or GCN run: one more Plan run for --trace, then the bytes moved. Every
 // process calls it (the run and the byte count are collectives); `report` prints.
 template <typename SolverTrainer>
@@ -105,7 +127,7 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
                 "%d run(s)\n", plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
                 transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)", transport.name().c_str(),
                 o.precision.c_str(), static_cast<long long>(shape.samples), sweeps, runs);
-  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  RunLog log(o.log, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int r = 1; r <= runs; ++r) {
@@ -124,11 +146,7 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
                   "(%.2f s training, %.2f s wall so far)\n",
                   epoch, loss, 100 * train_accuracy, 100 * test_accuracy, seconds / sweeps, train_seconds, wall);
     std::fflush(stdout);
-    char row[256];
-    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_seconds, wall,
-                  static_cast<long long>(epoch * shape.samples), loss, test_accuracy, rate);
-    log += row;
-    if (report && !o.log.empty()) write_file_atomically(o.log, log);
+    log.add(epoch, train_seconds, wall, static_cast<long long>(epoch * shape.samples), loss, test_accuracy, rate);
   }
   return finish_solver_run(plan, o, report, trainer);
 }
@@ -168,7 +186,7 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
               o.precision.c_str(), optimizer.learning_rate, static_cast<long long>(shape.nodes),
               static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
               graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds, runs);
-  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  RunLog log(o.log, report);
   double train_seconds = 0;
   for (int r = 1; r <= runs; ++r) {
     double seconds = 0;
@@ -183,12 +201,8 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
     std::printf("round %lld: train loss %.4f, test accuracy %.2f %%, %.3f s per round (%.2f s training, %.2f s wall so far)\n",
                 static_cast<long long>(done), loss, 100 * accuracy, seconds / rounds, train_seconds, wall);
     std::fflush(stdout);
-    char row[256];
-    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", static_cast<long long>(done), train_seconds, wall,
-                  static_cast<long long>(done * plan.info.global_batch), loss, accuracy,
-                  static_cast<double>(rounds * plan.info.global_batch) / std::max(1e-9, seconds));
-    log += row;
-    if (!o.log.empty()) write_file_atomically(o.log, log);
+    log.add(static_cast<long long>(done), train_seconds, wall, static_cast<long long>(done * plan.info.global_batch), loss,
+            accuracy, static_cast<double>(rounds * plan.info.global_batch) / std::max(1e-9, seconds));
   }
   return finish_solver_run(plan, o, report, trainer);
 }
@@ -219,7 +233,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
                 static_cast<long long>(trainer.global_batch()),
                 static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
-  std::string log = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  RunLog log(o.log, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {
@@ -232,12 +246,8 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
       std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s (%.2f s training, %.2f s wall so far)\n",
                   e, o.epochs, r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds, train_seconds, wall);
     std::fflush(stdout);
-    char row[256];
-    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", e, train_seconds, wall,
-                  static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
-                  r.train_loss, r.test_accuracy, r.samples_per_second);
-    log += row;
-    if (report && !o.log.empty()) write_file_atomically(o.log, log);  // each epoch: a stopped run keeps its log
+    log.add(e, train_seconds, wall, static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
+            r.train_loss, r.test_accuracy, r.samples_per_second);
   }
   if (!o.trace.empty()) {
     std::vector<real::TaskTiming> timings;
