@@ -254,13 +254,8 @@ void TaskRunner<T>::run_activation(const Task& t) {
 
 template <typename T>
 void TaskRunner<T>::run_pool(const Task& t) {
-  Pool2dShape s;
-  s.channels = attr(t, "channels");
-  s.height = 2 * attr(t, "h_out");
-  s.width = 2 * attr(t, "w_out");
   const BufferIndex x = t.kind == TaskKind::pool_fwd ? t.reads[0] : t.reads[1];
-  s.batch = elems(x) / (s.channels * s.height * s.width);
-  STRATA_ASSERT(s.input_size() == elems(x), "task " + t.id + ": pool input is not 2x its output");
+  const Pool2dShape s = pool_shape(t, elems(x));
   std::vector<std::int64_t> argmax(static_cast<std::size_t>(s.output_size()));
   if (t.kind == TaskKind::pool_fwd) {
     maxpool2x2_forward(s, buf(x), buf(t.writes[0]), argmax.data());
@@ -286,10 +281,21 @@ void TaskRunner<T>::run_loss(const Task& t) {
   }
   T* dlogits = buf(t.writes[0]);
   softmax_cross_entropy_backward(batch, classes, probs.data(), labels.data(), dlogits);
-  // The loss is a mean over the samples one optimizer step sees: the global batch, or what the
-  // task says (an AMPNet instance's f minibatches).
-  const std::int64_t global = t.attr_int("mean_over").value_or(plan_.info.global_batch > 0 ? plan_.info.global_batch : batch);
-  backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(global), dlogits);
+  backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(loss_divisor(plan_, t, batch)), dlogits);
+}
+
+Pool2dShape pool_shape(const Task& t, std::int64_t input_elements) {
+  Pool2dShape s;
+  s.channels = attr(t, "channels");
+  s.height = 2 * attr(t, "h_out");
+  s.width = 2 * attr(t, "w_out");
+  s.batch = input_elements / (s.channels * s.height * s.width);
+  STRATA_ASSERT(s.input_size() == input_elements, "task " + t.id + ": pool input is not 2x its output");
+  return s;
+}
+
+std::int64_t loss_divisor(const Plan& plan, const Task& t, std::int64_t batch) {
+  return t.attr_int("mean_over").value_or(plan.info.global_batch > 0 ? plan.info.global_batch : batch);
 }
 
 Conv2dShape conv_shape(const Task& t) {

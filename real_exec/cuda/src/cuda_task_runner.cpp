@@ -186,13 +186,8 @@ void CudaTaskRunner<T>::run_activation(TaskIndex index, CudaBackend& s) {
 template <typename T>
 void CudaTaskRunner<T>::run_pool(TaskIndex index, CudaBackend& s) {
   const Task& t = plan_.task(index);
-  Pool2dShape shape;
-  shape.channels = attr(t, "channels");
-  shape.height = 2 * attr(t, "h_out");
-  shape.width = 2 * attr(t, "w_out");
   const BufferIndex x = t.kind == TaskKind::pool_fwd ? t.reads[0] : t.reads[1];
-  shape.batch = elems(x) / (shape.channels * shape.height * shape.width);
-  STRATA_ASSERT(shape.input_size() == elems(x), "task " + t.id + ": pool input is not 2x its output");
+  const Pool2dShape shape = pool_shape(t, elems(x));
   Scratch& scratch = scratch_[index];
   if (t.kind == TaskKind::pool_fwd) {
     gpu::maxpool2x2_forward(s, shape, buf(x), buf(t.writes[0]), scratch.argmax.data());
@@ -216,10 +211,8 @@ void CudaTaskRunner<T>::run_loss(TaskIndex index, CudaBackend& s) {
   T* loss = t.kind == TaskKind::loss_fwd ? buf(t.writes[0]) : scratch.scalar.data();
   gpu::softmax_cross_entropy_forward(s, batch, classes, buf(logits), labels->second.data(), scratch.values.data(), loss);
   if (t.kind == TaskKind::loss_fwd) return;
-  // The mean over the samples one optimizer step sees, as TaskRunner::run_loss.
-  const std::int64_t global = t.attr_int("mean_over").value_or(plan_.info.global_batch > 0 ? plan_.info.global_batch : batch);
-  gpu::softmax_cross_entropy_backward(s, batch, classes, scratch.values.data(), labels->second.data(), global,
-                                      buf(t.writes[0]));
+  gpu::softmax_cross_entropy_backward(s, batch, classes, scratch.values.data(), labels->second.data(),
+                                      loss_divisor(plan_, t, batch), buf(t.writes[0]));
 }
 
 template <typename T>

@@ -172,6 +172,13 @@ void run_fixed_task(const Task& task);
 // What the executors share of a task's meaning (their kernels differ, the operands do not).
 // A conv task's shape from its attributes.
 Conv2dShape conv_shape(const Task& task);
+// A 2x2 max pooling task's shape: channels and output size from its attributes, the batch from
+// its input's element count (checked to be exactly twice the output in each dimension).
+Pool2dShape pool_shape(const Task& task, std::int64_t input_elements);
+// What a loss_bwd's gradient is a mean over: the samples one optimizer step sees, the task's
+// mean_over (an AMPNet instance's f minibatches) or else the Plan's global batch, or else its own
+// batch, so that summing over microbatches and data-parallel ranks gives the mean gradient.
+std::int64_t loss_divisor(const Plan& plan, const Task& task, std::int64_t batch);
 // An optimizer_step task's work: Adam or SGD over each (gradient, weight) pair, whose moments lie
 // at `first` (and, for Adam, `second`) elements into the state buffer, after the pairs before it.
 struct OptimizerSlice {
