@@ -86,7 +86,7 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     const Model model = build_model(row.flags, config, &solver);
     if (model.family == "gcn") row.epoch_samples = static_cast<double>(model.graph_nodes);
     plan = build_plan(row.flags, kBatchPerWorker);
-    if (is_admm_plan(plan)) row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
+    if (real::is_admm_plan(plan)) row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
   } catch (const InputError& e) {
     row.why_not = e.what();
     return;
@@ -137,7 +137,7 @@ void measure(Row& row, const CompareOptions& o) {
   }
   static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::kTest);
-  if (is_admm_plan(plan)) return measure_admm(row, plan, o, train, test);
+  if (real::is_admm_plan(plan)) return measure_admm(row, plan, o, train, test);
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);

@@ -24,11 +24,6 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
   return plan;
 }
 
-bool is_admm_plan(const Plan& plan) {
-  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-}
-
 void check_transport(const std::string& transport) {
   if (transport != "threads" && transport != "mpi")
     throw InputError("--transport: '" + transport + "' is not a transport (threads, mpi)");

@@ -18,9 +18,6 @@ namespace strata::cli {
 // --global-batch says otherwise; refused (InputError) when a kind has no real kernel.
 Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
 
-// Whether the Plan is an ADMM solver's (dladmm, pdadmm, pdadmm-g-q): run by AdmmPlanTrainer.
-bool is_admm_plan(const Plan& plan);
-
 // Throws InputError unless `transport` is threads or mpi.
 void check_transport(const std::string& transport);
 

@@ -211,7 +211,7 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
 // the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer, real::Transport<T>& transport) {
-  if (is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
+  if (real::is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
   if (real::is_gcn_plan(plan)) return train_gcn<T>(plan, o, optimizer, transport);
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);

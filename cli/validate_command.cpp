@@ -14,7 +14,7 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
-#include "strata/real/admm_plan.hpp"
+#include "strata/real/plan_runs.hpp"
 #include "strata/real/gcn_plan.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/sim/platform.hpp"
@@ -76,58 +76,20 @@ void record(const Plan& plan, std::vector<real::TaskTiming> timings, Measured& m
 // are placed by `transport` (threads of this process when null).
 using NextRun = std::function<std::vector<real::TaskTiming>()>;
 
-NextRun admm_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
-  if (o.device != "cpu") throw InputError("--device " + o.device + ": the ADMM solvers run on the CPU only");
-  const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
-  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
-  auto train = std::make_shared<real::AdmmData<float>>(
-      real::admm_columns<float>(real::load_fashion_mnist(real::DatasetSplit::kTrain), shape.samples, seed));
-  auto backend = std::make_shared<real::CpuBackend>();
-  std::shared_ptr<real::Transport<float>> own;
-  if (transport == nullptr) own = std::make_shared<real::ThreadTransport<float>>();
-  real::Transport<float>& placed = transport != nullptr ? *transport : *own;
-  auto trainer = std::make_shared<real::AdmmPlanTrainer<float>>(plan, *train, seed, *backend, placed, !o.no_pin);
-  return [trainer, train, backend, own] { return trainer->run(); };
-}
-
-// A GCN Plan's runs (GIST rounds, or backprop's full-graph steps) on the kNN graph of its nodes,
-// with gcn.hpp's Adam step (lr 0.01); worker threads of this process only.
-NextRun gcn_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
-  if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
-  if (transport != nullptr) throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
-  const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
-  const auto seed = static_cast<std::uint64_t>(o.flags.seed);
-  auto backend = std::make_shared<real::CpuBackend>();
-  auto data = std::make_shared<real::GcnData<float>>(real::gcn_plan_data<float>(*backend, shape.nodes, seed));
-  auto own = std::make_shared<real::ThreadTransport<float>>();
-  real::OptimizerSettings optimizer;
-  optimizer.learning_rate = 0.01;
-  auto trainer = std::make_shared<real::GcnPlanTrainer<float>>(plan, *data, seed, *backend, *own, optimizer, !o.no_pin);
-  return [trainer, data, backend, own] { return trainer->run(); };
-}
-
 NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
-  if (is_admm_plan(plan)) return admm_runs(plan, o, transport);
-  if (real::is_gcn_plan(plan)) return gcn_runs(plan, o, transport);
-  auto train = std::make_shared<real::LabelledImages>(real::load_fashion_mnist(real::DatasetSplit::kTrain));
+  if (real::cpu_only_plan(plan) && o.device != "cpu")
+    throw InputError("--device " + o.device + ": the ADMM and GCN solvers run on the CPU only");
+  if (real::is_gcn_plan(plan) && transport != nullptr)
+    throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
+  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
   auto backend = std::make_shared<real::CpuBackend>();
-  real::TrainConfig config;
-  config.seed = static_cast<std::uint64_t>(o.flags.seed);
-  config.pin_workers = !o.no_pin;
-  const real::ExecutorFactory<float> executor = executor_for<float>(o.device, *backend);
-  std::shared_ptr<real::Trainer<float>> trainer =
-      transport == nullptr ? std::make_shared<real::Trainer<float>>(plan, executor, config)
-                           : std::make_shared<real::Trainer<float>>(plan, executor, config, *transport);
-  auto next = std::make_shared<std::int64_t>(0);  // the next batch
-  return [trainer, train, backend, next] {
-    const std::int64_t batch = trainer->global_batch();
-    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
-    for (std::int64_t k = 0; k < batch; ++k) indices[static_cast<std::size_t>(k)] = (*next * batch + k) % train->count;
-    ++*next;
-    std::vector<real::TaskTiming> timings;
-    trainer->train_batch(*train, indices, &timings);
-    return timings;
-  };
+  real::PlanRunSettings settings;
+  settings.seed = static_cast<std::uint64_t>(o.flags.seed);
+  settings.pin_workers = !o.no_pin;
+  settings.executor = executor_for<float>(o.device, *backend);
+  settings.transport = transport;
+  real::PlanRuns runs = real::plan_runs(plan, train, settings);
+  return [runs = std::move(runs), backend] { return runs(); };
 }
 
 // `warmup` + `iterations` runs of each Plan, the Plans' runs alternating (the first Plan first in

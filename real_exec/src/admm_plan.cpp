@@ -9,6 +9,11 @@
 
 namespace strata::real {
 
+bool is_admm_plan(const Plan& plan) {
+  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
+}
+
 AdmmPlanShape admm_plan_shape(const Plan& plan) {
   AdmmPlanShape shape;
   std::vector<std::pair<std::int64_t, std::int64_t>> layers;  // (n_in, n_out) by layer

@@ -14,8 +14,7 @@
 #include "strata/models/strategy.hpp"
 #include "strata/models/zoo.hpp"
 #include "strata/models/solver.hpp"
-#include "strata/real/admm_plan.hpp"
-#include "strata/real/gcn_plan.hpp"
+#include "strata/real/plan_runs.hpp"
 #include "strata/real/interpreter.hpp"
 #include "strata/real/trainer.hpp"
 #include "strata/real/thread_transport.hpp"
@@ -124,70 +123,18 @@ MachinePeaks measure_peaks(const Progress& progress) {
   return p;
 }
 
-namespace {
-
-// Runs of one calibration Plan, one iteration per call: a backprop Plan on consecutive batches
-// (on `run_on`), an ADMM Plan's sweeps or a GCN Plan's steps on the CPU (their trainers). The
-// trainers and their data live in `keep`.
-struct Keep {
-  std::unique_ptr<Trainer<float>> trainer;
-  std::unique_ptr<AdmmData<float>> admm_data;
-  std::unique_ptr<AdmmPlanTrainer<float>> admm;
-  std::unique_ptr<GcnData<float>> gcn_data;
-  std::unique_ptr<GcnPlanTrainer<float>> gcn;
-  ThreadTransport<float> transport;
-  CpuBackend backend;
-};
-
-std::function<std::vector<TaskTiming>()> runs_of(const Plan& plan, const LabelledImages& data,
-                                                 const ExecutorFactory<float>& run_on, Keep& keep) {
-  const bool admm = std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                                [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-  if (admm) {
-    const AdmmPlanShape shape = admm_plan_shape(plan);
-    keep.admm_data = std::make_unique<AdmmData<float>>(admm_columns<float>(data, shape.samples, 0));
-    keep.admm = std::make_unique<AdmmPlanTrainer<float>>(plan, *keep.admm_data, 0, keep.backend, keep.transport, true);
-    return [&keep] { return keep.admm->run(); };
-  }
-  if (is_gcn_plan(plan)) {
-    keep.gcn_data = std::make_unique<GcnData<float>>(gcn_plan_data<float>(keep.backend, gcn_plan_shape(plan).nodes, 0));
-    keep.gcn = std::make_unique<GcnPlanTrainer<float>>(plan, *keep.gcn_data, 0, keep.backend, keep.transport,
-                                                       OptimizerSettings{}, true);
-    return [&keep] { return keep.gcn->run(); };
-  }
-  keep.trainer = std::make_unique<Trainer<float>>(plan, run_on, TrainConfig{});
-  auto next = std::make_shared<std::int64_t>(0);
-  return [&keep, &data, next] {
-    const std::int64_t batch = keep.trainer->global_batch();
-    std::vector<std::int64_t> indices(static_cast<std::size_t>(batch));
-    for (std::int64_t k = 0; k < batch; ++k) indices[static_cast<std::size_t>(k)] = (*next * batch + k) % data.count;
-    ++*next;
-    std::vector<TaskTiming> timings;
-    keep.trainer->train_batch(data, indices, &timings);
-    return timings;
-  };
-}
-
-bool cpu_only(const Plan& plan) {
-  return is_gcn_plan(plan) || std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                                          [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-}
-
-}  // namespace
-
 std::vector<TaskSample> measure_tasks(const std::vector<Plan>& plans, const LabelledImages& data,
                                       const Progress& progress, const ExecutorFactory<float>& executor) {
   constexpr int kWarmup = 5, kRuns = 20;
-  CpuBackend backend;
-  const ExecutorFactory<float> run_on = executor ? executor : host_executor<float>(backend);
+  PlanRunSettings settings;
+  settings.executor = executor;
   std::vector<TaskSample> out;
   for (const Plan& plan : plans) {
     STRATA_ASSERT(plan.num_workers() == 1, "task calibration runs one-worker Plans");
-    if (executor && cpu_only(plan)) continue;  // a device calibration: these solvers run on the CPU only
+    if (executor && cpu_only_plan(plan)) continue;  // a device calibration: these solvers run on the CPU only
     const std::string name = plan.info.model + " " + plan.info.strategy + " batch " + std::to_string(plan.info.global_batch);
     if (progress) progress("tasks of " + name);
-    Keep keep;
-    const auto next = runs_of(plan, data, run_on, keep);
+    const PlanRuns next = plan_runs(plan, data, settings);
     std::vector<std::vector<double>> durations(plan.size());
     // Iterations of a tenth of a second or more (the GCN's full graph) get 1 warm-up and 5
     // measured runs: their tasks are long enough for a median of 5 to hold.

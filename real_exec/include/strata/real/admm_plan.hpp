@@ -33,6 +33,8 @@ struct AdmmPlanShape {
   std::int64_t samples = 0;
 };
 AdmmPlanShape admm_plan_shape(const Plan& plan);
+// Whether the Plan is an ADMM solver's (dladmm, pdadmm, pdadmm-g-q): it has an admm_backward task.
+bool is_admm_plan(const Plan& plan);
 
 template <typename T>
 class AdmmPlanTrainer {
