@@ -30,7 +30,6 @@ namespace {
 using training_runs::batch_indices;
 using training_runs::mlp_plan;
 using training_runs::max_abs_difference;
-using training_runs::train_config;
 
 constexpr int kSteps = 20;
 
@@ -42,9 +41,7 @@ const LabelledImages& train_set() {
 // Weights (with bias) of each layer after training, by layer name, from data-parallel rank `dp`.
 std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int steps, int dp = 0) {
   CpuBackend backend;
-  Trainer<double> trainer(plan, backend, train_config());
-  for (int s = 0; s < steps; ++s) trainer.train_batch(train_set(), batch_indices(s));
-  return training_runs::layer_weights(plan, trainer, dp);
+  return training_runs::trained_weights(plan, train_set(), steps, host_executor<double>(backend), dp);
 }
 
 TEST(Interpreter, DataParallelTwoAndFourMatchOneWorkerInFloat64) {

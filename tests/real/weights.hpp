@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "strata/real/trainer.hpp"
+#include "training_runs.hpp"
 
 namespace strata::real::training_runs {
 
@@ -29,6 +30,15 @@ inline Weights layer_weights(const Plan& plan, Trainer<double>& trainer, int dp 
     out[id.substr(at)] = std::vector<double>(w, w + ws.size(b));
   }
   return out;
+}
+
+// The layer weights of data-parallel rank `dp` after `steps` plain-SGD steps (train_config) on
+// the batches batch_indices(0 .. steps - 1) of `train`, the tasks run by `executor`.
+inline Weights trained_weights(const Plan& plan, const LabelledImages& train, int steps,
+                               const ExecutorFactory<double>& executor, int dp = 0) {
+  Trainer<double> trainer(plan, executor, train_config());
+  for (int s = 0; s < steps; ++s) trainer.train_batch(train, batch_indices(s));
+  return layer_weights(plan, trainer, dp);
 }
 
 // The largest |a - b| over every layer; the two must hold the same layers and sizes.

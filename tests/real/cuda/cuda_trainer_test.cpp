@@ -21,7 +21,6 @@ namespace {
 using training_runs::batch_indices;
 using training_runs::max_abs_difference;
 using training_runs::mlp_plan;
-using training_runs::train_config;
 
 constexpr int kSteps = 20;
 
@@ -33,9 +32,7 @@ const LabelledImages& train_set() {
 // Weights of each layer of data-parallel rank 0 after `steps` SGD steps, on the GPU or the CPU.
 training_runs::Weights weights_after(const Plan& plan, int steps, bool gpu) {
   CpuBackend cpu;
-  Trainer<double> trainer(plan, gpu ? cuda_executor<double>(0) : host_executor<double>(cpu), train_config());
-  for (int s = 0; s < steps; ++s) trainer.train_batch(train_set(), batch_indices(s));
-  return training_runs::layer_weights(plan, trainer, 0);
+  return training_runs::trained_weights(plan, train_set(), steps, gpu ? cuda_executor<double>(0) : host_executor<double>(cpu));
 }
 
 Plan lenet_plan() {
