@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "strata/models/cost_model.hpp"
 #include "real_run.hpp"
-#include "strata/real/calibrate.hpp"
+#include "strata/models/cost/cost_model.hpp"
+#include "strata/real/calibrate/calibrate.hpp"
 #if STRATA_HAVE_CUDA
 #include "strata/real/cuda_calibrate.hpp"
 #include "strata/real/cuda_task_runner.hpp"
@@ -40,13 +40,16 @@ std::string utc_now() {
 
 void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOverhead& dispatch,
                        const Calibration& c) {
-  std::printf("host %s: %d worker slots; one slot: GEMM %.2f GFLOP/s fp32, %.2f GFLOP/s fp64; triad %.2f GB/s\n",
-              peaks.host.c_str(), peaks.cores, peaks.gemm_fp32 / 1e9, peaks.gemm_fp64 / 1e9, peaks.triad_bw / 1e9);
-  std::printf("roofs after the zoo's tasks: %.2f GFLOP/s fp32, %.2f GB/s (efficiencies are relative to these)\n",
-              c.host.flops_fp32 / 1e9, c.host.mem_bw / 1e9);
-  std::printf("dispatch: %.3f us per task on one worker's thread, %.3f us per hand-off to another worker's thread; "
-              "a near-empty task takes %.3f us\n",
-              dispatch.same_thread_s * 1e6, dispatch.handoff_s * 1e6, dispatch.task_floor_s * 1e6);
+  std::printf(
+      "host %s: %d worker slots; one slot: GEMM %.2f GFLOP/s fp32, %.2f GFLOP/s fp64; triad %.2f GB/s\n",
+      peaks.host.c_str(), peaks.cores, peaks.gemm_fp32 / 1e9, peaks.gemm_fp64 / 1e9, peaks.triad_bw / 1e9);
+  std::printf(
+      "roofs after the zoo's tasks: %.2f GFLOP/s fp32, %.2f GB/s (efficiencies are relative to these)\n",
+      c.host.flops_fp32 / 1e9, c.host.mem_bw / 1e9);
+  std::printf(
+      "dispatch: %.3f us per task on one worker's thread, %.3f us per hand-off to another worker's thread; "
+      "a near-empty task takes %.3f us\n",
+      dispatch.same_thread_s * 1e6, dispatch.handoff_s * 1e6, dispatch.task_floor_s * 1e6);
   for (const auto* table : {&c.flops_efficiency, &c.mem_efficiency}) {
     const char* what = table == &c.flops_efficiency ? "of peak FLOP/s" : "of memory bandwidth";
     for (const auto& [key, e] : *table)
@@ -54,10 +57,12 @@ void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOver
         std::printf("  %-34s %5.1f %% %s\n", key.c_str(), 100 * e, what);
   }
   for (const auto& [name, t] : c.transports)
-    std::printf("transport %s: point-to-point %.2f us + %.3f ns/B (%.2f GB/s); %d-rank allreduce %.2f us + %.3f ns/B\n",
-                name.c_str(), t.p2p_alpha_s * 1e6, t.p2p_beta_s_per_byte * 1e9,
-                t.p2p_beta_s_per_byte > 0 ? 1e-9 / t.p2p_beta_s_per_byte : 0.0, t.allreduce_ranks,
-                t.allreduce_alpha_s * 1e6, t.allreduce_beta_s_per_byte * 1e9);
+    std::printf(
+        "transport %s: point-to-point %.2f us + %.3f ns/B (%.2f GB/s); %d-rank allreduce %.2f us + %.3f "
+        "ns/B\n",
+        name.c_str(), t.p2p_alpha_s * 1e6, t.p2p_beta_s_per_byte * 1e9,
+        t.p2p_beta_s_per_byte > 0 ? 1e-9 / t.p2p_beta_s_per_byte : 0.0, t.allreduce_ranks,
+        t.allreduce_alpha_s * 1e6, t.allreduce_beta_s_per_byte * 1e9);
 }
 
 // One row per measured task: what the efficiencies of the calibration were fitted to. The plan
@@ -85,7 +90,7 @@ Measured measure_cpu(const std::vector<std::string>& transports, const real::Pro
   Measured m;
   m.backend = "cpu-openblas";
   m.peaks = real::measure_peaks(step);
-  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
   m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step);
   if (step) step("dispatch overhead");
   m.dispatch = real::measure_dispatch();
@@ -104,14 +109,14 @@ Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
 #if STRATA_HAVE_CUDA
   m.backend = "cuda-cublas";
   m.peaks = real::measure_cuda_peaks(0, step);
-  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
   m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, real::cuda_executor<float>(0));
   if (step) step("dispatch overhead");
   m.dispatch = real::measure_dispatch(real::cuda_executor<float>(0));
   m.calibration = real::fit_calibration(m.peaks, m.tasks, m.dispatch);
   if (step) step("transport cuda");
-  m.calibration.transports["cuda"] =
-      real::fit_transport(real::measure_transport("cuda", real::executor_plan_timer(real::cuda_executor<float>(0))));
+  m.calibration.transports["cuda"] = real::fit_transport(
+      real::measure_transport("cuda", real::executor_plan_timer(real::cuda_executor<float>(0))));
 #endif
   return m;
 }
@@ -119,15 +124,18 @@ Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
 }  // namespace
 
 void add_calibrate_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("calibrate", "measure this machine: kernel efficiencies, dispatch, transports");
+  auto* cmd =
+      app.add_subcommand("calibrate", "measure this machine: kernel efficiencies, dispatch, transports");
   auto o = std::make_shared<CalibrateOptions>();
   cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
   cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
-  cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")->delimiter(',');
+  cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")
+      ->delimiter(',');
   cmd->add_option("--device", o->device,
                   "what to measure: cpu (OpenBLAS, default) or cuda (GPU 0: cuBLAS and strata's kernels; "
                   "its transport is 'cuda', device-to-device copies)");
-  cmd->add_option("--samples", o->samples, "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
+  cmd->add_option("--samples", o->samples,
+                  "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
   cmd->add_flag("--mpi-probe", o->mpi_probe, "internal: the MPI half of --transport mpi, under mpirun -np 2")
       ->group("");
   cmd->callback([&action, o] {
@@ -138,7 +146,8 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       check_device(o->device, "threads");
       const bool progress = progress_wanted();
       real::Progress step;
-      if (progress) step = [](const std::string& what) { std::fprintf(stderr, "\rcalibrate: %-60s", what.c_str()); };
+      if (progress)
+        step = [](const std::string& what) { std::fprintf(stderr, "\rcalibrate: %-60s", what.c_str()); };
       const Measured m = o->device == "cuda" ? measure_cuda(step) : measure_cpu(o->transports, step);
       const real::MachinePeaks& peaks = m.peaks;
       const real::DispatchOverhead& dispatch = m.dispatch;
@@ -156,7 +165,8 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       if (!o->platform.empty()) {
         const std::string transport = o->device == "cuda" ? "cuda" : o->transports.front();
         write_file_atomically(o->platform, one_host_platform_xml(c, transport));
-        std::printf("platform of this machine (%s transport) -> %s\n", transport.c_str(), o->platform.c_str());
+        std::printf("platform of this machine (%s transport) -> %s\n", transport.c_str(),
+                    o->platform.c_str());
       }
       return 0;
     };

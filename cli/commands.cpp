@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flags.hpp"
-#include "strata/models/cost_model.hpp"
+#include "strata/models/cost/cost_model.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -101,7 +101,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
 }
 
 void add_trace_export_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("trace-export", "convert a strata Trace to Chrome trace JSON (Perfetto) and SVG");
+  auto* cmd =
+      app.add_subcommand("trace-export", "convert a strata Trace to Chrome trace JSON (Perfetto) and SVG");
   struct Options {
     std::string in, out, svg;
     int svg_workers = 16;

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "strata/models/cost_model.hpp"
+#include "strata/models/cost/cost_model.hpp"
 
 namespace strata::cli {
 

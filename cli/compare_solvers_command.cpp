@@ -17,8 +17,8 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
-#include "strata/real/admm_plan.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/real/train/admm_plan.hpp"
+#include "strata/real/train/trainer.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/sim/report.hpp"
@@ -43,12 +43,12 @@ struct CompareOptions {
 struct Row {
   std::string label;
   CommonFlags flags;
-  std::string why_not;           // non-empty: this row has no Plan here
-  std::string not_measured;      // non-empty: why the real executor did not run it
+  std::string why_not;       // non-empty: this row has no Plan here
+  std::string not_measured;  // non-empty: why the real executor did not run it
   double epoch_samples = kEpochSamples;
   Report predicted;
   std::vector<real::EpochResult> measured;
-  std::vector<double> seconds;   // cumulative training seconds after each epoch
+  std::vector<double> seconds;  // cumulative training seconds after each epoch
 };
 
 std::vector<Row> rows_for(const CompareOptions& o) {
@@ -86,7 +86,8 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     const Model model = build_model(row.flags, config, &solver);
     if (model.family == "gcn") row.epoch_samples = static_cast<double>(model.graph_nodes);
     plan = build_plan(row.flags, kBatchPerWorker);
-    if (real::is_admm_plan(plan)) row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
+    if (real::is_admm_plan(plan))
+      row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
   } catch (const InputError& e) {
     row.why_not = e.what();
     return;
@@ -96,8 +97,8 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
 }
 
 // An ADMM row: one epoch is one full-batch sweep over the Plan's seeded training columns.
-void measure_admm(Row& row, const Plan& plan, const CompareOptions& o, const real::LabelledImages& train_images,
-                  const real::LabelledImages& test_images) {
+void measure_admm(Row& row, const Plan& plan, const CompareOptions& o,
+                  const real::LabelledImages& train_images, const real::LabelledImages& test_images) {
   const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
   const real::AdmmData<float> train = real::admm_columns<float>(train_images, shape.samples, seed);
@@ -108,7 +109,8 @@ void measure_admm(Row& row, const Plan& plan, const CompareOptions& o, const rea
   const int sweeps = std::max(1, plan.num_iterations());
   double seconds = 0;
   for (int e = sweeps; e - sweeps < o.epochs; e += sweeps) {
-    if (progress_wanted()) std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
+    if (progress_wanted())
+      std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
     real::EpochResult r;
     r.epoch = e;
     trainer.run(&r.train_seconds);
@@ -135,8 +137,8 @@ void measure(Row& row, const CompareOptions& o) {
     row.not_measured = e.what();  // e.g. a task kind the real executor has no kernel for
     return;
   }
-  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
-  static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
+  static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::test);
   if (real::is_admm_plan(plan)) return measure_admm(row, plan, o, train, test);
   real::CpuBackend backend;
   real::TrainConfig config;
@@ -145,7 +147,8 @@ void measure(Row& row, const CompareOptions& o) {
   real::Trainer<float> trainer(plan, backend, config);
   double seconds = 0;
   for (int e = 1; e <= o.epochs; ++e) {
-    if (progress_wanted()) std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
+    if (progress_wanted())
+      std::fprintf(stderr, "\rcompare-solvers: %s, epoch %d/%d   ", row.label.c_str(), e, o.epochs);
     row.measured.push_back(trainer.train_epoch(e, train, test));
     seconds += row.measured.back().train_seconds;
     row.seconds.push_back(seconds);
@@ -160,9 +163,10 @@ std::string time_to_target(const Row& row, double target) {
 }
 
 void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
-  std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch", "accuracy",
-              ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(), "bytes/iteration",
-              "peak mem/worker");
+  std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
+              "accuracy",
+              ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(),
+              "bytes/iteration", "peak mem/worker");
   for (const Row& r : rows) {
     if (!r.why_not.empty()) {
       std::printf("%-22s %s\n", r.label.c_str(), r.why_not.c_str());
@@ -170,22 +174,27 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
     }
     const double predicted_epoch = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
     // The report's bytes are per Plan iteration, which holds `instances` solver iterations.
-    const double bytes = (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
+    const double bytes =
+        (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
     double measured_epoch = 0;
     for (const real::EpochResult& e : r.measured) measured_epoch += e.train_seconds;
     if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
     char accuracy[32] = "-";
-    if (!r.measured.empty()) std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(), format_seconds(predicted_epoch).c_str(),
+    if (!r.measured.empty())
+      std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
+    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(),
+                format_seconds(predicted_epoch).c_str(),
                 r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
                 time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
-                format_bytes(r.predicted.peak_memory_bytes).c_str(), r.not_measured.empty() ? "" : "  (not run here, *)");
+                format_bytes(r.predicted.peak_memory_bytes).c_str(),
+                r.not_measured.empty() ? "" : "  (not run here, *)");
   }
   for (const Row& r : rows)
     if (!r.not_measured.empty()) std::printf("* %s: %s\n", r.label.c_str(), r.not_measured.c_str());
-  std::printf("predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
-              "(per instance for ampnet and local; the ADMM solvers: one full-batch sweep per epoch)\n",
-              o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
+  std::printf(
+      "predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
+      "(per instance for ampnet and local; the ADMM solvers: one full-batch sweep per epoch)\n",
+      o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
 }
 
 void write_plot(const std::vector<Row>& rows, const CompareOptions& o) {
@@ -198,7 +207,8 @@ void write_plot(const std::vector<Row>& rows, const CompareOptions& o) {
   for (const Row& r : rows) {
     if (r.measured.empty()) continue;
     PlotSeries s{r.label, {}};
-    for (std::size_t e = 0; e < r.measured.size(); ++e) s.points.emplace_back(r.seconds[e], 100 * r.measured[e].test_accuracy);
+    for (std::size_t e = 0; e < r.measured.size(); ++e)
+      s.points.emplace_back(r.seconds[e], 100 * r.measured[e].test_accuracy);
     plot.series.push_back(std::move(s));
   }
   write_line_plot_svg(plot, o.svg);
@@ -214,10 +224,13 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<CompareOptions>();
   o->flags.model = "mlp";
   cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)");
-  cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML the predictions use")->required();
-  cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--svg", o->svg, "accuracy against time plot");
   cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"}));
   cmd->add_option("--seed", o->flags.seed, "seed of every random choice");

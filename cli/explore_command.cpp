@@ -39,7 +39,7 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.model = o->flags.model;
       options.platform = resolve_platform(o->flags.platform);
       CommonFlags flags = o->flags;
-      flags.workers = 0;  // the explorer chooses dp/tp/pp
+      flags.workers = 0;                 // the explorer chooses dp/tp/pp
       build_model(flags, options.base);  // checks the model and --set; dtype, optimizer, batch, ...
       StrategyConfig ignored;
       options.model_overrides = apply_sets(o->flags.sets, ignored);
@@ -53,10 +53,11 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.best_svg_path = o->svg;
       options.progress = progress_wanted();
       ExploreResult result = explore(options);
-      std::printf("explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
-                  result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
-                  result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
-                  result.replay_wall_s);
+      std::printf(
+          "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
+          result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
+          result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
+          result.replay_wall_s);
       std::cout << format_explore_table(result, o->rows);
       if (result.rows.empty()) {
         std::printf("no valid configuration\n");
@@ -66,8 +67,8 @@ void add_explore_command(CLI::App& app, Action& action) {
         std::string files;
         for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
           if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
-        std::printf("best: %s%s%s\n", result.rows.front().config.to_string().c_str(), files.empty() ? "" : " -> ",
-                    files.c_str());
+        std::printf("best: %s%s%s\n", result.rows.front().config.to_string().c_str(),
+                    files.empty() ? "" : " -> ", files.c_str());
       }
       return 0;
     };

@@ -21,8 +21,10 @@ CollectiveAlgo parse_algo_flag(const std::string& key, const std::string& value)
 void match_sites_and_workers(const CommonFlags& flags, StrategyConfig& config, SolverConfig& solver) {
   const bool m_given = std::any_of(flags.sets.begin(), flags.sets.end(),
                                    [](const std::string& pair) { return pair.rfind("m=", 0) == 0; });
-  if (flags.workers == 0 && flags.strategy.empty()) config.dp = solver.subnets;
-  else if (!m_given) solver.subnets = solver_stages(config);
+  if (flags.workers == 0 && flags.strategy.empty())
+    config.dp = solver.subnets;
+  else if (!m_given)
+    solver.subnets = solver_stages(config);
 }
 
 }  // namespace
@@ -32,9 +34,12 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   app.add_option("--workers,--gpus", flags.workers, "number of workers (GPUs)");
   if (with_strategy) {
     app.add_option("--strategy", flags.strategy, "parallel configuration, e.g. dp=2,tp=2,pp=2");
-    app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}));
-    app.add_option("--microbatches", flags.microbatches, "microbatches per replica and iteration (default: pp)");
-    app.add_option("--iterations", flags.iterations, "training iterations in the Plan")->check(CLI::PositiveNumber);
+    app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")
+        ->check(CLI::IsMember({"gpipe", "1f1b"}));
+    app.add_option("--microbatches", flags.microbatches,
+                   "microbatches per replica and iteration (default: pp)");
+    app.add_option("--iterations", flags.iterations, "training iterations in the Plan")
+        ->check(CLI::PositiveNumber);
   }
   app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration");
   app.add_option("--dtype", flags.dtype, "fp32 | bf16 | fp16 (default: bf16 for GPT, fp32 otherwise)")
@@ -43,7 +48,8 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   app.add_option("--seed", flags.seed, "seed of every random choice");
   app.add_option("--set", flags.sets, "key=value model or solver hyperparameter (repeatable)");
   app.add_option("--solver", flags.solver,
-                 "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist (docs/solvers.md)");
+                 "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist "
+                 "(docs/solvers.md)");
 }
 
 void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
@@ -68,8 +74,7 @@ std::map<std::string, std::string> apply_sets(const std::vector<std::string>& se
   std::map<std::string, std::string> model_overrides;
   for (const std::string& pair : sets) {
     auto eq = pair.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InputError("--set '" + pair + "': expected key=value");
+    if (eq == std::string::npos || eq == 0) throw InputError("--set '" + pair + "': expected key=value");
     std::string key = pair.substr(0, eq);
     std::string value = pair.substr(eq + 1);
     if (key == "bucket_mb") {
@@ -100,8 +105,10 @@ std::map<std::string, std::string> apply_sets(const std::vector<std::string>& se
 
 StrategyConfig build_config(const CommonFlags& flags, const Model* model) {
   StrategyConfig c;
-  if (!flags.strategy.empty()) parse_strategy(flags.strategy, c);
-  else if (flags.workers > 0) c.dp = flags.workers;
+  if (!flags.strategy.empty())
+    parse_strategy(flags.strategy, c);
+  else if (flags.workers > 0)
+    c.dp = flags.workers;
   if (flags.workers > 0 && c.workers() != flags.workers)
     throw InputError("--strategy " + c.to_string() + ": dp·tp·pp = " + std::to_string(c.workers()) +
                      " does not equal --workers " + std::to_string(flags.workers));
@@ -141,7 +148,8 @@ Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig
   config = build_config(flags, &model);
   apply_sets(flags.sets, config);
   if (parsed.solver == Solver::gist) match_sites_and_workers(flags, config, parsed);
-  if (solver != nullptr) *solver = parsed;
+  if (solver != nullptr)
+    *solver = parsed;
   else if (*which != Solver::backprop)
     throw InputError("--solver " + flags.solver + ": this command runs backprop only");
   return model;
@@ -154,7 +162,8 @@ Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) 
   // The ADMM solvers train full batch (their default: a 10,000-sample subset), GIST and every GCN
   // full-graph (all the graph's nodes), not per worker.
   const bool full_batch = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm ||
-                          solver.solver == Solver::pdadmm_g_q || solver.solver == Solver::gist || model.family == "gcn";
+                          solver.solver == Solver::pdadmm_g_q || solver.solver == Solver::gist ||
+                          model.family == "gcn";
   if (config.global_batch == 0 && global_batch_per_worker > 0 && !full_batch)
     config.global_batch = global_batch_per_worker * (solver.solver == Solver::backprop ? config.dp : 1);
   return lower_solver(model, config, solver);

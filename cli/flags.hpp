@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/solver.hpp"
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/solvers/solver.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata::cli {

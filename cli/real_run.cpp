@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "strata/models/strategy.hpp"
-#include "strata/real/task_runner.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/real/exec/task_runner.hpp"
 #if STRATA_HAVE_CUDA
 #include "strata/real/cuda_task_runner.hpp"
 #endif
@@ -33,12 +33,15 @@ void check_device(const std::string& device, const std::string& transport) {
   if (device == "cpu") return;
   if (device != "cuda") throw InputError("--device: '" + device + "' is not a device (cpu, cuda)");
 #if STRATA_HAVE_CUDA
-  if (real::cuda_device_count() < 1) throw InputError("--device cuda: no CUDA GPU is visible to this process");
+  if (real::cuda_device_count() < 1)
+    throw InputError("--device cuda: no CUDA GPU is visible to this process");
   if (transport != "threads")
-    throw InputError("--device cuda: every worker runs as streams of GPU 0 in this process; use --transport threads");
+    throw InputError(
+        "--device cuda: every worker runs as streams of GPU 0 in this process; use --transport threads");
 #else
   (void)transport;
-  throw InputError("--device cuda: this build of strata has no CUDA backend (install the CUDA toolkit and rebuild)");
+  throw InputError(
+      "--device cuda: this build of strata has no CUDA backend (install the CUDA toolkit and rebuild)");
 #endif
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "flags.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/real/train/trainer.hpp"
 #include "strata/traces/plan.hpp"
 #if STRATA_HAVE_MPI
 #include "strata/real/mpi_transport.hpp"

@@ -10,10 +10,10 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
-#include "strata/models/strategy.hpp"
-#include "strata/real/admm_plan.hpp"
-#include "strata/real/gcn_plan.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/real/train/admm_plan.hpp"
+#include "strata/real/train/gcn_plan.hpp"
+#include "strata/real/train/trainer.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/plan_json.hpp"
@@ -32,7 +32,7 @@ struct RunOptions {
   int epochs = 5;
   bool no_pin = false;
   std::string init = "auto";
-  std::string log;  // CSV of accuracy against epoch and wall-clock seconds
+  std::string log;        // CSV of accuracy against epoch and wall-clock seconds
   bool lr_given = false;  // --set lr=: else GCN Plans take gcn.hpp's 0.01
 };
 
@@ -64,9 +64,10 @@ real::OptimizerSettings take_optimizer_sets(std::vector<std::string>& sets, cons
 void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(kWidth * done / std::max<std::int64_t>(1, all));
-  std::fprintf(stderr, "\repoch %d/%d [%s%s] %lld/%lld batches", epoch, epochs, std::string(static_cast<std::size_t>(filled), '=').c_str(),
-               std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(), static_cast<long long>(done),
-               static_cast<long long>(all));
+  std::fprintf(stderr, "\repoch %d/%d [%s%s] %lld/%lld batches", epoch, epochs,
+               std::string(static_cast<std::size_t>(filled), '=').c_str(),
+               std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(),
+               static_cast<long long>(done), static_cast<long long>(all));
   if (done == all) std::fprintf(stderr, "\r%*s\r", kWidth + 40, "");
 }
 
@@ -78,8 +79,8 @@ class RunLog {
   void add(long long epoch, double train_s, double wall_s, long long samples, double loss, double accuracy,
            double samples_per_s) {
     char row[256];
-    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_s, wall_s, samples, loss, accuracy,
-                  samples_per_s);
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_s, wall_s, samples,
+                  loss, accuracy, samples_per_s);
     text_ += row;
     if (write_) write_file_atomically(path_, text_);
   }
@@ -87,7 +88,8 @@ class RunLog {
  private:
   std::string path_;
   bool write_;
-  std::string text_ = "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
+  std::string text_ =
+      "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
 };
 
 // The end of an ADMM or GCN run: one more Plan run for --trace, then the bytes moved. Every
@@ -97,7 +99,9 @@ int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, Solver
   if (!o.trace.empty()) {
     const std::vector<real::TaskTiming> timings = trainer.run();
     if (report) {
-      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
+      write_trace(
+          real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy),
+          o.trace);
       std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
     }
   }
@@ -114,8 +118,9 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
   if (o.device != "cpu") throw InputError("--device " + o.device + ": the ADMM solvers run on the CPU only");
   const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
-  const real::AdmmData<T> train = real::admm_columns<T>(real::load_fashion_mnist(real::DatasetSplit::kTrain), shape.samples, seed);
-  const real::LabelledImages test_images = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  const real::AdmmData<T> train =
+      real::admm_columns<T>(real::load_fashion_mnist(real::DatasetSplit::train), shape.samples, seed);
+  const real::LabelledImages test_images = real::load_fashion_mnist(real::DatasetSplit::test);
   const real::AdmmData<T> test = real::admm_columns<T>(test_images, test_images.count, 0);
   const bool report = transport.process() == 0;
   real::CpuBackend backend;
@@ -123,10 +128,13 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
   const int sweeps = std::max(1, plan.num_iterations());
   const int runs = (o.epochs + sweeps - 1) / sweeps;
   if (report)
-    std::printf("run %s %s on %d %s (%s transport, %s): %lld training samples as one full batch, %d sweep(s) per Plan run, "
-                "%d run(s)\n", plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
-                transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)", transport.name().c_str(),
-                o.precision.c_str(), static_cast<long long>(shape.samples), sweeps, runs);
+    std::printf(
+        "run %s %s on %d %s (%s transport, %s): %lld training samples as one full batch, %d sweep(s) per "
+        "Plan run, "
+        "%d run(s)\n",
+        plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+        transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
+        transport.name().c_str(), o.precision.c_str(), static_cast<long long>(shape.samples), sweeps, runs);
   RunLog log(o.log, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -142,11 +150,13 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
     const int epoch = r * sweeps;
     const double rate = static_cast<double>(shape.samples * sweeps) / std::max(1e-9, seconds);
     if (report)
-      std::printf("epoch %d: train loss %.4f, train accuracy %.2f %%, test accuracy %.2f %%, %.3f s per sweep "
-                  "(%.2f s training, %.2f s wall so far)\n",
-                  epoch, loss, 100 * train_accuracy, 100 * test_accuracy, seconds / sweeps, train_seconds, wall);
+      std::printf(
+          "epoch %d: train loss %.4f, train accuracy %.2f %%, test accuracy %.2f %%, %.3f s per sweep "
+          "(%.2f s training, %.2f s wall so far)\n",
+          epoch, loss, 100 * train_accuracy, 100 * test_accuracy, seconds / sweeps, train_seconds, wall);
     std::fflush(stdout);
-    log.add(epoch, train_seconds, wall, static_cast<long long>(epoch * shape.samples), loss, test_accuracy, rate);
+    log.add(epoch, train_seconds, wall, static_cast<long long>(epoch * shape.samples), loss, test_accuracy,
+            rate);
   }
   return finish_solver_run(plan, o, report, trainer);
 }
@@ -155,15 +165,16 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
 std::string gcn_round(const real::GcnPlanShape& shape, const Plan& plan) {
   if (shape.sites == 0) return "a round is one full-graph Adam step";
   const std::int64_t steps = plan.info.global_batch / std::max<std::int64_t>(1, shape.nodes);
-  return "a round is " + std::to_string(steps) + " full-graph local steps on each of " + std::to_string(shape.sites) +
-         " sites, then write-back";
+  return "a round is " + std::to_string(steps) + " full-graph local steps on each of " +
+         std::to_string(shape.sites) + " sites, then write-back";
 }
 
 // A GCN Plan (--solver gist, or backprop on --model gcn): full-graph training on the kNN graph of
 // the Plan's node count (gcn_plan.hpp). A round (GIST's, or one backprop step) is an epoch of
 // --epochs: every node is seen; a Plan run is its iterations' rounds, run ceil(E / rounds) times.
 template <typename T>
-int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings optimizer, real::Transport<T>& transport) {
+int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings optimizer,
+              real::Transport<T>& transport) {
   if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
   if (!o.lr_given) optimizer.learning_rate = 0.01;  // gcn.hpp's Adam step
   const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
@@ -178,14 +189,18 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
   // worker 0, so process 0 evaluates and reports.
   const bool report = transport.process() == 0;
   if (report)
-  std::printf("run %s %s on %d %s (%s transport, %s, Adam lr %g): kNN graph of %lld Fashion-MNIST "
-              "images (k = 10, mean degree %.1f, built in %.2f s; the Plan's avg_degree sizes the simulation only), "
-              "%zu training / %zu test nodes; %s; %d round(s) per Plan run, %d run(s)\n",
-              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
-              transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)", transport.name().c_str(),
-              o.precision.c_str(), optimizer.learning_rate, static_cast<long long>(shape.nodes),
-              static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
-              graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds, runs);
+    std::printf(
+        "run %s %s on %d %s (%s transport, %s, Adam lr %g): kNN graph of %lld Fashion-MNIST "
+        "images (k = 10, mean degree %.1f, built in %.2f s; the Plan's avg_degree sizes the simulation "
+        "only), "
+        "%zu training / %zu test nodes; %s; %d round(s) per Plan run, %d run(s)\n",
+        plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+        transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
+        transport.name().c_str(), o.precision.c_str(), optimizer.learning_rate,
+        static_cast<long long>(shape.nodes),
+        static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
+        graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds,
+        runs);
   RunLog log(o.log, report);
   double train_seconds = 0;
   for (int r = 1; r <= runs; ++r) {
@@ -198,11 +213,14 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
     const double accuracy = real::gcn_accuracy(backend, data, params, data.split.test);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::int64_t done = trainer.rounds_done();
-    std::printf("round %lld: train loss %.4f, test accuracy %.2f %%, %.3f s per round (%.2f s training, %.2f s wall so far)\n",
-                static_cast<long long>(done), loss, 100 * accuracy, seconds / rounds, train_seconds, wall);
+    std::printf(
+        "round %lld: train loss %.4f, test accuracy %.2f %%, %.3f s per round (%.2f s training, %.2f s wall "
+        "so far)\n",
+        static_cast<long long>(done), loss, 100 * accuracy, seconds / rounds, train_seconds, wall);
     std::fflush(stdout);
-    log.add(static_cast<long long>(done), train_seconds, wall, static_cast<long long>(done * plan.info.global_batch), loss,
-            accuracy, static_cast<double>(rounds * plan.info.global_batch) / std::max(1e-9, seconds));
+    log.add(static_cast<long long>(done), train_seconds, wall,
+            static_cast<long long>(done * plan.info.global_batch), loss, accuracy,
+            static_cast<double>(rounds * plan.info.global_batch) / std::max(1e-9, seconds));
   }
   return finish_solver_run(plan, o, report, trainer);
 }
@@ -210,11 +228,12 @@ int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings opt
 // Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with
 // the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
-int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer, real::Transport<T>& transport) {
+int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
+          real::Transport<T>& transport) {
   if (real::is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
   if (real::is_gcn_plan(plan)) return train_gcn<T>(plan, o, optimizer, transport);
-  const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::kTrain);
-  const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::kTest);
+  const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
+  const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
   const bool report = transport.process() == 0;
   real::CpuBackend backend;
   real::TrainConfig config;
@@ -222,31 +241,38 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   config.optimizer = optimizer;
   config.pin_workers = !o.no_pin;
   // auto: He for the MLP (its recipe), PyTorch's default for the other models.
-  config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp") ? real::WeightInit::he_normal
-                                                                                  : real::WeightInit::fan_in_uniform;
+  config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp")
+                    ? real::WeightInit::he_normal
+                    : real::WeightInit::fan_in_uniform;
   real::Trainer<T> trainer(plan, executor_for<T>(o.device, backend), config, transport);
   if (report)
-    std::printf("run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
-                plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
-                transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
-                trainer.backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
-                static_cast<long long>(trainer.global_batch()),
-                static_cast<long long>(train_set.count / trainer.global_batch()));
+    std::printf(
+        "run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
+        plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+        transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
+        trainer.backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
+        static_cast<long long>(trainer.global_batch()),
+        static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
   RunLog log(o.log, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {
     std::function<void(std::int64_t, std::int64_t)> on_batch;
-    if (progress) on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
+    if (progress)
+      on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
     const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
     train_seconds += r.train_seconds;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (report)
-      std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s (%.2f s training, %.2f s wall so far)\n",
-                  e, o.epochs, r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds, train_seconds, wall);
+      std::printf(
+          "epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s (%.2f s training, "
+          "%.2f s wall so far)\n",
+          e, o.epochs, r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds,
+          train_seconds, wall);
     std::fflush(stdout);
-    log.add(e, train_seconds, wall, static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
+    log.add(e, train_seconds, wall,
+            static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
             r.train_loss, r.test_accuracy, r.samples_per_second);
   }
   if (!o.trace.empty()) {
@@ -255,7 +281,9 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
     for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
     trainer.train_batch(train_set, first, &timings);
     if (report) {
-      write_trace(real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy), o.trace);
+      write_trace(
+          real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy),
+          o.trace);
       std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
     }
   }
@@ -271,9 +299,9 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
     // One process per worker, started by mpirun.
     return on_mpi_ranks(plan.num_workers(), o.plan.empty() ? "strategy" : "Plan", "run",
                         [&](const real::MpiSession& session) {
-      real::MpiTransport<T> transport(session, plan);
-      return train<T>(plan, o, optimizer, transport);
-    });
+                          real::MpiTransport<T> transport(session, plan);
+                          return train<T>(plan, o, optimizer, transport);
+                        });
 #else
     throw_no_mpi();
 #endif
@@ -289,13 +317,15 @@ void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   add_common_flags(*cmd, o->flags, true);
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
-  cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")->check(CLI::PositiveNumber);
+  cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--log", o->log, "write accuracy against epoch and seconds (CSV, rewritten each epoch)");
   cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
   cmd->add_option("--transport", o->transport,
                   "threads (workers as threads of this process) or mpi (one OpenMPI process per worker, "
                   "under mpirun -np <workers>)");
-  cmd->add_option("--device", o->device, "where the kernels run: cpu (OpenBLAS) or cuda (GPU 0, each worker a pair of streams)");
+  cmd->add_option("--device", o->device,
+                  "where the kernels run: cpu (OpenBLAS) or cuda (GPU 0, each worker a pair of streams)");
   cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")

@@ -12,11 +12,10 @@
 
 #include "commands.hpp"
 #include "real_run.hpp"
-#include "strata/real/calibrate.hpp"
-#include "strata/real/interpreter.hpp"
+#include "strata/real/calibrate/calibrate.hpp"
+#include "strata/real/exec/interpreter.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
-
 
 extern char** environ;
 
@@ -40,7 +39,8 @@ real::PlanTimer mpi_plan_timer(const real::MpiSession& session) {
       timings = interpreter.run();
     }
     std::vector<double> flat(2 * timings.size());
-    for (std::size_t i = 0; i < timings.size(); ++i) flat[2 * i] = timings[i].start, flat[2 * i + 1] = timings[i].end;
+    for (std::size_t i = 0; i < timings.size(); ++i)
+      flat[2 * i] = timings[i].start, flat[2 * i + 1] = timings[i].end;
     transport.max_over_processes(flat);  // a task's times are 0 where it did not run
     std::vector<std::pair<double, double>> out(timings.size());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = {flat[2 * i], flat[2 * i + 1]};
@@ -52,7 +52,8 @@ real::PlanTimer mpi_plan_timer(const real::MpiSession& session) {
 
 int run_mpi_probe(const std::string& output) {
   return on_mpi_ranks(2, "probe", "calibrate --mpi-probe", [&](const real::MpiSession& session) {
-    const TransportCalibration t = real::fit_transport(real::measure_transport("mpi", mpi_plan_timer(session)));
+    const TransportCalibration t =
+        real::fit_transport(real::measure_transport("mpi", mpi_plan_timer(session)));
     if (session.rank() == 0) {
       Calibration c = Calibration::defaults();
       c.transports["mpi"] = t;
@@ -66,16 +67,19 @@ int run_mpi_probe(const std::string&) { throw_no_mpi(); }
 #endif
 
 TransportCalibration measure_transport_calibration(const std::string& transport) {
-  if (transport == "threads") return real::fit_transport(real::measure_transport("threads", real::thread_plan_timer()));
+  if (transport == "threads")
+    return real::fit_transport(real::measure_transport("threads", real::thread_plan_timer()));
   if (transport != "mpi") throw InputError("--transport: unknown '" + transport + "' (threads, mpi)");
 #if !STRATA_HAVE_MPI
   throw_no_mpi();
 #else
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string out =
-      (std::filesystem::temp_directory_path() / ("strata-mpi-probe-" + std::to_string(::getpid()) + ".json")).string();
+      (std::filesystem::temp_directory_path() / ("strata-mpi-probe-" + std::to_string(::getpid()) + ".json"))
+          .string();
   // --oversubscribe: 2 processes may be more than the cores; --allow-run-as-root: containers.
-  std::vector<std::string> args{"mpirun", "-q", "--oversubscribe", "-np", "2", self, "calibrate", "-o", out, "--mpi-probe"};
+  std::vector<std::string> args{"mpirun", "-q", "--oversubscribe", "-np", "2", self, "calibrate",
+                                "-o",     out,  "--mpi-probe"};
   if (::geteuid() == 0) args.insert(args.begin() + 1, "--allow-run-as-root");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

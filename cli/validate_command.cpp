@@ -14,9 +14,9 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
-#include "strata/real/plan_runs.hpp"
-#include "strata/real/gcn_plan.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/real/train/gcn_plan.hpp"
+#include "strata/real/train/plan_runs.hpp"
+#include "strata/real/train/trainer.hpp"
 #include "strata/sim/platform.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
@@ -26,7 +26,6 @@
 #include "strata/traces/perfetto.hpp"
 #include "strata/traces/stats.hpp"
 #include "strata/traces/units.hpp"
-
 
 namespace strata::cli {
 namespace {
@@ -57,8 +56,8 @@ double span_of(const Trace& t) {
 }
 
 struct Measured {
-  std::vector<Trace> runs;            // one per measured iteration, times from its own start
-  std::vector<double> iteration_s;    // span of each
+  std::vector<Trace> runs;          // one per measured iteration, times from its own start
+  std::vector<double> iteration_s;  // span of each
   std::string host;
 };
 
@@ -81,7 +80,7 @@ NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
     throw InputError("--device " + o.device + ": the ADMM and GCN solvers run on the CPU only");
   if (real::is_gcn_plan(plan) && transport != nullptr)
     throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
-  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
   auto backend = std::make_shared<real::CpuBackend>();
   real::PlanRunSettings settings;
   settings.seed = static_cast<std::uint64_t>(o.flags.seed);
@@ -109,7 +108,8 @@ std::vector<Measured> measure(const std::vector<const Plan*>& plans, const Valid
       std::vector<real::TaskTiming> timings = runs[p]();
       if (i >= o.warmup) record(*plans[p], std::move(timings), m[p]);
     }
-    if (progress) std::fprintf(stderr, "\rvalidate: real run, iteration %d/%d%s", i + 1, all, i + 1 == all ? "\n" : "");
+    if (progress)
+      std::fprintf(stderr, "\rvalidate: real run, iteration %d/%d%s", i + 1, all, i + 1 == all ? "\n" : "");
   }
   return m;
 }
@@ -141,28 +141,33 @@ Simulation prepare_simulation(const ValidateOptions& o) {
     if (o.replay.calibration.empty())
       throw InputError("validate: give --calibration FILE (from strata calibrate) or --platform FILE");
     // A GPU run's workers exchange device-to-device copies: the calibration's "cuda" transport.
-    sim.platform_xml = one_host_platform_xml(sim.options.calibration, o.device == "cuda" ? "cuda" : o.transport);
+    sim.platform_xml =
+        one_host_platform_xml(sim.options.calibration, o.device == "cuda" ? "cuda" : o.transport);
   }
   return sim;
 }
 
 void print_header(const Plan& plan, const ValidateOptions& o) {
-  std::printf("validate %s %s: %d worker(s) on %s, %s transport, global batch %lld; %d measured iterations after %d warm-up\n",
-              plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
-              o.device == "cuda" ? "GPU 0" : "the CPU", o.transport.c_str(),
-              static_cast<long long>(plan.info.global_batch), o.iterations, o.warmup);
+  std::printf(
+      "validate %s %s: %d worker(s) on %s, %s transport, global batch %lld; %d measured iterations after %d "
+      "warm-up\n",
+      plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
+      o.device == "cuda" ? "GPU 0" : "the CPU", o.transport.c_str(),
+      static_cast<long long>(plan.info.global_batch), o.iterations, o.warmup);
   std::fflush(stdout);
 }
 
 // Simulates the Plan and prints predicted against measured (rank 0 only under MPI).
-int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m, double* predicted_s = nullptr) {
+int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m,
+           double* predicted_s = nullptr) {
   ReplayOptions& options = s.options;
   const bool generated = s.platform.empty();
   const std::string platform = generated ? temporary_platform(s.platform_xml) : s.platform;
   const std::size_t median_run = [&] {
     std::vector<std::size_t> order(m.iteration_s.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return m.iteration_s[a] < m.iteration_s[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return m.iteration_s[a] < m.iteration_s[b]; });
     return order[order.size() / 2];
   }();
 
@@ -183,29 +188,34 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   const double p10 = sorted[sorted.size() / 10], p90 = sorted[(sorted.size() * 9) / 10];
   const TraceComparison cmp = compare_traces(sim.trace, m.runs);
 
-  std::printf("platform %s, calibration %s\n", generated ? "of this machine (from the calibration)" : platform.c_str(),
+  std::printf("platform %s, calibration %s\n",
+              generated ? "of this machine (from the calibration)" : platform.c_str(),
               options.calibration.source.c_str());
   std::printf("iteration time: predicted %s, measured %s (median; p10 %s, p90 %s): error %+.1f %%\n",
-              format_seconds(predicted).c_str(), format_seconds(measured).c_str(), format_seconds(p10).c_str(), format_seconds(p90).c_str(),
+              format_seconds(predicted).c_str(), format_seconds(measured).c_str(),
+              format_seconds(p10).c_str(), format_seconds(p90).c_str(),
               100 * (predicted - measured) / measured);
   std::printf("compute tasks: median |error| %.1f %%, p90 %.1f %%\n", 100 * cmp.compute_median_abs_error,
               100 * cmp.compute_p90_abs_error);
-  std::printf("%-18s %6s %14s %14s %12s %10s\n", "kind", "tasks", "predicted", "measured", "median|err|", "p90|err|");
+  std::printf("%-18s %6s %14s %14s %12s %10s\n", "kind", "tasks", "predicted", "measured", "median|err|",
+              "p90|err|");
   for (const KindComparison& k : cmp.kinds)
     std::printf("%-18s %6zu %14s %14s %10.1f %% %8.1f %%\n", std::string(to_string(k.kind)).c_str(), k.tasks,
-                format_seconds(k.predicted_total_s).c_str(), format_seconds(k.measured_total_s).c_str(), 100 * k.median_abs_error,
-                100 * k.p90_abs_error);
+                format_seconds(k.predicted_total_s).c_str(), format_seconds(k.measured_total_s).c_str(),
+                100 * k.median_abs_error, 100 * k.p90_abs_error);
   std::printf("worst tasks:\n");
   for (const TaskComparison& t : cmp.worst(static_cast<std::size_t>(o.worst)))
     std::printf("  %-44s %-18s predicted %10s, measured %10s: %+.1f %%\n", t.id.c_str(),
-                std::string(to_string(t.kind)).c_str(), format_seconds(t.predicted_s).c_str(), format_seconds(t.measured_s).c_str(),
-                100 * t.relative_error());
+                std::string(to_string(t.kind)).c_str(), format_seconds(t.predicted_s).c_str(),
+                format_seconds(t.measured_s).c_str(), 100 * t.relative_error());
   if (!o.perfetto.empty()) {
     write_chrome_traces({{"predicted", &sim.trace}, {"measured", &m.runs[median_run]}}, o.perfetto);
-    std::printf("predicted and measured (median iteration) side by side -> %s (Perfetto)\n", o.perfetto.c_str());
+    std::printf("predicted and measured (median iteration) side by side -> %s (Perfetto)\n",
+                o.perfetto.c_str());
   }
   if (!o.svg.empty()) {
-    write_file_atomically(o.svg, comparison_svg(cmp, plan.info.model + " " + plan.info.strategy + " (" + (o.device == "cuda" ? "GPU streams" : o.transport) +
+    write_file_atomically(o.svg, comparison_svg(cmp, plan.info.model + " " + plan.info.strategy + " (" +
+                                                         (o.device == "cuda" ? "GPU streams" : o.transport) +
                                                          "): predicted vs measured task durations"));
     std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
   }
@@ -227,10 +237,10 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     j["compute_p90_abs_error"] = cmp.compute_p90_abs_error;
     for (const KindComparison& k : cmp.kinds)
       j["kinds"][std::string(to_string(k.kind))] = {{"tasks", k.tasks},
-                                                     {"median_abs_error", k.median_abs_error},
-                                                     {"p90_abs_error", k.p90_abs_error},
-                                                     {"predicted_total_s", k.predicted_total_s},
-                                                     {"measured_total_s", k.measured_total_s}};
+                                                    {"median_abs_error", k.median_abs_error},
+                                                    {"p90_abs_error", k.p90_abs_error},
+                                                    {"predicted_total_s", k.predicted_total_s},
+                                                    {"measured_total_s", k.measured_total_s}};
     write_file_atomically(o.json, j.dump(1) + "\n");
   }
   return 0;
@@ -266,11 +276,12 @@ int validate_speedup(const Plan& plan, const ValidateOptions& o, Simulation sim)
   report(plan, o, std::move(sim), m[0], &predicted);
   const double measured = median(m[0].iteration_s), measured_one = median(m[1].iteration_s);
   const double speedup = measured_one / measured, predicted_speedup = predicted_one / predicted;
-  std::printf("speedup over 1 worker (same flags, runs alternated): measured %.2fx (%s on 1 worker, %s on %d), "
-              "predicted %.2fx (%s, %s): error %+.1f %%\n",
-              speedup, format_seconds(measured_one).c_str(), format_seconds(measured).c_str(), plan.num_workers(),
-              predicted_speedup, format_seconds(predicted_one).c_str(), format_seconds(predicted).c_str(),
-              100 * (predicted_speedup - speedup) / speedup);
+  std::printf(
+      "speedup over 1 worker (same flags, runs alternated): measured %.2fx (%s on 1 worker, %s on %d), "
+      "predicted %.2fx (%s, %s): error %+.1f %%\n",
+      speedup, format_seconds(measured_one).c_str(), format_seconds(measured).c_str(), plan.num_workers(),
+      predicted_speedup, format_seconds(predicted_one).c_str(), format_seconds(predicted).c_str(),
+      100 * (predicted_speedup - speedup) / speedup);
   return 0;
 }
 
@@ -296,7 +307,8 @@ int validate_over_mpi(const Plan& plan, const ValidateOptions& o, Simulation sim
 }  // namespace
 
 void add_validate_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("validate", "run a Plan for real and simulate it; compare iteration and task times");
+  auto* cmd =
+      app.add_subcommand("validate", "run a Plan for real and simulate it; compare iteration and task times");
   auto o = std::make_shared<ValidateOptions>();
   add_common_flags(*cmd, o->flags, true);
   add_replay_flags(*cmd, o->replay);
@@ -304,22 +316,26 @@ void add_validate_command(CLI::App& app, Action& action) {
   cmd->add_option("--platform", o->flags.platform,
                   "SimGrid platform to simulate on (default: this machine, from --calibration)");
   cmd->add_option("--transport", o->transport, "threads (default) or mpi");
-  cmd->add_option("--device", o->device, "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");
-  cmd->add_option("--runs", o->iterations, "measured iterations (their median counts)")->check(CLI::PositiveNumber);
+  cmd->add_option("--device", o->device,
+                  "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");
+  cmd->add_option("--runs", o->iterations, "measured iterations (their median counts)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "iterations run before measuring")->check(CLI::NonNegativeNumber);
   cmd->add_option("--worst", o->worst, "tasks listed with the largest errors")->check(CLI::NonNegativeNumber);
   cmd->add_option("--perfetto", o->perfetto, "predicted and measured traces side by side (\"\" to skip)");
   cmd->add_option("--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
   cmd->add_option("--json", o->json, "the figures as JSON");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
-  cmd->add_flag("--speedup", o->speedup,
-                "also run the same flags on 1 worker, alternating runs, and compare measured and predicted speedup");
+  cmd->add_flag(
+      "--speedup", o->speedup,
+      "also run the same flags on 1 worker, alternating runs, and compare measured and predicted speedup");
   cmd->callback([&action, o] {
     action = [o] {
       check_transport(o->transport);
       check_device(o->device, o->transport);
       if (o->speedup && !o->plan.empty())
-        throw InputError("--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
+        throw InputError(
+            "--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
       const Plan plan = plan_to_run(o->flags, o->plan);
       Simulation sim = prepare_simulation(*o);
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));

@@ -83,8 +83,8 @@ std::vector<std::vector<WorkerId>> by_host(const std::vector<WorkerId>& group,
   return out;
 }
 
-void hierarchical_allreduce(FlowBuilder& b, const std::vector<std::vector<WorkerId>>& hosts,
-                            double bytes, CollectiveFidelity fidelity) {
+void hierarchical_allreduce(FlowBuilder& b, const std::vector<std::vector<WorkerId>>& hosts, double bytes,
+                            CollectiveFidelity fidelity) {
   const std::size_t local = hosts.front().size();
   const std::size_t num_hosts = hosts.size();
   const double intra_chunk = bytes / static_cast<double>(local);
@@ -148,12 +148,14 @@ void tree_allreduce(FlowBuilder& b, const std::vector<WorkerId>& g, double bytes
   std::size_t depth = 0;
   while ((std::size_t{1} << (depth + 1)) - 1 < n) ++depth;
   for (std::size_t level = depth; level >= 1; --level) {  // children at `level` send up
-    for (std::size_t i = (std::size_t{1} << level) - 1; i < std::min(n, (std::size_t{1} << (level + 1)) - 1); ++i)
+    for (std::size_t i = (std::size_t{1} << level) - 1; i < std::min(n, (std::size_t{1} << (level + 1)) - 1);
+         ++i)
       b.add(g[i], g[(i - 1) / 2], bytes, 0);
     b.commit_step();
   }
   for (std::size_t level = 1; level <= depth; ++level) {
-    for (std::size_t i = (std::size_t{1} << level) - 1; i < std::min(n, (std::size_t{1} << (level + 1)) - 1); ++i)
+    for (std::size_t i = (std::size_t{1} << level) - 1; i < std::min(n, (std::size_t{1} << (level + 1)) - 1);
+         ++i)
       b.add(g[(i - 1) / 2], g[i], bytes, 0);
     b.commit_step();
   }

@@ -27,7 +27,8 @@ nlohmann::json summary_to_json(const PlatformSummary& p) {
     hosts.push_back({h.name, h.slots, h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64, h.mem_bw,
                      h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy});
   const NetworkSummary& n = p.network;
-  return {{"path", p.path}, {"hosts", hosts},
+  return {{"path", p.path},
+          {"hosts", hosts},
           {"network", {n.intra_bw, n.intra_latency, n.inter_bw, n.inter_latency, n.intra_shared}}};
 }
 
@@ -50,7 +51,8 @@ PlatformSummary summary_from_json(const nlohmann::json& j) {
     p.hosts.push_back(s);
   }
   const auto& n = j["network"];
-  p.network = {n[0].get<double>(), n[1].get<double>(), n[2].get<double>(), n[3].get<double>(), n[4].get<bool>()};
+  p.network = {n[0].get<double>(), n[1].get<double>(), n[2].get<double>(), n[3].get<double>(),
+               n[4].get<bool>()};
   return p;
 }
 
@@ -168,14 +170,15 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
-  const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child(
-      [&] { return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump(); })));
+  const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child([&] {
+    return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump();
+  })));
   if (options.workers == 0) options.workers = platform.total_slots();
   if (options.workers > platform.total_slots())
-    throw InputError(input_error_message(options.platform, "",
-                                         std::to_string(options.workers) + " workers need " +
-                                             std::to_string(options.workers) + " worker slots, the platform has " +
-                                             std::to_string(platform.total_slots())));
+    throw InputError(input_error_message(
+        options.platform, "",
+        std::to_string(options.workers) + " workers need " + std::to_string(options.workers) +
+            " worker slots, the platform has " + std::to_string(platform.total_slots())));
   ExploreResult result;
   result.model = model.name;
   result.platform = options.platform;
@@ -194,7 +197,8 @@ ExploreResult explore(const ExploreOptions& requested) {
               << std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(options.top_k)) << "\n";
 
   const auto t1 = Clock::now();
-  const std::size_t k = std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
+  const std::size_t k =
+      std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
   std::vector<std::function<std::string()>> jobs;
   for (std::size_t i = 0; i < k; ++i) {
     StrategyConfig config = result.rows[i].config;
@@ -206,9 +210,11 @@ ExploreResult explore(const ExploreOptions& requested) {
   }
   std::vector<std::string> reports = run_in_children(jobs, options.parallel, [&](std::size_t done) {
     if (options.progress)
-      std::cerr << "explore: replayed " << done << " of " << k << " (" << fmt("%.1f s", seconds_since(t1)) << ")\n";
+      std::cerr << "explore: replayed " << done << " of " << k << " (" << fmt("%.1f s", seconds_since(t1))
+                << ")\n";
   });
-  for (std::size_t i = 0; i < k; ++i) result.rows[i].simulated = report_from_json(nlohmann::json::parse(reports[i]));
+  for (std::size_t i = 0; i < k; ++i)
+    result.rows[i].simulated = report_from_json(nlohmann::json::parse(reports[i]));
   result.replay_wall_s = seconds_since(t1);
 
   // Re-rank the replayed rows by simulated time (fitting first); keep the rest by estimate.
@@ -239,8 +245,8 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
   bool any_reduced = false;
   char line[512];
   std::snprintf(line, sizeof line, "%4s %4s %3s %3s %-5s %5s %12s %12s %7s %12s %7s %8s %10s %5s\n", "rank",
-                "dp", "tp", "pp", "sched", "mb", "analytic(s)", "simulated(s)", "err(%)", "tokens/s", "MFU(%)",
-                "bubble(%)", "mem(GiB)", "fits");
+                "dp", "tp", "pp", "sched", "mb", "analytic(s)", "simulated(s)", "err(%)", "tokens/s",
+                "MFU(%)", "bubble(%)", "mem(GiB)", "fits");
   s += line;
   for (std::size_t i = 0; i < result.rows.size() && i < max_rows; ++i) {
     const ExploreRow& r = result.rows[i];
@@ -251,8 +257,9 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
     const double bubble = sim ? r.simulated->bubble_fraction : r.estimate.bubble_fraction;
     const double mem = sim ? r.simulated->peak_memory_bytes : r.estimate.peak_memory_bytes;
     const bool fits = sim ? r.simulated->fits : r.estimate.fits;
-    std::snprintf(line, sizeof line, "%4zu %4d %3d %3d %-5s %5lld %12.4f %12s %7s %12.0f %7.1f %8.1f %10.2f %5s\n",
-                  i + 1, r.config.dp, r.config.tp, r.config.pp,
+    std::snprintf(line, sizeof line,
+                  "%4zu %4d %3d %3d %-5s %5lld %12.4f %12s %7s %12.0f %7.1f %8.1f %10.2f %5s\n", i + 1,
+                  r.config.dp, r.config.tp, r.config.pp,
                   r.config.pp > 1 ? std::string(to_string(r.config.schedule)).c_str() : "-",
                   static_cast<long long>(r.config.microbatches), r.estimate.iteration_s,
                   sim ? (fmt("%.4f", t) + (r.reduced ? "*" : "")).c_str() : "-",

@@ -1,10 +1,10 @@
 #include "loaded_platform.hpp"
 
+#include <xbt/log.h>
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <limits>
-#include <xbt/log.h>
+#include <sstream>
 
 #include "strata/traces/error.hpp"
 
@@ -19,8 +19,8 @@ std::map<std::string, std::string> properties_of(const simgrid::s4u::Host* host)
 }
 
 // Bottleneck bandwidth and total latency of the route between two hosts.
-void route_figures(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b, double& bw,
-                   double& latency, bool& shared) {
+void route_figures(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b, double& bw, double& latency,
+                   bool& shared) {
   std::vector<simgrid::s4u::Link*> links;
   latency = 0;
   a->route_to(b, links, &latency);
@@ -56,8 +56,7 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   char* argv[] = {name, nullptr};
   engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
   simgrid::s4u::Engine::set_config("network/model:" + network.model);
-  simgrid::s4u::Engine::set_config(std::string("network/crosstraffic:") +
-                                   (network.crosstraffic ? "1" : "0"));
+  simgrid::s4u::Engine::set_config(std::string("network/crosstraffic:") + (network.crosstraffic ? "1" : "0"));
   if (network.ideal_factors && network.model == "LV08") {
     simgrid::s4u::Engine::set_config("network/latency-factor:1");
     simgrid::s4u::Engine::set_config("network/bandwidth-factor:1");
@@ -70,14 +69,12 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     // SimGrid's messages already name the file and line; keep them on one line.
-    throw InputError(what.find(path) != std::string::npos ? what
-                                                          : input_error_message(path, "", what));
+    throw InputError(what.find(path) != std::string::npos ? what : input_error_message(path, "", what));
   }
   host_profiles_ = mentions_profiles(path);
   hosts_ = engine_->get_all_hosts();
-  std::sort(hosts_.begin(), hosts_.end(), [](const auto* a, const auto* b) {
-    return natural_less(a->get_name(), b->get_name());
-  });
+  std::sort(hosts_.begin(), hosts_.end(),
+            [](const auto* a, const auto* b) { return natural_less(a->get_name(), b->get_name()); });
   if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   summary_.path = path;
   for (const auto* h : hosts_)

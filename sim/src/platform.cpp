@@ -51,13 +51,17 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
   const int slots = platform.total_slots();
   if (hosts_by_worker.empty()) {
     if (workers > slots)
-      throw InputError(input_error_message(
-          platform.path, "", std::to_string(workers) + " workers need " + std::to_string(workers) +
-                                 " worker slots, the platform has " + std::to_string(slots)));
+      throw InputError(input_error_message(platform.path, "",
+                                           std::to_string(workers) + " workers need " +
+                                               std::to_string(workers) + " worker slots, the platform has " +
+                                               std::to_string(slots)));
     std::vector<int> out;
     out.reserve(static_cast<std::size_t>(workers));
-    for (int h = 0; h < static_cast<int>(platform.hosts.size()) && static_cast<int>(out.size()) < workers; ++h)
-      for (int s = 0; s < platform.hosts[static_cast<std::size_t>(h)].slots && static_cast<int>(out.size()) < workers; ++s)
+    for (int h = 0; h < static_cast<int>(platform.hosts.size()) && static_cast<int>(out.size()) < workers;
+         ++h)
+      for (int s = 0;
+           s < platform.hosts[static_cast<std::size_t>(h)].slots && static_cast<int>(out.size()) < workers;
+           ++s)
         out.push_back(h);
     return out;
   }
@@ -66,16 +70,18 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
                                          "names " + std::to_string(hosts_by_worker.size()) +
                                              " workers, the plan has " + std::to_string(workers)));
   std::map<std::string, int> by_name;
-  for (std::size_t h = 0; h < platform.hosts.size(); ++h) by_name[platform.hosts[h].name] = static_cast<int>(h);
+  for (std::size_t h = 0; h < platform.hosts.size(); ++h)
+    by_name[platform.hosts[h].name] = static_cast<int>(h);
   std::vector<int> out;
   std::vector<int> used(platform.hosts.size(), 0);
   for (int w = 0; w < workers; ++w) {
     const std::string& name = hosts_by_worker[static_cast<std::size_t>(w)];
     auto it = by_name.find(name);
     if (it == by_name.end())
-      throw InputError(input_error_message("placement", "worker " + std::to_string(w),
-                                           "unknown host '" + name + "'"));
-    if (++used[static_cast<std::size_t>(it->second)] > platform.hosts[static_cast<std::size_t>(it->second)].slots)
+      throw InputError(
+          input_error_message("placement", "worker " + std::to_string(w), "unknown host '" + name + "'"));
+    if (++used[static_cast<std::size_t>(it->second)] >
+        platform.hosts[static_cast<std::size_t>(it->second)].slots)
       throw InputError(input_error_message(
           "placement", "worker " + std::to_string(w),
           "host '" + name + "' has only " +
@@ -123,11 +129,13 @@ std::vector<std::string> read_placement(const std::string& path) {
 std::string one_host_platform_xml(const Calibration& calibration, const std::string& transport) {
   const HostCalibration& h = calibration.host;
   if (h.cores <= 0)
-    throw InputError(input_error_message(calibration.source, "/host", "no measured host (run strata calibrate)"));
+    throw InputError(
+        input_error_message(calibration.source, "/host", "no measured host (run strata calibrate)"));
   const auto it = calibration.transports.find(transport);
   if (it == calibration.transports.end())
     throw InputError(input_error_message(calibration.source, "/transports",
-                                         "no measurements of transport '" + transport + "' (run strata calibrate" +
+                                         "no measurements of transport '" + transport +
+                                             "' (run strata calibrate" +
                                              (transport == "mpi" ? " in a build with MPI)" : ")")));
   const TransportCalibration& t = it->second;
   auto num = [](double v) {
@@ -141,17 +149,22 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
   const double bw = t.p2p_beta_s_per_byte > 0 ? 1 / t.p2p_beta_s_per_byte : 1e15;
   std::string xml;
   xml += "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
-  xml += "<!--\n  strata platform of the machine measured by `strata calibrate` (" + calibration.source + "):\n";
-  xml += "  one host, " + std::to_string(h.cores) + " worker slots (cores), speed = the measured single-core fp32 peak;\n";
+  xml +=
+      "<!--\n  strata platform of the machine measured by `strata calibrate` (" + calibration.source + "):\n";
+  xml += "  one host, " + std::to_string(h.cores) +
+         " worker slots (cores), speed = the measured single-core fp32 peak;\n";
   xml += "  loopback = the '" + transport + "' transport's point-to-point alpha and 1/beta.\n-->\n";
   xml += "<platform version=\"4.1\">\n  <zone id=\"" + name + "-zone\" routing=\"Full\">\n";
-  xml += "    <host id=\"" + name + "\" speed=\"" + num(h.flops_fp32) + "f\" core=\"" + std::to_string(h.cores) + "\">\n";
+  xml += "    <host id=\"" + name + "\" speed=\"" + num(h.flops_fp32) + "f\" core=\"" +
+         std::to_string(h.cores) + "\">\n";
   xml += "      <prop id=\"flops_fp32\" value=\"" + num(h.flops_fp32) + "\"/>\n";
   xml += "      <prop id=\"flops_fp64\" value=\"" + num(h.flops_fp64) + "\"/>\n";
   xml += "      <prop id=\"mem_bw\" value=\"" + num(h.mem_bw) + "\"/>\n";
   xml += "    </host>\n";
-  xml += "    <link id=\"loopback\" bandwidth=\"" + num(bw) + "Bps\" latency=\"" + num(t.p2p_alpha_s) + "s\"/>\n";
-  xml += "    <route src=\"" + name + "\" dst=\"" + name + "\" symmetrical=\"NO\"><link_ctn id=\"loopback\"/></route>\n";
+  xml += "    <link id=\"loopback\" bandwidth=\"" + num(bw) + "Bps\" latency=\"" + num(t.p2p_alpha_s) +
+         "s\"/>\n";
+  xml += "    <route src=\"" + name + "\" dst=\"" + name +
+         "\" symmetrical=\"NO\"><link_ctn id=\"loopback\"/></route>\n";
   xml += "  </zone>\n</platform>\n";
   return xml;
 }

@@ -76,8 +76,8 @@ std::string collect(Child child) {
 
 std::string run_in_child(const std::function<std::string()>& work) { return collect(spawn(work)); }
 
-std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
-                                         int parallel, const std::function<void(std::size_t)>& on_done) {
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
+                                         const std::function<void(std::size_t)>& on_done) {
   std::vector<std::string> results(jobs.size());
   std::size_t next = 0;
   while (next < jobs.size()) {

@@ -66,7 +66,7 @@ class ReplayEngine {
   struct Handle {
     sg::ActivityPtr keep;  // alive until the completion callback returns (DESIGN.md)
     TaskIndex task;
-    std::int32_t flow;     // -1: the task's own activity
+    std::int32_t flow;  // -1: the task's own activity
   };
   struct CollectiveState {
     std::vector<Flow> flows;
@@ -105,7 +105,8 @@ class ReplayEngine {
     } else if (task.kind == TaskKind::recv) {
       finish_task(t);  // the matching send carried the transfer
     } else {
-      const HostSpec& spec = specs_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(task.worker)])];
+      const HostSpec& spec =
+          specs_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(task.worker)])];
       const double seconds = cost_.compute_time(task, spec);
       if (seconds <= 0) {
         finish_task(t);
@@ -213,8 +214,9 @@ class ReplayEngine {
       const auto f = static_cast<std::uint32_t>(handle.flow);
       const Flow& flow = collectives_[t].flows[f];
       if (flow.extra_latencies > 0) {
-        const double delay = flow.extra_latencies * platform_.latency(host_of_[static_cast<std::size_t>(flow.src)],
-                                                                      host_of_[static_cast<std::size_t>(flow.dst)]);
+        const double delay =
+            flow.extra_latencies * platform_.latency(host_of_[static_cast<std::size_t>(flow.src)],
+                                                     host_of_[static_cast<std::size_t>(flow.dst)]);
         if (delay > 0) {
           sg_compat::at(sg::Engine::get_clock() + delay, [this, t, f = handle.flow] { timer_done(t, f); });
           return;
@@ -247,7 +249,7 @@ class ReplayEngine {
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
-  std::vector<bool> compute_as_timer_;  // per host: a core per worker, constant speed
+  std::vector<bool> compute_as_timer_;   // per host: a core per worker, constant speed
   std::vector<std::size_t> first_span_;  // per task: its first span in spans_
   std::vector<double> live_memory_;
   std::vector<double> peak_memory_;

@@ -43,7 +43,10 @@ double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
     double lo = std::max(a[i].first, b[j].first);
     double hi = std::min(a[i].second, b[j].second);
     if (hi > lo) s += hi - lo;
-    if (a[i].second < b[j].second) ++i; else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return s;
 }
@@ -108,8 +111,9 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.tasks = plan.size();
   r.flows = facts.flows;
 
-  std::vector<Interval> window(static_cast<std::size_t>(r.iterations),
-                               {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
+  std::vector<Interval> window(
+      static_cast<std::size_t>(r.iterations),
+      {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
   const auto workers = static_cast<std::size_t>(r.workers);
   std::vector<std::vector<Interval>> compute(workers), comm(workers);
   for (const Span& span : spans) {
@@ -148,7 +152,8 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     wr.comm_s = total(m) / n_it;
     wr.exposed_comm_s = (total(m) - overlap(c, m)) / n_it;
     wr.idle_s = std::max(0.0, r.iteration_time_s - wr.compute_s - wr.exposed_comm_s);
-    wr.peak_memory_bytes = persistent[w] + (w < facts.peak_dynamic_memory.size() ? facts.peak_dynamic_memory[w] : 0);
+    wr.peak_memory_bytes =
+        persistent[w] + (w < facts.peak_dynamic_memory.size() ? facts.peak_dynamic_memory[w] : 0);
     persistent_peak = std::max(persistent_peak, wr.peak_memory_bytes);
     busy_by_host[h] += wr.compute_s;
     // Workers without compute tasks (replicas left out by a reduced lowering) are not averaged.
@@ -176,10 +181,13 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   for (int h : hosts_used) {
     const HostSpec& spec = platform.hosts[static_cast<std::size_t>(h)];
     if (spec.gpu_memory > 0) min_capacity = std::min(min_capacity, spec.gpu_memory);
-    peak_flops += spec.peak_flops(plan.info.dtype) *
-                  static_cast<double>(std::count(facts.host_of_worker.begin(), facts.host_of_worker.end(), h));
-    const double busy_share = spec.slots > 0 ? busy_by_host[h] / (spec.slots * std::max(r.iteration_time_s, 1e-300)) : 0;
-    r.energy_j += r.iteration_time_s * (spec.watts_idle + (spec.watts_busy - spec.watts_idle) * std::min(1.0, busy_share));
+    peak_flops +=
+        spec.peak_flops(plan.info.dtype) *
+        static_cast<double>(std::count(facts.host_of_worker.begin(), facts.host_of_worker.end(), h));
+    const double busy_share =
+        spec.slots > 0 ? busy_by_host[h] / (spec.slots * std::max(r.iteration_time_s, 1e-300)) : 0;
+    r.energy_j += r.iteration_time_s *
+                  (spec.watts_idle + (spec.watts_busy - spec.watts_idle) * std::min(1.0, busy_share));
     r.cost_usd += spec.price_per_hour * r.iteration_time_s / 3600.0;
   }
   r.gpu_memory_bytes = std::isfinite(min_capacity) ? min_capacity : 0;
@@ -227,9 +235,13 @@ nlohmann::json report_to_json(const Report& r) {
   j["flows"] = r.flows;
   nlohmann::ordered_json workers = nlohmann::ordered_json::array();
   for (const WorkerReport& w : r.per_worker)
-    workers.push_back({{"worker", w.worker}, {"host", w.host}, {"compute_s", w.compute_s},
-                       {"comm_s", w.comm_s}, {"exposed_comm_s", w.exposed_comm_s},
-                       {"idle_s", w.idle_s}, {"peak_memory_bytes", w.peak_memory_bytes}});
+    workers.push_back({{"worker", w.worker},
+                       {"host", w.host},
+                       {"compute_s", w.compute_s},
+                       {"comm_s", w.comm_s},
+                       {"exposed_comm_s", w.exposed_comm_s},
+                       {"idle_s", w.idle_s},
+                       {"peak_memory_bytes", w.peak_memory_bytes}});
   j["per_worker"] = workers;
   return nlohmann::json::parse(j.dump());
 }
@@ -274,17 +286,20 @@ std::string format_report(const Report& r) {
        ", " + std::to_string(r.workers) + " workers on " + r.platform + "\n";
   s += "collectives " + r.collectives + ", network " + r.network + ", " + std::to_string(r.tasks) +
        " tasks, " + std::to_string(r.flows) + " collective flows\n";
-  s += "iteration time      " + format_seconds(r.iteration_time_s) + " (mean of " + std::to_string(r.iterations) +
-       " iteration" + (r.iterations == 1 ? "" : "s") + ")\n";
+  s += "iteration time      " + format_seconds(r.iteration_time_s) + " (mean of " +
+       std::to_string(r.iterations) + " iteration" + (r.iterations == 1 ? "" : "s") + ")\n";
   if (r.instances > 1)
-    s += "                    " + format_seconds(r.iteration_time_s / r.instances) + " per solver iteration (" +
-         std::to_string(r.instances) + " instances per Plan iteration)\n";
+    s += "                    " + format_seconds(r.iteration_time_s / r.instances) +
+         " per solver iteration (" + std::to_string(r.instances) + " instances per Plan iteration)\n";
   if (r.epochs_per_iteration > 0)
-    s += "epoch time          " + format_seconds(r.iteration_time_s / r.epochs_per_iteration) + " (an iteration is one " +
-         r.schedule + " round of " + std::to_string(r.epochs_per_iteration) + " full-graph steps, one epoch each)\n";
+    s += "epoch time          " + format_seconds(r.iteration_time_s / r.epochs_per_iteration) +
+         " (an iteration is one " + r.schedule + " round of " + std::to_string(r.epochs_per_iteration) +
+         " full-graph steps, one epoch each)\n";
   s += "compute per worker  " + format_seconds(r.compute_s) + "\n";
-  s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) + "\n";
-  s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " + fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
+  s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) +
+       "\n";
+  s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " +
+       fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
   s += "bytes per iteration " + format_si(r.bytes_intra_host, "B") + " intra-host, " +
        format_si(r.bytes_inter_host, "B") + " inter-host\n";
   s += "peak memory         " + format_bytes(r.peak_memory_bytes) + " per worker" +
@@ -292,10 +307,11 @@ std::string format_report(const Report& r) {
                                      format_bytes(r.gpu_memory_bytes) + ")"
                                : "") +
        "\n";
-  s += "throughput          " + fmt("%.1f tokens/s", r.tokens_per_s) + ", " + fmt("%.2f samples/s", r.samples_per_s) + "\n";
+  s += "throughput          " + fmt("%.1f tokens/s", r.tokens_per_s) + ", " +
+       fmt("%.2f samples/s", r.samples_per_s) + "\n";
   s += "MFU                 " + fmt("%.1f %%", 100 * r.mfu) + "\n";
-  s += "energy              " + format_si(r.energy_j, "J") + " per iteration, cost " + fmt("%.3g USD", r.cost_usd) +
-       " per iteration\n";
+  s += "energy              " + format_si(r.energy_j, "J") + " per iteration, cost " +
+       fmt("%.3g USD", r.cost_usd) + " per iteration\n";
   return s;
 }
 

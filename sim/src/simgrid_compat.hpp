@@ -3,9 +3,11 @@
 // on_this_completion / on_completion and added ActivitySet. Nothing outside sim/ includes SimGrid.
 #pragma once
 
-#include <simgrid/kernel/Timer.hpp>
+// s4u.hpp first: version.h uses macros (SG_BEGIN_DECL, XBT_PUBLIC) it does not define itself.
 #include <simgrid/s4u.hpp>
+
 #include <simgrid/version.h>
+#include <simgrid/kernel/Timer.hpp>
 
 #include <functional>
 #include <utility>

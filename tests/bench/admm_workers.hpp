@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/real/admm.hpp"
+#include "strata/real/kernels/admm.hpp"
 
 namespace strata::bench {
 

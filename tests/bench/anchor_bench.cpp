@@ -16,8 +16,8 @@
 #include <memory>
 
 #include "bench_common.hpp"
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata::bench {
@@ -109,9 +109,9 @@ std::string ms(double seconds) { return fixed(seconds * 1e3, 3) + " ms"; }
 
 void print_row(const AnchorResult& r, double alpha_beta_allreduce, double alpha_beta_iteration) {
   const std::string key = "anchor/" + std::to_string(r.gpus);
-  std::cout << "anchor-96 on " << r.gpus << " GPUs (" << r.platform.substr(r.platform.rfind('/') + 1) << ", dp="
-            << r.gpus << "): " << r.tasks << " tasks, " << r.flows << " flows; lowering " << fixed(r.lowering_s, 3)
-            << " s (not timed)\n"
+  std::cout << "anchor-96 on " << r.gpus << " GPUs (" << r.platform.substr(r.platform.rfind('/') + 1)
+            << ", dp=" << r.gpus << "): " << r.tasks << " tasks, " << r.flows << " flows; lowering "
+            << fixed(r.lowering_s, 3) << " s (not timed)\n"
             << "  wall time " << fixed(best(key), 3) << " s (CPU " << fixed(best_cpu(key), 3) << " s)";
   if (r.gpus == 1024) std::cout << " (goal <= 65 s: " << (best(key) <= 65 ? "met" : "MISSED") << ")";
   std::cout << '\n'
@@ -134,21 +134,25 @@ void print_summary() {
     std::cout << "  ASTRA-sim 2.0 (published): wall " << fixed(kAstraWall, 0) << " s, iteration "
               << ms(kAstraIteration) << ", compute " << ms(kAstraCompute) << '\n'
               << "  astra_sim_wall_vs_strata_wall_ratio = " << fixed(kAstraWall / best(key), 1) << '\n'
-              << "  strata_iteration_vs_astra_sim_ratio = " << fixed(large.iteration_s / kAstraIteration, 3) << '\n'
-              << "  strata_compute_vs_astra_sim_ratio = " << fixed(large.compute_s / kAstraCompute, 4) << '\n';
+              << "  strata_iteration_vs_astra_sim_ratio = " << fixed(large.iteration_s / kAstraIteration, 3)
+              << '\n'
+              << "  strata_compute_vs_astra_sim_ratio = " << fixed(large.compute_s / kAstraCompute, 4)
+              << '\n';
   }
   if (small.done && large.done) {
     const std::string s = "anchor/16";
     const std::string l = "anchor/1024";
     const double wall = best(l) / best(s);
-    const double per_task = (best(l) / static_cast<double>(large.tasks)) / (best(s) / static_cast<double>(small.tasks));
+    const double per_task =
+        (best(l) / static_cast<double>(large.tasks)) / (best(s) / static_cast<double>(small.tasks));
     const double per_task_cpu =
         (best_cpu(l) / static_cast<double>(large.tasks)) / (best_cpu(s) / static_cast<double>(small.tasks));
-    std::cout << "1,024 GPUs against the 16-GPU baseline (" << fixed(static_cast<double>(large.tasks) / small.tasks, 1)
-              << "x the tasks, " << fixed(static_cast<double>(large.flows) / small.flows, 1) << "x the flows):\n"
+    std::cout << "1,024 GPUs against the 16-GPU baseline ("
+              << fixed(static_cast<double>(large.tasks) / small.tasks, 1) << "x the tasks, "
+              << fixed(static_cast<double>(large.flows) / small.flows, 1) << "x the flows):\n"
               << "  anchor_wall_ratio_1024_vs_16 = " << fixed(wall, 1) << '\n'
-              << "  anchor_per_task_ratio_1024_vs_16 = " << fixed(per_task, 2) << " [on CPU time: "
-              << fixed(per_task_cpu, 2) << "]\n";
+              << "  anchor_per_task_ratio_1024_vs_16 = " << fixed(per_task, 2)
+              << " [on CPU time: " << fixed(per_task_cpu, 2) << "]\n";
   }
   std::cout.flush();
 }
@@ -161,10 +165,16 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   int status = 0;
   try {
-    benchmark::RegisterBenchmark("anchor/16gpu_baseline", [](benchmark::State& s) { strata::bench::bm_anchor(s, 16); })
-        ->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("anchor/1024gpu", [](benchmark::State& s) { strata::bench::bm_anchor(s, 1024); })
-        ->UseManualTime()->Iterations(1)->Unit(benchmark::kSecond);
+    benchmark::RegisterBenchmark("anchor/16gpu_baseline",
+                                 [](benchmark::State& s) { strata::bench::bm_anchor(s, 16); })
+        ->UseManualTime()
+        ->Iterations(3)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("anchor/1024gpu",
+                                 [](benchmark::State& s) { strata::bench::bm_anchor(s, 1024); })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond);
     benchmark::RunSpecifiedBenchmarks();
     strata::bench::print_summary();
   } catch (const std::exception& e) {

@@ -15,9 +15,9 @@
 #include <span>
 #include <vector>
 
-#include "strata/real/fashion_mnist.hpp"
-#include "strata/real/kernels.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/real/data/fashion_mnist.hpp"
+#include "strata/real/kernels/kernels.hpp"
+#include "strata/real/train/trainer.hpp"
 
 namespace strata::bench {
 

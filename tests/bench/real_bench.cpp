@@ -38,11 +38,11 @@
 #include <vector>
 
 #include "hand_mlp.hpp"
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
-#include "strata/real/interpreter.hpp"
-#include "strata/real/thread_transport.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
+#include "strata/real/exec/interpreter.hpp"
+#include "strata/real/train/trainer.hpp"
+#include "strata/real/transport/thread_transport.hpp"
 
 namespace strata::bench {
 namespace {
@@ -98,8 +98,8 @@ Plan lowered(const std::string& model) {
 
 struct Gemm {
   std::string name;  // model/phase/layer
-  Transpose ta = Transpose::kNo;
-  Transpose tb = Transpose::kNo;
+  Transpose ta = Transpose::no;
+  Transpose tb = Transpose::no;
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   float beta = 0;
   std::int64_t per_task = 1;  // GEMMs the task issues (conv: one per image)
@@ -110,12 +110,12 @@ struct Gemm {
   double ratio() const { return direct_s / backend_s; }
   std::string dims() const {
     return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " +
-           (ta == Transpose::kYes ? "T" : "N") + (tb == Transpose::kYes ? "T" : "N") +
+           (ta == Transpose::yes ? "T" : "N") + (tb == Transpose::yes ? "T" : "N") +
            " beta=" + fixed(beta, 0);
   }
 };
 
-// The GEMM `t` issues, as real_exec/src/kernels.cpp and kernels_conv.cpp call it; false for a
+// The GEMM `t` issues, as real_exec/src/kernels/kernels.cpp and kernels_conv.cpp call it; false for a
 // task without one. Linear and conv weights carry a bias, so forward GEMMs add to it (beta 1);
 // backward-weight GEMMs add into dW (microbatches accumulate, TaskRunner passes accumulate).
 bool gemm_of(const Task& t, Gemm& g) {
@@ -129,11 +129,11 @@ bool gemm_of(const Task& t, Gemm& g) {
   if (linear) {  // Y[m,n] = X[m,k] W[k,n]
     const std::int64_t m = *t.attr_int("m"), k = *t.attr_int("k"), n = *t.attr_int("n");
     if (fwd)
-      g = Gemm{"", Transpose::kNo, Transpose::kNo, m, n, k, k, n, n, 1};
+      g = Gemm{"", Transpose::no, Transpose::no, m, n, k, k, n, n, 1};
     else if (data)
-      g = Gemm{"", Transpose::kNo, Transpose::kYes, m, k, n, n, n, k, 0};
+      g = Gemm{"", Transpose::no, Transpose::yes, m, k, n, n, n, k, 0};
     else
-      g = Gemm{"", Transpose::kYes, Transpose::kNo, k, n, m, k, n, n, 1};
+      g = Gemm{"", Transpose::yes, Transpose::no, k, n, m, k, n, n, 1};
     return true;
   }
   // Per image: Y[c_out, oh*ow] = W[c_out, c_in*kh*kw] cols[c_in*kh*kw, oh*ow].
@@ -145,11 +145,11 @@ bool gemm_of(const Task& t, Gemm& g) {
   const std::int64_t cols = oh * ow;
   const std::int64_t out = *t.attr_int("c_out");
   if (fwd)
-    g = Gemm{"", Transpose::kNo, Transpose::kNo, out, cols, rows, rows, cols, cols, 1};
+    g = Gemm{"", Transpose::no, Transpose::no, out, cols, rows, rows, cols, cols, 1};
   else if (data)
-    g = Gemm{"", Transpose::kYes, Transpose::kNo, rows, cols, out, rows, cols, cols, 0};
+    g = Gemm{"", Transpose::yes, Transpose::no, rows, cols, out, rows, cols, cols, 0};
   else
-    g = Gemm{"", Transpose::kNo, Transpose::kYes, out, rows, cols, cols, cols, rows, 1};
+    g = Gemm{"", Transpose::no, Transpose::yes, out, rows, cols, cols, cols, rows, 1};
   g.per_task = *t.attr_int("n");
   return true;
 }
@@ -181,14 +181,14 @@ std::vector<float> random_matrix(std::int64_t elems, std::mt19937& rng) {
 
 void bm_gemm(benchmark::State& state, Gemm& g) {
   std::mt19937 rng(1);
-  const auto a = random_matrix((g.ta == Transpose::kNo ? g.m : g.k) * g.lda, rng);
-  const auto b = random_matrix((g.tb == Transpose::kNo ? g.k : g.n) * g.ldb, rng);
+  const auto a = random_matrix((g.ta == Transpose::no ? g.m : g.k) * g.lda, rng);
+  const auto b = random_matrix((g.tb == Transpose::no ? g.k : g.n) * g.ldb, rng);
   auto c = random_matrix(g.m * g.ldc, rng);
   real::Backend& backend = cpu_backend();
   auto via_backend = [&] {
     backend.gemm(g.ta, g.tb, g.m, g.n, g.k, 1.0F, a.data(), g.lda, b.data(), g.ldb, g.beta, c.data(), g.ldc);
   };
-  auto cblas = [](Transpose t) { return t == Transpose::kYes ? CblasTrans : CblasNoTrans; };
+  auto cblas = [](Transpose t) { return t == Transpose::yes ? CblasTrans : CblasNoTrans; };
   auto direct = [&] {
     cblas_sgemm(CblasRowMajor, cblas(g.ta), cblas(g.tb), static_cast<blasint>(g.m), static_cast<blasint>(g.n),
                 static_cast<blasint>(g.k), 1.0F, a.data(), static_cast<blasint>(g.lda), b.data(),
@@ -282,7 +282,7 @@ void bm_empty_tasks(benchmark::State& state, int workers) {
 }
 
 const real::LabelledImages& train_set() {
-  static const real::LabelledImages data = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  static const real::LabelledImages data = real::load_fashion_mnist(real::DatasetSplit::train);
   return data;
 }
 

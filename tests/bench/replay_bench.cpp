@@ -8,10 +8,10 @@
 //   is precomputed before its timer starts: each Plan task (a compute task becomes an Exec of
 //   the same duration on the same host, a send a Comm of the same payload between the same
 //   hosts, a recv or zero-cost task nothing); each collective expanded into the same flows
-//   (strata::expand_collective) with the same extra-latency delays (engine timers); edges: the Plan's data and control dependencies, the flows'
-//   own dependencies, and per (worker, stream) an edge from the task that held the stream before
-//   — read off a recording replay by strata, so that the bare program needs no dispatcher. Like
-//   strata it creates each activity from maestro only when its last predecessor completes
+//   (strata::expand_collective) with the same extra-latency delays (engine timers); edges: the Plan's data
+//   and control dependencies, the flows' own dependencies, and per (worker, stream) an edge from the task
+//   that held the stream before — read off a recording replay by strata, so that the bare program needs no
+//   dispatcher. Like strata it creates each activity from maestro only when its last predecessor completes
 //   (DESIGN.md, SimGrid 3.32 facts) and counts readiness itself. Both programs must predict the
 //   same makespan (checked and printed).
 // - bare_timers (the overhead case only): the bare program with each compute task of a worker
@@ -33,10 +33,12 @@
 //   cluster of one-GPU hosts.
 // Growth: time per task at 10x and 100x over 1x, goal <= 1.5 at 100x, for strata and for the
 // bare program (what SimGrid itself costs at that size).
-#include <simgrid/kernel/Timer.hpp>
+// s4u.hpp first: version.h uses macros (SG_BEGIN_DECL, XBT_PUBLIC) it does not define itself.
 #include <simgrid/s4u.hpp>
+
 #include <simgrid/version.h>
 #include <xbt/log.h>
+#include <simgrid/kernel/Timer.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -49,8 +51,8 @@
 
 #include "../sim/sim_fixtures.hpp"
 #include "bench_common.hpp"
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/replay.hpp"
 
@@ -137,8 +139,8 @@ struct BarePlan {
   std::vector<BareNode> nodes;
   std::vector<std::uint32_t> succ_begin;  // CSR: successors of n are succ[succ_begin[n] .. succ_begin[n+1])
   std::vector<std::uint32_t> succ;
-  std::vector<std::uint32_t> pending;     // predecessors per node
-  std::vector<std::uint32_t> roots;       // nodes without predecessors
+  std::vector<std::uint32_t> pending;  // predecessors per node
+  std::vector<std::uint32_t> roots;    // nodes without predecessors
   std::vector<std::string> host_of_worker;
   double strata_makespan = 0;
 };
@@ -165,7 +167,8 @@ std::string record_order(const Plan& plan, const std::string& platform) {
     hosts[static_cast<std::size_t>(r.worker)] = r.host;
   }
   for (std::size_t t = 0; t < n; ++t)
-    if (start[t] < 0) throw std::runtime_error("recording: no record of " + plan.task(static_cast<TaskIndex>(t)).id);
+    if (start[t] < 0)
+      throw std::runtime_error("recording: no record of " + plan.task(static_cast<TaskIndex>(t)).id);
   auto holds_stream = [&](std::size_t t) {
     const TaskKind kind = plan.task(static_cast<TaskIndex>(t)).kind;
     if (kind == TaskKind::send) return true;
@@ -181,7 +184,8 @@ std::string record_order(const Plan& plan, const std::string& platform) {
   std::vector<std::vector<std::uint32_t>> holding(static_cast<std::size_t>(plan.num_workers()) * 2);
   for (std::size_t t = 0; t < n; ++t)
     if (holds_stream(t))
-      for (std::size_t slot : slots_of(plan.task(static_cast<TaskIndex>(t)))) holding[slot].push_back(static_cast<std::uint32_t>(t));
+      for (std::size_t slot : slots_of(plan.task(static_cast<TaskIndex>(t))))
+        holding[slot].push_back(static_cast<std::uint32_t>(t));
   for (auto& list : holding) {
     std::sort(list.begin(), list.end(), [&](auto a, auto b) { return start[a] < start[b]; });
     for (std::size_t i = 0; i < list.size(); ++i)
@@ -223,8 +227,8 @@ BarePlan make_bare_plan(const Plan& plan, const std::string& recording) {
       host_index[w] = index.emplace(bare.host_of_worker[w], static_cast<int>(index.size())).first->second;
   }
   const std::size_t n = plan.size();
-  bare.nodes.resize(n);                    // node t = task t (a collective's start)
-  std::vector<std::uint32_t> done(n);      // node that completes task t
+  bare.nodes.resize(n);                // node t = task t (a collective's start)
+  std::vector<std::uint32_t> done(n);  // node that completes task t
   std::vector<std::vector<std::uint32_t>> preds(n);
   auto add_node = [&](BareNode node) {
     bare.nodes.push_back(node);
@@ -248,12 +252,14 @@ BarePlan make_bare_plan(const Plan& plan, const std::string& recording) {
       std::vector<std::uint32_t> flow_done(flows.size());
       for (std::size_t f = 0; f < flows.size(); ++f) {
         const Flow& flow = flows[f];
-        const std::uint32_t comm = add_node({BareKind::comm, flow.src, flow.dst, std::max(1.0, std::floor(flow.bytes + 0.5))});
+        const std::uint32_t comm =
+            add_node({BareKind::comm, flow.src, flow.dst, std::max(1.0, std::floor(flow.bytes + 0.5))});
         if (flow.deps.empty()) preds[comm].push_back(static_cast<std::uint32_t>(t));
         for (std::uint32_t d : flow.deps) preds[comm].push_back(flow_done[d]);
         flow_done[f] = comm;
         if (flow.extra_latencies > 0) {
-          const std::uint32_t timer = add_node({BareKind::timer, flow.src, flow.dst, static_cast<double>(flow.extra_latencies)});
+          const std::uint32_t timer =
+              add_node({BareKind::timer, flow.src, flow.dst, static_cast<double>(flow.extra_latencies)});
           preds[timer].push_back(comm);
           flow_done[f] = timer;
         }
@@ -321,7 +327,8 @@ class BareReplay {
       engine.load_platform(platform_path);
       for (const auto& h : plan_.host_of_worker) hosts_.push_back(sg::Host::by_name(h));
       for (const sg::Host* h : hosts_)
-        exclusive_.push_back(timer_compute_ && std::count(hosts_.begin(), hosts_.end(), h) <= h->get_core_count());
+        exclusive_.push_back(timer_compute_ &&
+                             std::count(hosts_.begin(), hosts_.end(), h) <= h->get_core_count());
 #if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR < 34
       sg::Activity::on_completion_cb([this](const sg::Activity& a) { on_completion(a); });
 #else
@@ -362,8 +369,8 @@ class BareReplay {
   }
 
   double latency(std::int32_t src, std::int32_t dst) {
-    const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-                              static_cast<std::uint32_t>(dst);
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) | static_cast<std::uint32_t>(dst);
     auto it = latency_.find(key);
     if (it != latency_.end()) return it->second;
     std::vector<sg::Link*> links;
@@ -440,7 +447,7 @@ class BareReplay {
 // Benchmarks
 
 struct Case {
-  std::string name;         // e.g. "longer/x100"
+  std::string name;  // e.g. "longer/x100"
   std::string description;
   std::function<Plan()> make_plan;
   std::function<std::string()> make_platform;
@@ -479,7 +486,8 @@ Case* find_case(const std::string& name) {
 
 void bm_strata(benchmark::State& state, Case& c) {
   const Plan& plan = c.get_plan();
-  std::istringstream rest(run_timed(state, c.name + "/strata", [&] { return timed_strata_replay(plan, c.platform, true); }));
+  std::istringstream rest(
+      run_timed(state, c.name + "/strata", [&] { return timed_strata_replay(plan, c.platform, true); }));
   rest >> c.strata_makespan >> c.flows;
   state.counters["tasks"] = static_cast<double>(c.tasks);
   state.counters["flows"] = static_cast<double>(c.flows);
@@ -490,9 +498,11 @@ void bm_strata(benchmark::State& state, Case& c) {
 // keep_trace = false (the Trace feeds the report, then is dropped, as explore runs replays).
 void bm_strata_no_trace(benchmark::State& state, Case& c) {
   const Plan& plan = c.get_plan();
-  run_timed(state, c.name + "/strata_keep_trace_false", [&] { return timed_strata_replay(plan, c.platform, false); });
+  run_timed(state, c.name + "/strata_keep_trace_false",
+            [&] { return timed_strata_replay(plan, c.platform, false); });
   state.counters["tasks"] = static_cast<double>(c.tasks);
-  state.counters["us_per_task"] = best(c.name + "/strata_keep_trace_false") / static_cast<double>(c.tasks) * 1e6;
+  state.counters["us_per_task"] =
+      best(c.name + "/strata_keep_trace_false") / static_cast<double>(c.tasks) * 1e6;
 }
 
 std::string timed_bare_replay(const BarePlan& bare, const std::string& platform, bool timer_compute) {
@@ -518,7 +528,8 @@ const BarePlan& bare_plan_of(Case& c) {
 // Runs before bm_bare, which drops the case's plans.
 void bm_bare_timers(benchmark::State& state, Case& c) {
   const BarePlan& bare = bare_plan_of(c);
-  std::istringstream rest(run_timed(state, c.name + "/bare_timers", [&] { return timed_bare_replay(bare, c.platform, true); }));
+  std::istringstream rest(
+      run_timed(state, c.name + "/bare_timers", [&] { return timed_bare_replay(bare, c.platform, true); }));
   rest >> c.bare_timers_makespan;
   state.counters["tasks"] = static_cast<double>(c.tasks);
   state.counters["us_per_task"] = best(c.name + "/bare_timers") / static_cast<double>(c.tasks) * 1e6;
@@ -526,7 +537,8 @@ void bm_bare_timers(benchmark::State& state, Case& c) {
 
 void bm_bare(benchmark::State& state, Case& c) {
   const BarePlan& bare = bare_plan_of(c);
-  std::istringstream rest(run_timed(state, c.name + "/bare", [&] { return timed_bare_replay(bare, c.platform, false); }));
+  std::istringstream rest(
+      run_timed(state, c.name + "/bare", [&] { return timed_bare_replay(bare, c.platform, false); }));
   rest >> c.bare_makespan;
   if (c.strata_makespan == 0) c.strata_makespan = bare.strata_makespan;
   state.counters["tasks"] = static_cast<double>(c.tasks);
@@ -564,7 +576,9 @@ void register_benchmarks() {
     auto reg = [c](const std::string& variant, void (*fn)(benchmark::State&, Case&)) {
       benchmark::RegisterBenchmark(("replay/" + c->name + "/" + variant).c_str(),
                                    [c, fn](benchmark::State& s) { fn(s, *c); })
-          ->UseManualTime()->Iterations(c->runs)->Unit(benchmark::kMillisecond);
+          ->UseManualTime()
+          ->Iterations(c->runs)
+          ->Unit(benchmark::kMillisecond);
     };
     reg("strata", bm_strata);
     if (c->name == "longer/x100") {
@@ -636,22 +650,26 @@ void print_summary() {
   std::cout << "\n=== strata_bench_replay summary: best of each benchmark's runs; one replay per process, "
                "timed from engine creation to its destruction; ratios on wall time (steady_clock), "
                "CPU time in brackets ===\n";
-  if (const Case* c = find_case("longer/x100"); c && has_samples(c->name + "/strata") && has_samples(c->name + "/bare")) {
+  if (const Case* c = find_case("longer/x100");
+      c && has_samples(c->name + "/strata") && has_samples(c->name + "/bare")) {
     const std::string s = c->name + "/strata";
     const std::string b = c->name + "/bare";
-    std::cout << "replay overhead (the longer/x100 case): " << c->description << ", " << c->tasks << " tasks\n"
-              << "    strata::replay " << times(s, c->tasks) << "\n    bare SimGrid   " << times(b, c->tasks) << '\n';
+    std::cout << "replay overhead (the longer/x100 case): " << c->description << ", " << c->tasks
+              << " tasks\n"
+              << "    strata::replay " << times(s, c->tasks) << "\n    bare SimGrid   " << times(b, c->tasks)
+              << '\n';
     if (!makespans_agree(*c).empty()) std::cout << "    " << makespans_agree(*c) << '\n';
     print_ratio("replay_overhead_ratio", s, 1, b, 1, 1.5);
     const std::string n = c->name + "/strata_keep_trace_false";
     if (has_samples(n)) {
-      std::cout << "    strata::replay with ReplayOptions::keep_trace = false: " << times(n, c->tasks) << '\n';
+      std::cout << "    strata::replay with ReplayOptions::keep_trace = false: " << times(n, c->tasks)
+                << '\n';
       print_ratio("replay_overhead_ratio_keep_trace_false", n, 1, b, 1, 0);
     }
     const std::string t = c->name + "/bare_timers";
     if (has_samples(t)) {
-      std::cout << "    bare SimGrid with compute as engine timers, as strata's replay does: " << times(t, c->tasks)
-                << "\n    (simulated makespan " << fixed(c->bare_timers_makespan, 6)
+      std::cout << "    bare SimGrid with compute as engine timers, as strata's replay does: "
+                << times(t, c->tasks) << "\n    (simulated makespan " << fixed(c->bare_timers_makespan, 6)
                 << " s); strata's own bookkeeping over it:\n";
       print_ratio("replay_bookkeeping_ratio", s, 1, t, 1, 0);
     }

@@ -40,12 +40,12 @@
 
 #include "admm_workers.hpp"
 #include "bench_timing.hpp"
-#include "strata/models/solver.hpp"
-#include "strata/models/zoo.hpp"
-#include "strata/real/admm.hpp"
-#include "strata/real/gcn.hpp"
-#include "strata/real/graph.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/models/solvers/solver.hpp"
+#include "strata/models/zoo/zoo.hpp"
+#include "strata/real/data/graph.hpp"
+#include "strata/real/kernels/admm.hpp"
+#include "strata/real/kernels/gcn.hpp"
+#include "strata/real/train/trainer.hpp"
 
 namespace strata::bench {
 namespace {
@@ -70,7 +70,7 @@ real::CpuBackend& cpu_backend() {
 }
 
 const real::LabelledImages& train_set() {
-  static const real::LabelledImages data = real::load_fashion_mnist(real::DatasetSplit::kTrain);
+  static const real::LabelledImages data = real::load_fashion_mnist(real::DatasetSplit::train);
   return data;
 }
 

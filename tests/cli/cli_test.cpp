@@ -53,10 +53,13 @@ class Cli : public ::testing::Test {
     return s.str();
   }
 
-  void write(const std::string& name, const std::string& content) const { std::ofstream(path(name)) << content; }
+  void write(const std::string& name, const std::string& content) const {
+    std::ofstream(path(name)) << content;
+  }
 
   // One line on stderr naming `expected`, exit 1, and no file at `output`.
-  void expect_one_line_error(const Outcome& r, const std::string& expected, const std::string& output = "") const {
+  void expect_one_line_error(const Outcome& r, const std::string& expected,
+                             const std::string& output = "") const {
     EXPECT_EQ(r.rc, 1) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
@@ -73,7 +76,8 @@ class Cli : public ::testing::Test {
 const std::string kPlatforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";
 
 std::string small_plan(const std::string& tasks) {
-  return "{\"schema_version\":1,\"format\":\"strata-plan\",\"num_workers\":1,\"info\":{},\"buffers\":[],\"tasks\":[" +
+  return "{\"schema_version\":1,\"format\":\"strata-plan\",\"num_workers\":1,\"info\":{},\"buffers\":[],"
+         "\"tasks\":[" +
          tasks + "]}";
 }
 
@@ -85,31 +89,36 @@ TEST_F(Cli, ModelsListsTheZoo) {
 }
 
 TEST_F(Cli, MalformedPlatformXml) {
-  write("bad.xml", "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                   "<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n"
-                   "</zone>\n</platform>\n");
+  write("bad.xml",
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n"
+        "</zone>\n</platform>\n");
   Outcome r = run("simulate --platform " + path("bad.xml") + " --model mlp --report " + path("r.json"));
   expect_one_line_error(r, "bad.xml:6", path("r.json"));
 }
 
 TEST_F(Cli, FewerSlotsThanWorkers) {
-  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --model mlp --strategy dp=8 --trace " + path("t.json"));
+  Outcome r = run("simulate --platform " + kPlatforms +
+                  "test-flat-4.xml --model mlp --strategy dp=8 --trace " + path("t.json"));
   expect_one_line_error(r, "8 workers need 8 worker slots, the platform has 4", path("t.json"));
 }
 
 TEST_F(Cli, UnknownHostInPlacement) {
   write("place.txt", "node-0\nnode-7\n");
-  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --model mlp --strategy dp=2 --placement " +
-              path("place.txt") + " --report " + path("r.json"));
+  Outcome r =
+      run("simulate --platform " + kPlatforms + "test-flat-4.xml --model mlp --strategy dp=2 --placement " +
+          path("place.txt") + " --report " + path("r.json"));
   expect_one_line_error(r, "placement: worker 1: unknown host 'node-7'", path("r.json"));
 }
 
 TEST_F(Cli, PlanWithCycle) {
-  write("cycle.json", small_plan(
-      R"({"id":"a","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["b"]},)"
-      R"({"id":"b","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["a"]})"));
-  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("cycle.json") + " --report " +
-              path("r.json"));
+  write(
+      "cycle.json",
+      small_plan(
+          R"({"id":"a","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["b"]},)"
+          R"({"id":"b","kind":"fixed","worker":0,"flops":0,"attrs":{"duration_s":1.0},"data_deps":["a"]})"));
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("cycle.json") +
+                  " --report " + path("r.json"));
   expect_one_line_error(r, "cycle", path("r.json"));
   EXPECT_NE(r.err.find("/tasks/"), std::string::npos) << r.err;
 }
@@ -149,8 +158,8 @@ TEST_F(Cli, StrategyNotMatchingWorkers) {
 
 TEST_F(Cli, MissingFiles) {
   expect_one_line_error(run("simulate --platform " + path("nope.xml") + " --model mlp"), "nope.xml");
-  expect_one_line_error(run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("nope.json")),
-                        "nope.json");
+  expect_one_line_error(
+      run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan " + path("nope.json")), "nope.json");
   expect_one_line_error(run("trace-export " + path("nope.json") + " -o " + path("x.json")), "nope.json",
                         path("x.json"));
 }
@@ -178,7 +187,8 @@ TEST_F(Cli, RunRejectsAnUnavailableTransport) {
 TEST_F(Cli, RunValidateAndCalibrateRefuseAnUnavailableDevice) {
   expect_one_line_error(run("run --model mlp --device tpu"), "--device: 'tpu' is not a device (cpu, cuda)");
   for (const std::string& command :
-       std::vector<std::string>{"run --model mlp --epochs 1 --device cuda", "validate --model mlp --device cuda --calibration x.json",
+       std::vector<std::string>{"run --model mlp --epochs 1 --device cuda",
+                                "validate --model mlp --device cuda --calibration x.json",
                                 "calibrate -o " + path("c.json") + " --device cuda"}) {
     Outcome r = run(command);
     if (r.rc == 0 || r.err.find("--device cuda") == std::string::npos) continue;  // a GPU is visible here
@@ -212,9 +222,10 @@ TEST_F(Cli, SameInputsGiveByteIdenticalFiles) {
   ASSERT_EQ(run("plan " + args + " -o " + path("p2.json")).rc, 0);
   EXPECT_EQ(slurp(path("p1.json")), slurp(path("p2.json")));
   for (const char* n : {"1", "2"}) {
-    Outcome r = run("simulate --platform " + kPlatforms + "a100-node-8.xml --plan " + path("p1.json") + " --trace " +
-                path(std::string("t") + n + ".json") + " --report " + path(std::string("r") + n + ".json") +
-                " --perfetto " + path(std::string("f") + n + ".json"));
+    Outcome r =
+        run("simulate --platform " + kPlatforms + "a100-node-8.xml --plan " + path("p1.json") + " --trace " +
+            path(std::string("t") + n + ".json") + " --report " + path(std::string("r") + n + ".json") +
+            " --perfetto " + path(std::string("f") + n + ".json"));
     ASSERT_EQ(r.rc, 0) << r.err;
   }
   EXPECT_EQ(slurp(path("t1.json")), slurp(path("t2.json")));
@@ -226,8 +237,9 @@ TEST_F(Cli, SameInputsGiveByteIdenticalFiles) {
 }
 
 TEST_F(Cli, ExplorePrintsTheRankedTableAndWritesTheBestTrace) {
-  Outcome r = run("explore --platform a100-node-8.xml --model gpt2-small --set layers=4 --workers 8 --top 2 --trace " +
-                  path("best.json") + " --perfetto " + path("best.perfetto.json") + " --svg " + path("best.svg"));
+  Outcome r = run(
+      "explore --platform a100-node-8.xml --model gpt2-small --set layers=4 --workers 8 --top 2 --trace " +
+      path("best.json") + " --perfetto " + path("best.perfetto.json") + " --svg " + path("best.svg"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("analytic(s) simulated(s)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mem(GiB)"), std::string::npos);
@@ -268,28 +280,30 @@ TEST_F(Cli, CalibrateWritesWhatSimulateReadsAndThePlatformOfThisMachine) {
   EXPECT_NE(r.out.find("GFLOP/s fp32"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("transport threads: point-to-point"), std::string::npos) << r.out;
   const std::string c = slurp(path("c.json"));
-  for (const char* key : {"\"schema_version\": 2", "\"linear_fwd/fp32/1e7\"", "\"threads\"", "\"p2p_beta_s_per_byte\"",
-                          "\"cores\""})
+  for (const char* key : {"\"schema_version\": 2", "\"linear_fwd/fp32/1e7\"", "\"threads\"",
+                          "\"p2p_beta_s_per_byte\"", "\"cores\""})
     EXPECT_NE(c.find(key), std::string::npos) << key;
   const std::string xml = slurp(path("me.xml"));
   EXPECT_NE(xml.find("<link id=\"loopback\""), std::string::npos) << xml;
   // The simulator takes both: two workers of the MLP on the two slots of this machine.
-  r = run("simulate --platform " + path("me.xml") + " --calibration " + path("c.json") + " --model mlp --strategy dp=2");
+  r = run("simulate --platform " + path("me.xml") + " --calibration " + path("c.json") +
+          " --model mlp --strategy dp=2");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("iteration"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, ValidateComparesTheSameTasksAndWritesBothTracesAndThePlot) {
   write("c.json", kCalibration);
-  Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") + " --runs 3 --warmup 1 --json " +
-                  path("v.json") + " --perfetto " + path("v.perfetto.json") + " --svg " + path("v.svg") + " --no-pin");
+  Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") +
+                  " --runs 3 --warmup 1 --json " + path("v.json") + " --perfetto " + path("v.perfetto.json") +
+                  " --svg " + path("v.svg") + " --no-pin");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("compute tasks: median |error|"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("worst tasks:"), std::string::npos) << r.out;
   const std::string v = slurp(path("v.json"));
-  for (const char* key : {"\"iteration_predicted_s\"", "\"iteration_measured_s\"", "\"compute_median_abs_error\"",
-                          "\"linear_fwd\"", "\"allreduce\""})
+  for (const char* key : {"\"iteration_predicted_s\"", "\"iteration_measured_s\"",
+                          "\"compute_median_abs_error\"", "\"linear_fwd\"", "\"allreduce\""})
     EXPECT_NE(v.find(key), std::string::npos) << key;
   // Both groups of the Perfetto file hold the same task ids: pids 1.. predicted, 10001.. measured.
   std::set<std::string> predicted, measured;
@@ -311,17 +325,20 @@ TEST_F(Cli, ValidateBadInputIsOneLine) {
   expect_one_line_error(run("validate --model mlp --calibration " + path("old.json")),
                         "/schema_version: unsupported version 1 (expected 2)");
   write("c.json", R"({"schema_version": 2})");
-  expect_one_line_error(run("validate --model mlp --calibration " + path("c.json")), "/host: no measured host");
-  expect_one_line_error(run("calibrate -o " + path("x.json") + " --transport smoke-signals"), "--transport: unknown",
-                        path("x.json"));
+  expect_one_line_error(run("validate --model mlp --calibration " + path("c.json")),
+                        "/host: no measured host");
+  expect_one_line_error(run("calibrate -o " + path("x.json") + " --transport smoke-signals"),
+                        "--transport: unknown", path("x.json"));
 }
 
 // The solvers lowered to Plans plan and simulate on every shipped platform.
 TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
-  const std::vector<std::pair<std::string, std::string>> solvers = {
-      {"ampnet", "mlp"}, {"local", "mlp"}, {"dladmm", "mlp"}, {"pdadmm", "mlp"}, {"pdadmm-g-q", "mlp"}, {"gist", "gcn"}};
+  const std::vector<std::pair<std::string, std::string>> solvers = {{"ampnet", "mlp"},     {"local", "mlp"},
+                                                                    {"dladmm", "mlp"},     {"pdadmm", "mlp"},
+                                                                    {"pdadmm-g-q", "mlp"}, {"gist", "gcn"}};
   for (const auto& [solver, model] : solvers) {
-    const Outcome p = run("plan --model " + model + " --workers 2 --solver " + solver + " -o " + path("p.json"));
+    const Outcome p =
+        run("plan --model " + model + " --workers 2 --solver " + solver + " -o " + path("p.json"));
     ASSERT_EQ(p.rc, 0) << solver << ": " << p.err;
     for (const auto& entry : fs::directory_iterator(kPlatforms)) {
       if (entry.path().extension() != ".xml") continue;
@@ -329,7 +346,8 @@ TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
       EXPECT_EQ(s.rc, 0) << solver << " on " << entry.path() << ": " << s.err;
       EXPECT_NE(s.out.find("iteration time"), std::string::npos) << s.out;
       if (solver == "ampnet" || solver == "local") {
-        EXPECT_NE(s.out.find("per solver iteration (16 instances per Plan iteration)"), std::string::npos) << s.out;
+        EXPECT_NE(s.out.find("per solver iteration (16 instances per Plan iteration)"), std::string::npos)
+            << s.out;
       }
       if (solver == "gist") {
         EXPECT_NE(s.out.find("epoch time"), std::string::npos) << s.out;
@@ -344,13 +362,16 @@ TEST_F(Cli, GistPlansAndSimulatesARoundAndAnEpoch) {
   const Outcome p = run("plan --model gcn --solver gist --workers 2 -o " + path("gist.json"));
   ASSERT_EQ(p.rc, 0) << p.err;
   EXPECT_NE(p.out.find("457 tasks, 2 workers"), std::string::npos) << p.out;
-  const std::regex epoch(R"(epoch time +[0-9.]+ (s|ms|µs) \(an iteration is one gist round of 10 full-graph steps)");
+  const std::regex epoch(
+      R"(epoch time +[0-9.]+ (s|ms|µs) \(an iteration is one gist round of 10 full-graph steps)");
   const std::regex round(R"(iteration time +[0-9.]+ (s|ms|µs) )");
-  const Outcome from_file = run("simulate --plan " + path("gist.json") + " --platform " + kPlatforms + "a100-node-8.xml");
+  const Outcome from_file =
+      run("simulate --plan " + path("gist.json") + " --platform " + kPlatforms + "a100-node-8.xml");
   ASSERT_EQ(from_file.rc, 0) << from_file.err;
   EXPECT_TRUE(std::regex_search(from_file.out, round)) << from_file.out;
   EXPECT_TRUE(std::regex_search(from_file.out, epoch)) << from_file.out;
-  const Outcome s = run("simulate --model gcn --solver gist --workers 4 --platform " + kPlatforms + "a100-node-8.xml");
+  const Outcome s =
+      run("simulate --model gcn --solver gist --workers 4 --platform " + kPlatforms + "a100-node-8.xml");
   ASSERT_EQ(s.rc, 0) << s.err;
   EXPECT_NE(s.out.find("4 workers"), std::string::npos) << s.out;
   EXPECT_TRUE(std::regex_search(s.out, epoch)) << s.out;
@@ -364,7 +385,8 @@ TEST_F(Cli, GistBadInputIsOneLine) {
   expect_one_line_error(run("plan --model mlp --solver gist -o " + path("p.json")),
                         "--solver gist: model mlp is not a GCN", path("p.json"));
   expect_one_line_error(run("plan --model gcn --solver gist --set m=300 -o " + path("p.json")),
-                        "--set m: 300 sub-GCNs but the narrowest hidden layer of model gcn has 256 units", path("p.json"));
+                        "--set m: 300 sub-GCNs but the narrowest hidden layer of model gcn has 256 units",
+                        path("p.json"));
   expect_one_line_error(run("plan --model gcn --solver gist --set zeta=0 -o " + path("p.json")),
                         "--set zeta: must be >= 1, got 0", path("p.json"));
   expect_one_line_error(run("plan --model gcn --solver gist --set m=2 --workers 4 -o " + path("p.json")),
@@ -374,15 +396,19 @@ TEST_F(Cli, GistBadInputIsOneLine) {
 }
 
 TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
-  const Outcome r = run("run --model mlp --solver local --workers 2 --epochs 1 --no-pin --log " + path("log.csv") +
-                        " --trace " + path("m.json"));
+  const Outcome r = run("run --model mlp --solver local --workers 2 --epochs 1 --no-pin --log " +
+                        path("log.csv") + " --trace " + path("m.json"));
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string log = slurp(path("log.csv"));
-  EXPECT_EQ(log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,", 0), 0u)
+  EXPECT_EQ(
+      log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,",
+                0),
+      0u)
       << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2);
   const std::string trace = slurp(path("m.json"));
-  for (const char* id : {"it0/dp0/pp0/tp0/mb3/fwd/aux0/fc", "it0/dp0/pp1/tp0/mb3/recv/fwd/fc2", "it0/dp0/pp1/tp0/mb15/opt/fc3"})
+  for (const char* id : {"it0/dp0/pp0/tp0/mb3/fwd/aux0/fc", "it0/dp0/pp1/tp0/mb3/recv/fwd/fc2",
+                         "it0/dp0/pp1/tp0/mb15/opt/fc3"})
     EXPECT_NE(trace.find(id), std::string::npos) << id;
 }
 
@@ -390,8 +416,10 @@ TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
 // the log has a row per epoch and the p, q, u messages are counted (one boundary of 32 units:
 // 3 x 32 x 500 float32 values per sweep).
 TEST_F(Cli, RunTrainsAnAdmmPlanAndCountsItsMessages) {
-  const Outcome r = run("run --model mlp --set sizes=784,32,10 --solver pdadmm --workers 2 --global-batch 500 "
-                        "--epochs 2 --no-pin --log " + path("admm.csv"));
+  const Outcome r =
+      run("run --model mlp --set sizes=784,32,10 --solver pdadmm --workers 2 --global-batch 500 "
+          "--epochs 2 --no-pin --log " +
+          path("admm.csv"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("epoch 2: train loss"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("s per sweep"), std::string::npos) << r.out;
@@ -404,14 +432,18 @@ TEST_F(Cli, RunTrainsAnAdmmPlanAndCountsItsMessages) {
 // workers (its line has the loss, the accuracy and the seconds per round; the measured trace has
 // the Plan's ids) and backprop's full-graph step on one.
 TEST_F(Cli, RunTrainsGistAndBackpropGcnPlansOnTheKnnGraph) {
-  const Outcome r = run("run --model gcn --set nodes=1000 --solver gist --workers 2 --epochs 1 --no-pin --log " +
-                        path("gist.csv") + " --trace " + path("gist_trace.json"));
+  const Outcome r =
+      run("run --model gcn --set nodes=1000 --solver gist --workers 2 --epochs 1 --no-pin --log " +
+          path("gist.csv") + " --trace " + path("gist_trace.json"));
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::regex round(R"(round 1: train loss [0-9.]+, test accuracy [0-9.]+ %, [0-9.]+ s per round)");
   EXPECT_TRUE(std::regex_search(r.out, round)) << r.out;
   EXPECT_NE(r.out.find("the Plan's avg_degree sizes the simulation only"), std::string::npos) << r.out;
   const std::string log = slurp(path("gist.csv"));
-  EXPECT_EQ(log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,", 0), 0u)
+  EXPECT_EQ(
+      log.rfind("epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n1,",
+                0),
+      0u)
       << log;
   const std::string trace = slurp(path("gist_trace.json"));
   for (const char* id : {"it0/site1/extract", "it0/site1/step9/fwd/gc1/agg", "it0/average"})
@@ -423,21 +455,24 @@ TEST_F(Cli, RunTrainsGistAndBackpropGcnPlansOnTheKnnGraph) {
 
 TEST_F(Cli, ValidateSpeedupRunsTheOneWorkerBaselineAlongside) {
   ASSERT_EQ(run("calibrate -o " + path("calib.json")).rc, 0);
-  const Outcome r = run("validate --speedup --model mlp --set sizes=784,32,32,10 --solver pdadmm --workers 2 "
-                        "--global-batch 500 --runs 3 --warmup 1 --no-pin --perfetto '' --svg '' --calibration " +
-                        path("calib.json"));
+  const Outcome r =
+      run("validate --speedup --model mlp --set sizes=784,32,32,10 --solver pdadmm --workers 2 "
+          "--global-batch 500 --runs 3 --warmup 1 --no-pin --perfetto '' --svg '' --calibration " +
+          path("calib.json"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
   const auto at = r.out.find("speedup over 1 worker (same flags, runs alternated): measured ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("x (", at), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("predicted ", at), std::string::npos) << r.out;
-  expect_one_line_error(run("validate --speedup --plan " + path("none.json") + " --calibration " + path("calib.json")),
-                        "--plan");
+  expect_one_line_error(
+      run("validate --speedup --plan " + path("none.json") + " --calibration " + path("calib.json")),
+      "--plan");
 }
 
 TEST_F(Cli, CompareSolversPredictsEveryRowAndSaysWhyARowIsMissing) {
-  const Outcome r = run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms + "a100-node-8.xml");
+  const Outcome r =
+      run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms + "a100-node-8.xml");
   ASSERT_EQ(r.rc, 0) << r.err;
   for (const char* row : {"backprop dp=2 ", "backprop pp=2 1f1b ", "ampnet ", "local "}) {
     const auto at = r.out.find(std::string("\n") + row);
@@ -453,8 +488,8 @@ TEST_F(Cli, SolverBadInputIsOneLine) {
                         "--set rho: must be > 0, got -1", path("p.json"));
   expect_one_line_error(run("plan --model mlp --solver local --set chunks=5 -o " + path("p.json")),
                         "--set chunks: 5 chunks but model mlp has only 3 layer groups", path("p.json"));
-  expect_one_line_error(run("plan --model mlp --solver adam -o " + path("p.json")), "--solver: unknown solver 'adam'",
-                        path("p.json"));
+  expect_one_line_error(run("plan --model mlp --solver adam -o " + path("p.json")),
+                        "--solver: unknown solver 'adam'", path("p.json"));
 }
 
 }  // namespace

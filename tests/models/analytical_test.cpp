@@ -1,11 +1,11 @@
 // Layer tasks and the analytical estimate, on hand-built models with hand-derived numbers.
-#include "strata/models/analytical.hpp"
+#include "strata/models/cost/analytical.hpp"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "strata/models/layer_tasks.hpp"
+#include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -37,8 +37,7 @@ Model fixed_model(int blocks, double fwd_s, double bwd_s, double params = 0) {
   return model;
 }
 
-StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches,
-                           std::int64_t global_batch) {
+StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch) {
   StrategyConfig config;
   config.dp = dp;
   config.tp = tp;
@@ -125,10 +124,8 @@ TEST(LayerTasks, FixedLayerCarriesItsDuration) {
   const Task fwd = layer_task(layer, Phase::forward, 8, 1, DType::bf16);
   EXPECT_EQ(fwd.kind, TaskKind::fixed);
   EXPECT_EQ(fwd.attr_real("duration_s"), 1e-3);
-  EXPECT_EQ(layer_task(layer, Phase::backward_data, 8, 1, DType::bf16).attr_real("duration_s"),
-            2e-3);
-  EXPECT_EQ(layer_cost_task(layer, Phase::backward_data, 8, 1, DType::bf16).attr_real("duration_s"),
-            2e-3);
+  EXPECT_EQ(layer_task(layer, Phase::backward_data, 8, 1, DType::bf16).attr_real("duration_s"), 2e-3);
+  EXPECT_EQ(layer_cost_task(layer, Phase::backward_data, 8, 1, DType::bf16).attr_real("duration_s"), 2e-3);
 }
 
 // --- collectives ---------------------------------------------------------------------------
@@ -197,15 +194,13 @@ TEST(Analytical, DataParallelRingIsFullyExposedWithoutBackward) {
   cluster.hosts = 4;
   cluster.inter_bw = 5e8;
   cluster.inter_latency = 2e-5;
-  EXPECT_DOUBLE_EQ(estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel()).dp_comm_s,
-                   12.12e-3);
+  EXPECT_DOUBLE_EQ(estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel()).dp_comm_s, 12.12e-3);
   // Two hosts of 2 slots: the ring leaves each host by one flow, which has the whole NIC
   // (2 x 0.5 GB/s = 1 GB/s, the intra-host rate too); the step waits for the 20 µs hop:
   // 6 (20 µs + 1 ms) = 6.12 ms.
   cluster.host.slots = 2;
   cluster.hosts = 2;
-  EXPECT_DOUBLE_EQ(estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel()).dp_comm_s,
-                   6.12e-3);
+  EXPECT_DOUBLE_EQ(estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel()).dp_comm_s, 6.12e-3);
   // Not enough slots.
   cluster.hosts = 1;
   EXPECT_THROW(estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel()), InputError);
@@ -271,8 +266,7 @@ TEST(Analytical, TensorParallelAllreducesAfterRowAndBeforeColumnLinears) {
   cluster.hosts = 2;
   cluster.inter_bw = 5e8;
   cluster.inter_latency = 2e-6;
-  EXPECT_DOUBLE_EQ(estimate(model, config_with(1, 2, 1, 2, 2), cluster, CostModel()).tp_comm_s,
-                   48e-6);
+  EXPECT_DOUBLE_EQ(estimate(model, config_with(1, 2, 1, 2, 2), cluster, CostModel()).tp_comm_s, 48e-6);
 }
 
 // --- zoo models ----------------------------------------------------------------------------
@@ -311,13 +305,12 @@ TEST(Analytical, GptComputeIsTheSumOfItsLayerTasks) {
   const CostModel cost;
   double per_microbatch = 0;
   for (const Layer& layer : model.layers) {
-    per_microbatch +=
-        cost.compute_time(layer_task(layer, Phase::forward, 4, 1, DType::bf16), cluster.host);
+    per_microbatch += cost.compute_time(layer_task(layer, Phase::forward, 4, 1, DType::bf16), cluster.host);
     per_microbatch +=
         cost.compute_time(layer_task(layer, Phase::backward_data, 4, 1, DType::bf16), cluster.host);
     if (backward_weight_kind(layer.op))
-      per_microbatch += cost.compute_time(
-          layer_task(layer, Phase::backward_weight, 4, 1, DType::bf16), cluster.host);
+      per_microbatch +=
+          cost.compute_time(layer_task(layer, Phase::backward_weight, 4, 1, DType::bf16), cluster.host);
   }
   const Estimate e = estimate(model, config, cluster, CostModel());
   EXPECT_NEAR(e.compute_s, 2 * per_microbatch, 1e-9 * e.compute_s);

@@ -1,5 +1,5 @@
 // CostModel roofline, calibration files and host properties, against hand-derived numbers.
-#include "strata/models/cost_model.hpp"
+#include "strata/models/cost/cost_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "strata/models/hardware.hpp"
+#include "strata/models/cost/hardware.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -63,13 +63,11 @@ TEST(CostModel, CalibrationOverridesByKindAndDtypeAndAddsOverhead) {
   calibration.overhead_s["linear_fwd"] = 1e-3;
   const CostModel cost(calibration);
   // bf16 uses the kind/dtype entry: 1e-3 + 7e12 / (100e12 x 0.5) = 0.141 s.
-  EXPECT_DOUBLE_EQ(
-      cost.compute_time(compute_task(TaskKind::linear_fwd, DType::bf16, 7e12, 0), test_host()),
-      0.141);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::bf16, 7e12, 0), test_host()),
+                   0.141);
   // fp32 falls back to the kind entry: 1e-3 + 1e12 / (10e12 x 0.25) = 0.401 s.
-  EXPECT_DOUBLE_EQ(
-      cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e12, 0), test_host()),
-      0.401);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e12, 0), test_host()),
+                   0.401);
   // Other kinds keep the defaults.
   EXPECT_DOUBLE_EQ(cost.flops_efficiency(TaskKind::linear_bwd_data, DType::bf16), 0.7);
 }
@@ -89,9 +87,8 @@ TEST(CostModel, HostWithoutMemoryBandwidthHasNoMemoryRoof) {
   HostSpec host = test_host();
   host.mem_bw = 0;
   // 1e9 FLOP / (10e12 x 0.5) = 0.2 ms, however many bytes.
-  EXPECT_DOUBLE_EQ(
-      CostModel().compute_time(compute_task(TaskKind::norm_fwd, DType::fp32, 1e9, 8e9), host),
-      2e-4);
+  EXPECT_DOUBLE_EQ(CostModel().compute_time(compute_task(TaskKind::norm_fwd, DType::fp32, 1e9, 8e9), host),
+                   2e-4);
 }
 
 // --- calibration files ---------------------------------------------------------------------
@@ -152,13 +149,10 @@ TEST_F(CalibrationFile, RejectsUnknownKind) {
 }
 
 TEST_F(CalibrationFile, RejectsCommunicationKindAndUnknownDtype) {
-  std::string path =
-      write("comm.json", R"({"schema_version": 2, "overhead_s": {"allreduce": 1e-6}})");
-  EXPECT_EQ(error_of(path),
-            path + ": /overhead_s/allreduce: task kind 'allreduce' is not a compute kind");
+  std::string path = write("comm.json", R"({"schema_version": 2, "overhead_s": {"allreduce": 1e-6}})");
+  EXPECT_EQ(error_of(path), path + ": /overhead_s/allreduce: task kind 'allreduce' is not a compute kind");
   // '/' in a key is escaped as ~1 in the JSON pointer (RFC 6901).
-  path =
-      write("dtype.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/bf32": 0.5}})");
+  path = write("dtype.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/bf32": 0.5}})");
   EXPECT_EQ(error_of(path), path + ": /flops_efficiency/linear_fwd~1bf32: unknown dtype 'bf32'");
 }
 
@@ -180,17 +174,21 @@ TEST(CostModel, ShapeClassEntriesWinOverClasslessOnesForTheirDecadeOnly) {
   calibration.flops_efficiency["linear_fwd/fp32"] = 0.5;
   calibration.flops_efficiency["linear_fwd/1e9"] = 0.25;         // any dtype, [1e9, 1e10) FLOP
   calibration.flops_efficiency["linear_fwd/fp32/1e10"] = 0.125;  // fp32, [1e10, 1e11) FLOP
-  calibration.mem_efficiency["activation_fwd/1e6"] = 0.5;       // no FLOPs: class of the bytes
+  calibration.mem_efficiency["activation_fwd/1e6"] = 0.5;        // no FLOPs: class of the bytes
   const CostModel cost(calibration);
   // 1e9 FLOP / (10e12 x 0.25) = 0.4 ms; 5e10 / (10e12 x 0.125) = 40 ms; 1e12 / (10e12 x 0.5) = 0.2 s.
-  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e9, 0), test_host()), 4e-4);
-  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 5e10, 0), test_host()), 0.04);
-  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e12, 0), test_host()), 0.1 * 2);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e9, 0), test_host()),
+                   4e-4);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 5e10, 0), test_host()),
+                   0.04);
+  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::fp32, 1e12, 0), test_host()),
+                   0.1 * 2);
   // 9.99e9 is still in 1e9's decade: 9.99e9 / (100e12 x 0.25) for bf16.
   EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::linear_fwd, DType::bf16, 9.99e9, 0), test_host()),
                    9.99e9 / 25e12);
   // 4e6 B / (1e12 B/s x 0.5) = 8 µs.
-  EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::activation_fwd, DType::fp32, 0, 4e6), test_host()), 8e-6);
+  EXPECT_DOUBLE_EQ(
+      cost.compute_time(compute_task(TaskKind::activation_fwd, DType::fp32, 0, 4e6), test_host()), 8e-6);
   EXPECT_EQ(decade_class(1), "1e0");
   EXPECT_EQ(decade_class(99999), "1e4");
 }
@@ -199,7 +197,7 @@ TEST(CostModel, ShapeClassEntriesWinOverTheirDecadeForThatShapeOnly) {
   Calibration calibration = Calibration::defaults();
   calibration.flops_efficiency["conv_fwd/fp32/1e7"] = 0.5;
   calibration.flops_efficiency["conv_fwd/fp32/1.51e7"] = 0.125;  // 1.505e7 .. 1.515e7 FLOP
-  calibration.overhead_s["conv_fwd/1.51e7"] = 1e-6;                // any dtype
+  calibration.overhead_s["conv_fwd/1.51e7"] = 1e-6;              // any dtype
   const CostModel cost(calibration);
   // 1.5053e7 FLOP rounds to 1.51e7: 1.5053e7 / (10e12 x 0.125) + 1 µs.
   EXPECT_DOUBLE_EQ(cost.compute_time(compute_task(TaskKind::conv_fwd, DType::fp32, 1.5053e7, 0), test_host()),
@@ -239,13 +237,16 @@ TEST_F(CalibrationFile, WrittenCalibrationReadsBackTheSame) {
 }
 
 TEST_F(CalibrationFile, RejectsBadShapeClassTransportAndHost) {
-  std::string path = write("cls.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/fp32/1e99": 0.5}})");
-  EXPECT_EQ(error_of(path),
-            path + ": /flops_efficiency/linear_fwd~1fp32~11e99: unknown shape class '1e99' (expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
+  std::string path =
+      write("cls.json", R"({"schema_version": 2, "flops_efficiency": {"linear_fwd/fp32/1e99": 0.5}})");
+  EXPECT_EQ(error_of(path), path +
+                                ": /flops_efficiency/linear_fwd~1fp32~11e99: unknown shape class '1e99' "
+                                "(expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
   path = write("tr.json", R"({"schema_version": 2, "transports": {"mpi": {"p2p_alpha_s": -1}}})");
   EXPECT_EQ(error_of(path), path + ": /transports/mpi/p2p_alpha_s: negative overhead -1 s");
-  path = write("host.json",
-               R"({"schema_version": 2, "host": {"name": "h", "cores": 0, "flops_fp32": 1, "flops_fp64": 1, "mem_bw": 1}})");
+  path = write(
+      "host.json",
+      R"({"schema_version": 2, "host": {"name": "h", "cores": 0, "flops_fp32": 1, "flops_fp64": 1, "mem_bw": 1}})");
   EXPECT_EQ(error_of(path), path + ": /host/cores: expected an integer >= 1, got 0");
 }
 
@@ -313,10 +314,8 @@ TEST(HostSpec, RejectsMalformedValues) {
   EXPECT_EQ(error_of({{"mem_bw", "abc"}}), "host 'x': property 'mem_bw': malformed value 'abc'");
   EXPECT_EQ(error_of({{"mem_bw", "80GiB"}}),
             "host 'x': property 'mem_bw': malformed value '80GiB'");  // a size, not a bandwidth
-  EXPECT_EQ(error_of({{"flops_bf16", "-3Tf"}}),
-            "host 'x': property 'flops_bf16': negative value '-3Tf'");
-  EXPECT_EQ(error_of({{"gpus", "2.5"}}),
-            "host 'x': property 'gpus': expected a positive integer, got '2.5'");
+  EXPECT_EQ(error_of({{"flops_bf16", "-3Tf"}}), "host 'x': property 'flops_bf16': negative value '-3Tf'");
+  EXPECT_EQ(error_of({{"gpus", "2.5"}}), "host 'x': property 'gpus': expected a positive integer, got '2.5'");
   EXPECT_EQ(error_of({{"wattage_per_state", "100"}}),
             "host 'x': property 'wattage_per_state': malformed value '100'");
 }

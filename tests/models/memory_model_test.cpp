@@ -1,5 +1,5 @@
 // Memory model on hand-built models, so that every byte is derived by hand.
-#include "strata/models/memory_model.hpp"
+#include "strata/models/cost/memory_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,8 +28,8 @@ Model uniform_model(int blocks) {
   return model;
 }
 
-StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches,
-                           std::int64_t global_batch, DType dtype, Optimizer optimizer) {
+StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch,
+                           DType dtype, Optimizer optimizer) {
   StrategyConfig config;
   config.dp = dp;
   config.tp = tp;
@@ -69,13 +69,11 @@ TEST(MemoryModel, MixedPrecisionAdamHoldsSixteenBytesPerParameter) {
 
 TEST(MemoryModel, MicrobatchSizeAndDefaults) {
   const Model model = uniform_model(4);
-  EXPECT_DOUBLE_EQ(
-      microbatch_size(model, config_with(2, 1, 2, 4, 32, DType::fp32, Optimizer::adam)),
-      4);  // 32 / 2 / 4
+  EXPECT_DOUBLE_EQ(microbatch_size(model, config_with(2, 1, 2, 4, 32, DType::fp32, Optimizer::adam)),
+                   4);  // 32 / 2 / 4
   // microbatches 0 = pp.
   EXPECT_EQ(microbatch_count(config_with(1, 1, 4, 0, 8, DType::fp32, Optimizer::adam)), 4);
-  EXPECT_DOUBLE_EQ(microbatch_size(model, config_with(1, 1, 4, 0, 8, DType::fp32, Optimizer::adam)),
-                   2);
+  EXPECT_DOUBLE_EQ(microbatch_size(model, config_with(1, 1, 4, 0, 8, DType::fp32, Optimizer::adam)), 2);
 }
 
 TEST(MemoryModel, GPipeHoldsEveryMicrobatch) {
@@ -131,9 +129,8 @@ TEST(MemoryModel, TensorParallelDividesOnlySplitLayers) {
   EXPECT_DOUBLE_EQ(m.activations, 2400);
   EXPECT_DOUBLE_EQ(m.total, 10560);
   // Data parallelism replicates states and divides the batch: dp = 2, batch 8 -> same worker.
-  EXPECT_DOUBLE_EQ(
-      worker_memory(model, config_with(2, 2, 1, 1, 8, DType::fp32, Optimizer::adam), 0).total,
-      10560);
+  EXPECT_DOUBLE_EQ(worker_memory(model, config_with(2, 2, 1, 1, 8, DType::fp32, Optimizer::adam), 0).total,
+                   10560);
 }
 
 TEST(MemoryModel, SgdWithMomentumInFp32) {

@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "strata/models/solver.hpp"
-#include "strata/models/zoo.hpp"
+#include "strata/models/solvers/solver.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
@@ -85,12 +85,21 @@ TEST(SolverConfig, BadValuesAreOneLine) {
   EXPECT_EQ(error_of([] { parse(Solver::pdadmm, {{"rho", "-1"}}); }), "--set rho: must be > 0, got -1");
   EXPECT_EQ(error_of([] { parse(Solver::dladmm, {{"rho", "0"}}); }), "--set rho: must be > 0, got 0");
   EXPECT_EQ(error_of([] { parse(Solver::pdadmm, {{"nu", "x"}}); }), "--set nu: 'x' is not a number");
-  EXPECT_EQ(error_of([] { parse(Solver::local, {{"chunks", "2.5"}}); }), "--set chunks: '2.5' is not an integer");
-  EXPECT_EQ(error_of([] { parse(Solver::ampnet, {{"max_active_keys", "0"}}); }),
+  EXPECT_EQ(error_of([] {
+              parse(Solver::local, {{"chunks", "2.5"}});
+            }),
+            "--set chunks: '2.5' is not an integer");
+  EXPECT_EQ(error_of([] {
+              parse(Solver::ampnet, {{"max_active_keys", "0"}});
+            }),
             "--set max_active_keys: must be >= 1, got 0");
-  EXPECT_EQ(error_of([] { parse(Solver::pdadmm_g_q, {{"quant_bits", "16"}}); }),
+  EXPECT_EQ(error_of([] {
+              parse(Solver::pdadmm_g_q, {{"quant_bits", "16"}});
+            }),
             "--set quant_bits: p is sent as int8, so at most 8 bits, got 16");
-  EXPECT_EQ(error_of([] { parse(Solver::local, {{"variant", "lazy"}}); }),
+  EXPECT_EQ(error_of([] {
+              parse(Solver::local, {{"variant", "lazy"}});
+            }),
             "--set variant: unknown variant 'lazy' (known: greedy, chunked, overlapping)");
 }
 
@@ -107,12 +116,14 @@ TEST(SolverConfig, ChecksAgainstTheModelAndTheWorkers) {
             "--solver ampnet: 4 workers but model mlp has only 3 layer groups");
   StrategyConfig tp = workers(1);
   tp.tp = 2;
-  EXPECT_NE(error_of([&] { check_solver(mlp, tp, ampnet); }).find("spreads layers over workers itself"), std::string::npos);
+  EXPECT_NE(error_of([&] { check_solver(mlp, tp, ampnet); }).find("spreads layers over workers itself"),
+            std::string::npos);
 }
 
 // mlp on 2 workers: stage 0 holds fc1 and relu1, stage 1 the rest (partition_blocks by FLOP).
 TEST(Ampnet, PlanHasEveryInstanceEveryUpdateAndTheVersionsItReads) {
-  SolverConfig s = parse(Solver::ampnet, {{"max_active_keys", "3"}, {"min_update_frequency", "2"}, {"instances", "7"}});
+  SolverConfig s =
+      parse(Solver::ampnet, {{"max_active_keys", "3"}, {"min_update_frequency", "2"}, {"instances", "7"}});
   const Plan plan = lower_solver(make_model("mlp"), workers(2), s);
   // Per instance: 6 forwards, 6 backward-data, 3 backward-weight, a send/recv pair each way.
   // Updates: 3 layers with weights x ceil(7 / 2) = 4 groups.
@@ -124,15 +135,18 @@ TEST(Ampnet, PlanHasEveryInstanceEveryUpdateAndTheVersionsItReads) {
     // Stage 0 of 2: lag min(mak - 1, 2 (S - 1 - s)) = 2, version floor((k - 2) / f).
     const std::int64_t expected = std::max(0, (k - 2) / 2);
     // Stage 1 holds the loss: lag 0, version floor(k / f).
-    EXPECT_EQ(task(plan, "it0/dp0/pp1/tp0/mb" + std::to_string(k) + "/fwd/fc3").attr_int("param_version"), k / 2);
+    EXPECT_EQ(task(plan, "it0/dp0/pp1/tp0/mb" + std::to_string(k) + "/fwd/fc3").attr_int("param_version"),
+              k / 2);
     EXPECT_EQ(task(plan, mb + "/fwd/fc1").attr_int("param_version"), expected) << k;
     EXPECT_EQ(task(plan, mb + "/bwd/fc1").attr_int("param_version"), expected) << k;
     if (expected >= 1) {
-      EXPECT_TRUE(depends_on(plan, mb + "/fwd/fc1", "it0/dp0/pp0/tp0/opt/fc1/u" + std::to_string(expected - 1)));
+      EXPECT_TRUE(
+          depends_on(plan, mb + "/fwd/fc1", "it0/dp0/pp0/tp0/opt/fc1/u" + std::to_string(expected - 1)));
     }
     // At most max_active_keys instances in flight: k starts after the backward of k - 3.
     if (k >= 3) {
-      EXPECT_TRUE(depends_on(plan, mb + "/fwd/fc1", "it0/dp0/pp0/tp0/mb" + std::to_string(k - 3) + "/bwd/fc1"));
+      EXPECT_TRUE(
+          depends_on(plan, mb + "/fwd/fc1", "it0/dp0/pp0/tp0/mb" + std::to_string(k - 3) + "/bwd/fc1"));
     }
   }
   EXPECT_TRUE(depends_on(plan, "it0/dp0/pp1/tp0/opt/fc3/u1", "it0/dp0/pp1/tp0/mb2/bwdw/fc3"));
@@ -158,7 +172,8 @@ TEST(LocalParallelism, ChunkedSendsNoGradientOverlappingSendsOnePerBoundary) {
   EXPECT_EQ(count(chunked, "/fwd/aux2"), 0);  // the last chunk uses the model's head
   auto input_grads = [](const Plan& plan, const std::string& layer) {
     return std::count_if(plan.tasks().begin(), plan.tasks().end(), [&](const Task& t) {
-      return t.kind == TaskKind::linear_bwd_data && t.id.size() >= layer.size() && t.id.ends_with("/bwd/" + layer);
+      return t.kind == TaskKind::linear_bwd_data && t.id.size() >= layer.size() &&
+             t.id.ends_with("/bwd/" + layer);
     });
   };
   EXPECT_EQ(input_grads(chunked, "fc2"), 0);  // a chunk's first layer computes no input gradient
@@ -208,7 +223,8 @@ TEST(Admm, PdadmmSendsPBackwardAndQUForwardAtEveryBoundary) {
 TEST(Admm, RefusesWhatItCannotTrain) {
   const SolverConfig s = parse(Solver::pdadmm, {});
   EXPECT_EQ(error_of([&] { lower_solver(make_model("lenet5"), workers(2), s); }),
-            "--solver: the ADMM solvers train MLPs (linear and ReLU layers); model lenet5 has a conv layer (conv1)");
+            "--solver: the ADMM solvers train MLPs (linear and ReLU layers); model lenet5 has a conv layer "
+            "(conv1)");
   EXPECT_EQ(error_of([&] { lower_solver(make_model("mlp"), workers(4), s); }),
             "--solver pdadmm: 4 workers but model mlp has only 3 layers (one worker holds at least one)");
 }
@@ -248,8 +264,9 @@ TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   EXPECT_EQ(plan.num_iterations(), 1);
   EXPECT_EQ(plan.size(), (1 + 220 + 1) + (1 + 3 + 3 + 220 + 3 + 3 + 1) + 1u);
   // Slices of site 1, fp32, biases included: (784 x 128 + 128), (128 x 128 + 128), (128 x 10 + 10).
-  const std::map<std::string, double> slice = {
-      {"gc0/fc", (784.0 * 128 + 128) * 4}, {"gc1/fc", (128.0 * 128 + 128) * 4}, {"gc2/fc", (128.0 * 10 + 10) * 4}};
+  const std::map<std::string, double> slice = {{"gc0/fc", (784.0 * 128 + 128) * 4},
+                                               {"gc1/fc", (128.0 * 128 + 128) * 4},
+                                               {"gc2/fc", (128.0 * 10 + 10) * 4}};
   double sent = 0;
   for (const auto& [layer, bytes] : slice) {
     const Task& down = task(plan, "it0/site1/send/scatter/" + layer);
@@ -269,7 +286,9 @@ TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   }
   EXPECT_DOUBLE_EQ(sent, 473128);  // what strata::real's gist_round measures per site (docs/solvers.md)
   // Nothing else crosses the network: the steps are local.
-  EXPECT_EQ(std::count_if(plan.tasks().begin(), plan.tasks().end(), [](const Task& t) { return t.kind == TaskKind::send; }), 6);
+  EXPECT_EQ(std::count_if(plan.tasks().begin(), plan.tasks().end(),
+                          [](const Task& t) { return t.kind == TaskKind::send; }),
+            6);
   // Every step reads all 10,000 nodes: Â has 10,000 x 21 nonzeros, aggregated 128 wide.
   const Task& agg = task(plan, "it0/site1/step3/fwd/gc1/agg");
   EXPECT_EQ(agg.kind, TaskKind::spmm);
@@ -287,7 +306,8 @@ TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   EXPECT_EQ(plan.info.global_batch, 10000 * 10);  // 10 full-graph steps per round
   runs_to_the_end(plan);
   // Deterministic: the same inputs give the same Plan, byte for byte.
-  EXPECT_EQ(plan_to_json(plan).dump(), plan_to_json(lower_solver(make_model("gcn"), gcn_workers(2), s)).dump());
+  EXPECT_EQ(plan_to_json(plan).dump(),
+            plan_to_json(lower_solver(make_model("gcn"), gcn_workers(2), s)).dump());
 }
 
 TEST(Gist, RoundsFollowOneAnother) {
@@ -324,25 +344,34 @@ TEST(Gist, HiddenToHiddenGemmsCostOneOverMSquared) {
 TEST(Gist, RefusesWhatItCannotTrain) {
   const SolverConfig s = parse(Solver::gist, {});
   EXPECT_EQ(error_of([&] { lower_solver(make_model("mlp"), gcn_workers(2), s); }),
-            "--solver gist: model mlp is not a GCN; GIST trains sub-GCNs of a graph convolutional network (--model gcn)");
+            "--solver gist: model mlp is not a GCN; GIST trains sub-GCNs of a graph convolutional network "
+            "(--model gcn)");
   const Model narrow = make_model("gcn", {{"sizes", "784,16,10"}});
-  EXPECT_EQ(error_of([&] { lower_solver(narrow, gcn_workers(32), parse(Solver::gist, {{"m", "32"}})); }),
-            "--set m: 32 sub-GCNs but the narrowest hidden layer of model gcn has 16 units (each sub-GCN needs at least one)");
+  EXPECT_EQ(error_of([&] {
+              lower_solver(narrow, gcn_workers(32), parse(Solver::gist, {{"m", "32"}}));
+            }),
+            "--set m: 32 sub-GCNs but the narrowest hidden layer of model gcn has 16 units (each sub-GCN "
+            "needs at least one)");
   EXPECT_EQ(error_of([] { parse(Solver::gist, {{"zeta", "0"}}); }), "--set zeta: must be >= 1, got 0");
   EXPECT_EQ(error_of([] { parse(Solver::gist, {{"m", "0"}}); }), "--set m: must be >= 1, got 0");
   EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), gcn_workers(4), s); }),
             "--set m: 2 sub-GCNs but 4 workers; GIST trains one sub-GCN per worker (give --workers 2)");
-  EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn", {{"sizes", "784,10"}}), gcn_workers(2), s); }),
-            "--solver gist: model gcn has no hidden layer to split (give --set sizes=F,H,...,C with at least one "
-            "hidden width)");
+  EXPECT_EQ(
+      error_of([&] {
+        lower_solver(make_model("gcn", {{"sizes", "784,10"}}), gcn_workers(2), s);
+      }),
+      "--solver gist: model gcn has no hidden layer to split (give --set sizes=F,H,...,C with at least one "
+      "hidden width)");
   StrategyConfig batch = gcn_workers(2);
   batch.global_batch = 64;
   EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), batch, s); }),
-            "--global-batch 64: GIST trains full-graph on the 10000 nodes of model gcn (set the graph with --set nodes=N)");
+            "--global-batch 64: GIST trains full-graph on the 10000 nodes of model gcn (set the graph with "
+            "--set nodes=N)");
   // Backprop trains a GCN on the whole graph too: no data parallelism over its nodes.
   EXPECT_EQ(error_of([&] { lower_solver(make_model("gcn"), gcn_workers(2), parse(Solver::backprop, {})); }),
             "dp=2: model gcn trains full-graph (every step reads all 10000 nodes); strata does not model the "
-            "neighbour exchange a split graph needs (use one worker, pp=N with --microbatches 1, or --solver gist)");
+            "neighbour exchange a split graph needs (use one worker, pp=N with --microbatches 1, or --solver "
+            "gist)");
 }
 
 }  // namespace

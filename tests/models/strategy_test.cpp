@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/strategy.hpp"
-#include "strata/models/zoo.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
 
@@ -21,9 +21,7 @@ namespace strata {
 namespace {
 
 // "l" + "7" by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-std::string cat(const char* text, int value) {
-  return std::string(text).append(std::to_string(value));
-}
+std::string cat(const char* text, int value) { return std::string(text).append(std::to_string(value)); }
 
 // `layers` fixed layers, one per block, 1000 parameters each.
 Model fixed_model(int layers, double params = 1000) {
@@ -52,8 +50,7 @@ Model linear_model(int layers) {
   model.name = cat("linear", layers);
   model.family = "mlp";
   model.input_elems = 64;
-  for (int i = 0; i < layers; ++i)
-    model.layers.push_back(make_linear(cat("fc", i), i, 1, 64, 64));
+  for (int i = 0; i < layers; ++i) model.layers.push_back(make_linear(cat("fc", i), i, 1, 64, 64));
   return model;
 }
 
@@ -87,9 +84,8 @@ std::string input_error(const std::function<void()>& body) {
 
 std::size_t count_ids(const Plan& plan, const std::string& pattern) {
   const std::regex re(pattern);
-  return static_cast<std::size_t>(
-      std::count_if(plan.tasks().begin(), plan.tasks().end(),
-                    [&](const Task& t) { return std::regex_match(t.id, re); }));
+  return static_cast<std::size_t>(std::count_if(plan.tasks().begin(), plan.tasks().end(),
+                                                [&](const Task& t) { return std::regex_match(t.id, re); }));
 }
 
 TaskIndex index_of(const Plan& plan, const std::string& id) {
@@ -177,8 +173,7 @@ TEST(Strategy, DefaultGlobalBatchSplitsEvenly) {
   EXPECT_EQ(default_global_batch(tiny_gpt(), config_of(1, 1, 1, 3)), 9);     // round up to 3
   EXPECT_EQ(default_global_batch(linear_model(2), config_of(2, 1, 1)), 64);  // others: 32
   EXPECT_EQ(default_global_batch(linear_model(2), config_of(1, 1, 1, 64)), 64);
-  for (int pp : {1, 2, 3, 4})
-    EXPECT_NO_THROW(check_strategy(tiny_gpt(4), config_of(3, 2, pp)));
+  for (int pp : {1, 2, 3, 4}) EXPECT_NO_THROW(check_strategy(tiny_gpt(4), config_of(3, 2, pp)));
 }
 
 TEST(Strategy, PartitionBalancesContiguousBlocks) {
@@ -225,10 +220,10 @@ TEST(Lowering, HandCountedTasksOfAFixedModel) {
   config.bucket_bytes = 0;  // one bucket per block
   const Plan plan = lower(fixed_model(4), config);
   EXPECT_EQ(plan.num_workers(), 4);
-  EXPECT_EQ(count_ids(plan, R"(.*/fwd/l\d)"), 2u * 4 * 4);   // dp * m * layers
+  EXPECT_EQ(count_ids(plan, R"(.*/fwd/l\d)"), 2u * 4 * 4);  // dp * m * layers
   EXPECT_EQ(count_ids(plan, R"(.*/bwd/l\d)"), 2u * 4 * 4);
-  EXPECT_EQ(count_ids(plan, R"(.*/bwdw/.*)"), 0u);           // fixed ops: one backward task
-  EXPECT_EQ(count_ids(plan, R"(.*/send/fwd)"), 2u * 4);      // dp * (pp-1) * m
+  EXPECT_EQ(count_ids(plan, R"(.*/bwdw/.*)"), 0u);       // fixed ops: one backward task
+  EXPECT_EQ(count_ids(plan, R"(.*/send/fwd)"), 2u * 4);  // dp * (pp-1) * m
   EXPECT_EQ(count_ids(plan, R"(.*/recv/fwd)"), 2u * 4);
   EXPECT_EQ(count_ids(plan, R"(.*/send/bwd)"), 2u * 4);
   EXPECT_EQ(count_ids(plan, R"(.*/recv/bwd)"), 2u * 4);
@@ -239,7 +234,7 @@ TEST(Lowering, HandCountedTasksOfAFixedModel) {
   const Task& bucket = plan.task(index_of(plan, "it0/pp1/tp0/ar/b0"));
   EXPECT_EQ(bucket.kind, TaskKind::allreduce);
   EXPECT_EQ(bucket.group, (std::vector<WorkerId>{1, 3}));  // rank = (dp * pp + stage) * tp + tp
-  EXPECT_DOUBLE_EQ(bucket.comm_bytes, 4000);              // 1000 fp32 parameters of l3
+  EXPECT_DOUBLE_EQ(bucket.comm_bytes, 4000);               // 1000 fp32 parameters of l3
   const Task& send = plan.task(index_of(plan, "it0/dp1/pp0/tp0/mb2/send/fwd"));
   EXPECT_EQ(send.worker, 2);
   EXPECT_EQ(send.peer, 3);
@@ -274,7 +269,7 @@ TEST(Lowering, LinearLayersGetBackwardWeightTasks) {
   EXPECT_EQ(opt.kind, TaskKind::optimizer_step);
   EXPECT_TRUE(has(opt.data_deps, index_of(plan, "it0/dp0/pp0/tp0/mb1/bwdw/fc0")));
   const double params = 3 * (64.0 * 64 + 64);
-  EXPECT_DOUBLE_EQ(opt.flops, 10 * params);                       // adam
+  EXPECT_DOUBLE_EQ(opt.flops, 10 * params);                           // adam
   EXPECT_DOUBLE_EQ(opt.bytes_read + opt.bytes_written, 16 * params);  // 4 + 4 + 8 (fp32 adam)
 }
 
@@ -294,7 +289,7 @@ TEST(Lowering, MegatronHasTwoForwardAndTwoBackwardAllreducesPerBlock) {
   const Task& task = plan.task(ar);
   EXPECT_EQ(task.group, (std::vector<WorkerId>{0, 1}));
   EXPECT_EQ(task.algo, CollectiveAlgo::ring);
-  const double microbatch = 8.0 / m;  // default batch: 8 sequences per replica
+  const double microbatch = 8.0 / m;                           // default batch: 8 sequences per replica
   EXPECT_DOUBLE_EQ(task.comm_bytes, microbatch * 8 * 64 * 4);  // mb * seq * hidden * fp32
   EXPECT_TRUE(has(task.data_deps, index_of(plan, "it0/dp0/pp0/tp0/mb1/fwd/l1/proj")));
   EXPECT_TRUE(has(task.data_deps, index_of(plan, "it0/dp0/pp0/tp1/mb1/fwd/l1/proj")));
@@ -307,9 +302,7 @@ TEST(Lowering, MegatronHasTwoForwardAndTwoBackwardAllreducesPerBlock) {
   }
   // Split layers cost half on each rank; replicated ones are whole.
   const Plan single = lower(model, config_of(1, 1, 1, m));
-  const auto flops = [](const Plan& p, const std::string& id) {
-    return p.task(index_of(p, id)).flops;
-  };
+  const auto flops = [](const Plan& p, const std::string& id) { return p.task(index_of(p, id)).flops; };
   EXPECT_DOUBLE_EQ(flops(plan, "it0/dp0/pp0/tp1/mb0/fwd/l0/fc1"),
                    flops(single, "it0/dp0/pp0/tp0/mb0/fwd/l0/fc1") / 2);
   EXPECT_DOUBLE_EQ(flops(plan, "it0/dp0/pp0/tp1/mb0/fwd/l0/ln1"),
@@ -329,8 +322,7 @@ TEST(Lowering, BucketAllreducesWaitForEveryReplica) {
     EXPECT_EQ(bucket.algo, CollectiveAlgo::tree);
     EXPECT_EQ(bucket.priority < plan.task(index_of(plan, "it0/dp0/pp0/tp0/opt")).priority, true);
     for (int d = 0; d < 3; ++d)
-      EXPECT_TRUE(has(bucket.data_deps,
-                      index_of(plan, cat("it0/dp", d) + "/pp0/tp0/mb1/bwdw/" + layer)));
+      EXPECT_TRUE(has(bucket.data_deps, index_of(plan, cat("it0/dp", d) + "/pp0/tp0/mb1/bwdw/" + layer)));
     for (int d = 0; d < 3; ++d)
       EXPECT_TRUE(has(plan.task(index_of(plan, cat("it0/dp", d) + "/pp0/tp0/opt")).data_deps,
                       index_of(plan, cat("it0/pp0/tp0/ar/b", k))));
@@ -366,9 +358,7 @@ TEST(Lowering, OneFOneBBoundsMicrobatchesInFlightWithControlDeps) {
       EXPECT_TRUE(t.control_deps.empty()) << t.id;
     }
   }
-  const auto gprio = [&](const std::string& id) {
-    return gpipe.task(index_of(gpipe, id)).priority;
-  };
+  const auto gprio = [&](const std::string& id) { return gpipe.task(index_of(gpipe, id)).priority; };
   EXPECT_LT(gprio(s0 + "mb3/fwd/l1"), gprio(s0 + "mb3/bwd/l1"));
   EXPECT_LT(gprio(s0 + "mb3/bwd/l0"), gprio(s0 + "mb2/bwd/l1"));  // backward in reverse order
 }
@@ -379,8 +369,7 @@ TEST(Lowering, IterationsChainThroughTheOptimizer) {
   const Plan plan = lower(fixed_model(4), config);
   EXPECT_EQ(plan.num_iterations(), 3);
   for (int j = 0; j < 2; ++j)
-    EXPECT_TRUE(has(plan.task(index_of(plan, cat("it2/dp1/pp1/tp0/mb", j) + "/fwd/l2"))
-                        .control_deps,
+    EXPECT_TRUE(has(plan.task(index_of(plan, cat("it2/dp1/pp1/tp0/mb", j) + "/fwd/l2")).control_deps,
                     index_of(plan, "it1/dp1/pp1/tp0/opt")));
   EXPECT_EQ(plan.task(index_of(plan, "it1/dp0/pp0/tp0/mb0/fwd/l0")).iteration, 1);
   EXPECT_LT(plan.task(index_of(plan, "it0/dp0/pp0/tp0/opt")).priority,
@@ -498,8 +487,8 @@ TEST(Lowering, EveryPlanUpToEightWorkersRunsToTheEnd) {
             const Model model = tiny_gpt(4);
             const Plan plan = lower(model, config);
             const RunResult run = run_unit_durations(plan);
-            const std::string label = config.to_string() + " " +
-                                      std::string(to_string(schedule)) + " m=" + std::to_string(m);
+            const std::string label =
+                config.to_string() + " " + std::string(to_string(schedule)) + " m=" + std::to_string(m);
             EXPECT_TRUE(run.finished) << label;
             for (double net : run.net_memory) EXPECT_NEAR(net, 0, 1e-6) << label;
             if (tp == 1) {

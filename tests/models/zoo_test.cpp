@@ -1,5 +1,5 @@
 // The model zoo against hand-derived parameter and FLOP counts.
-#include "strata/models/zoo.hpp"
+#include "strata/models/zoo/zoo.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,10 +38,8 @@ std::string input_error(const std::string& name, const std::map<std::string, std
 }
 
 TEST(Zoo, NamesInOrder) {
-  const std::vector<std::string> expected = {"mlp",        "lenet5",    "vgg16",
-                                             "resnet50",   "gpt2-small", "gpt3-1.3b",
-                                             "gpt3-13b",   "gpt3-175b", "anchor-96",
-                                             "gcn"};
+  const std::vector<std::string> expected = {"mlp",       "lenet5",   "vgg16",     "resnet50",  "gpt2-small",
+                                             "gpt3-1.3b", "gpt3-13b", "gpt3-175b", "anchor-96", "gcn"};
   EXPECT_EQ(zoo_names(), expected);
 }
 
@@ -74,8 +72,8 @@ TEST(Zoo, MlpParamsExact) {
   // 784·256 + 256 + 256·128 + 128 + 128·10 + 10
   EXPECT_EQ(mlp.params(), 235146);
   // 2 FLOP per weight per sample forward; biases are not counted as FLOPs.
-  EXPECT_EQ(mlp.fwd_flops_per_sample(), 2.0 * (784 * 256 + 256 * 128 + 128 * 10) +
-                                            256 + 128 + 3 * 10);  // + relus (1/elem) + loss
+  EXPECT_EQ(mlp.fwd_flops_per_sample(),
+            2.0 * (784 * 256 + 256 * 128 + 128 * 10) + 256 + 128 + 3 * 10);  // + relus (1/elem) + loss
   EXPECT_EQ(mlp.num_blocks_or_layers(), 3);
   EXPECT_EQ(mlp.input_elems, 784);
   EXPECT_EQ(find_layer(mlp, "fc2").block, 1);
@@ -143,9 +141,8 @@ TEST(Zoo, Gpt3Params) {
 }
 
 TEST(Zoo, GptModelFlopsPerTokenIsPalmFormula) {
-  Model gpt = make_model("gpt2-small",
-                         {{"layers", "2"}, {"hidden", "64"}, {"heads", "4"}, {"seq", "32"},
-                          {"vocab", "100"}});
+  Model gpt = make_model(
+      "gpt2-small", {{"layers", "2"}, {"hidden", "64"}, {"heads", "4"}, {"seq", "32"}, {"vocab", "100"}});
   // N = 2·(12·64² + 13·64) + (100 + 32)·64 + 2·64 = 108,544.
   EXPECT_EQ(gpt.params(), 108544);
   // 6N + 12·L·h·s = 651,264 + 12·2·64·32 = 700,416.
@@ -157,8 +154,8 @@ TEST(Zoo, GptLayerFlopsAgreeWithModelFlops) {
   // parameters counted in N.
   for (const char* name : {"gpt2-small", "gpt3-175b"}) {
     Model gpt = make_model(name);
-    EXPECT_NEAR(gpt.train_flops_per_sample() / static_cast<double>(gpt.seq),
-                gpt.model_flops_per_token(), gpt.model_flops_per_token() * 0.01)
+    EXPECT_NEAR(gpt.train_flops_per_sample() / static_cast<double>(gpt.seq), gpt.model_flops_per_token(),
+                gpt.model_flops_per_token() * 0.01)
         << name;
   }
 }
@@ -262,14 +259,10 @@ TEST(Zoo, BadOverrideIsInputError) {
   EXPECT_EQ(input_error("gpt2-small", {{"foo", "1"}}),
             "--set foo: unknown hyperparameter for model 'gpt2-small' (known: layers, hidden, "
             "heads, seq, vocab)");
-  EXPECT_EQ(input_error("gpt2-small", {{"layers", "0"}}),
-            "--set layers=0: '0' is not a positive integer");
-  EXPECT_EQ(input_error("gpt2-small", {{"seq", "12x"}}),
-            "--set seq=12x: '12x' is not a positive integer");
-  EXPECT_EQ(input_error("gpt2-small", {{"hidden", "100"}}),
-            "--set hidden=100: not divisible by heads (12)");
-  EXPECT_EQ(input_error("mlp", {{"sizes", "784,-1"}}),
-            "--set sizes=784,-1: '-1' is not a positive integer");
+  EXPECT_EQ(input_error("gpt2-small", {{"layers", "0"}}), "--set layers=0: '0' is not a positive integer");
+  EXPECT_EQ(input_error("gpt2-small", {{"seq", "12x"}}), "--set seq=12x: '12x' is not a positive integer");
+  EXPECT_EQ(input_error("gpt2-small", {{"hidden", "100"}}), "--set hidden=100: not divisible by heads (12)");
+  EXPECT_EQ(input_error("mlp", {{"sizes", "784,-1"}}), "--set sizes=784,-1: '-1' is not a positive integer");
   EXPECT_EQ(input_error("mlp", {{"sizes", "784"}}), "--set sizes=784: needs at least 2 values");
   EXPECT_EQ(input_error("mlp", {{"layers", "3"}}),
             "--set layers: unknown hyperparameter for model 'mlp' (known: sizes)");

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "sim_fixtures.hpp"
-#include "strata/models/strategy.hpp"
+#include "strata/models/lowering/strategy.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
@@ -40,7 +40,8 @@ TEST(Collectives, RingStepHasTwoNMinusOneStepsOfSOverN) {
 
 TEST(Collectives, RingAggregatedIsOneFlowPerRankWithLatencyTerms) {
   const std::vector<int> hosts = {0, 1, 2, 3};
-  auto flows = expand_collective(allreduce(4, 400, CollectiveAlgo::ring), CollectiveFidelity::aggregated, hosts);
+  auto flows =
+      expand_collective(allreduce(4, 400, CollectiveAlgo::ring), CollectiveFidelity::aggregated, hosts);
   ASSERT_EQ(flows.size(), 4u);
   for (const Flow& f : flows) {
     EXPECT_DOUBLE_EQ(f.bytes, 600);
@@ -52,7 +53,8 @@ TEST(Collectives, HierarchicalSplitsIntraAndInterHost) {
   // 2 hosts x 4 ranks: intra reduce-scatter (3 steps of S/4), inter allreduce among the 4
   // rank pairs (2 steps of S/8), intra allgather (3 steps of S/4).
   const std::vector<int> hosts = {0, 0, 0, 0, 1, 1, 1, 1};
-  auto flows = expand_collective(allreduce(8, 800, CollectiveAlgo::hierarchical), CollectiveFidelity::step, hosts);
+  auto flows =
+      expand_collective(allreduce(8, 800, CollectiveAlgo::hierarchical), CollectiveFidelity::step, hosts);
   EXPECT_EQ(flows.size(), 3u * 8 + 2u * 8 + 3u * 8);
   double inter = 0;
   for (const Flow& f : flows)
@@ -63,7 +65,8 @@ TEST(Collectives, HierarchicalSplitsIntraAndInterHost) {
 
 TEST(Collectives, HalvingDoublingMovesTheRingVolume) {
   const std::vector<int> hosts = {0, 1, 2, 3, 4, 5, 6, 7};
-  auto flows = expand_collective(allreduce(8, 800, CollectiveAlgo::halving_doubling), CollectiveFidelity::step, hosts);
+  auto flows =
+      expand_collective(allreduce(8, 800, CollectiveAlgo::halving_doubling), CollectiveFidelity::step, hosts);
   EXPECT_EQ(flows.size(), 2u * 3 * 8);
   EXPECT_DOUBLE_EQ(bytes_sent_by(flows, 3), 2.0 * 7 / 8 * 800);
 }
@@ -91,12 +94,14 @@ double contended_dp_time(CollectiveMode mode) {
   c.bucket_bytes = 0;
   ReplayOptions options;
   options.collectives = mode;
-  return replay(lower(model, c), test::platforms_dir() + "test-fattree-2to1.xml", options).report.iteration_time_s;
+  return replay(lower(model, c), test::platforms_dir() + "test-fattree-2to1.xml", options)
+      .report.iteration_time_s;
 }
 
 TEST(Collectives, FidelitiesAgreeUnderContention) {
   auto step = std::stod(run_in_child([] { return std::to_string(contended_dp_time(CollectiveMode::step)); }));
-  auto agg = std::stod(run_in_child([] { return std::to_string(contended_dp_time(CollectiveMode::aggregated)); }));
+  auto agg =
+      std::stod(run_in_child([] { return std::to_string(contended_dp_time(CollectiveMode::aggregated)); }));
   EXPECT_NEAR(agg, step, 0.10 * step) << "step " << step << " s, aggregated " << agg << " s";
 }
 
@@ -120,7 +125,7 @@ TEST(Collectives, AnchorSixteenGpusMatchesAlphaBeta) {
   const double inter = 2 * (2e-6 + 3e6 / 50e9);
   const double allreduce_s = 2 * intra + inter;
   EXPECT_NEAR(r.exposed_comm_s, allreduce_s, 0.05 * allreduce_s);
-  const double compute = 96 * 900e-6;  // 86.4 ms; the synthetic model's update costs nothing
+  const double compute = 96 * 900e-6;                 // 86.4 ms; the synthetic model's update costs nothing
   EXPECT_NEAR(r.compute_s, compute, 1e-7 * compute);  // SimGrid work-amount precision
   EXPECT_NEAR(r.iteration_time_s, compute + allreduce_s, 0.05 * (compute + allreduce_s));
 }

@@ -48,7 +48,8 @@ TEST(Explore, EnumeratesEveryValidConfigurationOnce) {
     EXPECT_LE(c.pp, 2);
     EXPECT_EQ((c.global_batch / c.dp) % c.microbatches, 0);
     EXPECT_TRUE(seen.insert(c.to_string() + "/" + std::to_string(c.microbatches) + "/" +
-                            std::string(to_string(c.schedule))).second);
+                            std::string(to_string(c.schedule)))
+                    .second);
   }
   // TP stays inside a host unless allowed: with 2-slot hosts tp=4 disappears (4 configurations).
   PlatformSummary two_hosts = one_host(2);
@@ -70,7 +71,8 @@ double replay_time(int replicas) {
   c.lowered_replicas = replicas;
   ReplayOptions options;
   options.collectives = CollectiveMode::aggregated;
-  return replay(lower(model, c), test::platforms_dir() + "a100-cluster-64.xml", options).report.iteration_time_s;
+  return replay(lower(model, c), test::platforms_dir() + "a100-cluster-64.xml", options)
+      .report.iteration_time_s;
 }
 
 // The reduction used for very large replays (one DP replica, full DP allreduce groups) against
@@ -78,8 +80,8 @@ double replay_time(int replicas) {
 TEST(Explore, OneReplicaReductionMatchesFullReplay) {
   const double full = std::stod(run_in_child([] { return std::to_string(replay_time(0)); }));
   const double reduced = std::stod(run_in_child([] { return std::to_string(replay_time(1)); }));
-  std::printf("dp=8,tp=4,pp=2 gpt2-small(4 layers) on a100-cluster-64: full %.6f s, one replica %.6f s\n", full,
-              reduced);
+  std::printf("dp=8,tp=4,pp=2 gpt2-small(4 layers) on a100-cluster-64: full %.6f s, one replica %.6f s\n",
+              full, reduced);
   EXPECT_NEAR(reduced, full, 0.01 * full);
 }
 
@@ -98,9 +100,9 @@ TEST(Explore, DefaultExplorationAnalyticalWithinFifteenPercent) {
     ASSERT_TRUE(row.simulated.has_value());
     const double sim = row.simulated->iteration_time_s;
     const double est = row.estimate.iteration_s;
-    std::printf("%s m=%lld %s: analytical %.4f s, simulated %.4f s, error %+.1f %%\n", row.config.to_string().c_str(),
-                static_cast<long long>(row.config.microbatches), std::string(to_string(row.config.schedule)).c_str(),
-                est, sim, 100 * (est - sim) / sim);
+    std::printf("%s m=%lld %s: analytical %.4f s, simulated %.4f s, error %+.1f %%\n",
+                row.config.to_string().c_str(), static_cast<long long>(row.config.microbatches),
+                std::string(to_string(row.config.schedule)).c_str(), est, sim, 100 * (est - sim) / sim);
     EXPECT_NEAR(est, sim, 0.15 * sim) << row.config.to_string();
   }
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_fixtures.hpp"
-#include "strata/models/strategy.hpp"
+#include "strata/models/lowering/strategy.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
@@ -61,12 +61,15 @@ TEST(Replay, RingAllreduceStepMatchesAlphaBeta) {
   const double s = 1e9;
   const int n = 4;
   // 2(n-1)·(α + S/(n·B)) = 6 · (2 µs + 2.5 ms) = 15.012 ms
-  EXPECT_NEAR(ring_allreduce_time(CollectiveMode::step, n, s), 2.0 * (n - 1) * (kAlpha + s / (n * kBeta)), 1e-12);
+  EXPECT_NEAR(ring_allreduce_time(CollectiveMode::step, n, s), 2.0 * (n - 1) * (kAlpha + s / (n * kBeta)),
+              1e-12);
 }
 
 TEST(Replay, RingAllreduceAggregatedMatchesStepExactlyWithoutContention) {
-  auto step = std::stod(run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::step, 4, 1e9)); }));
-  auto agg = std::stod(run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::aggregated, 4, 1e9)); }));
+  auto step = std::stod(
+      run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::step, 4, 1e9)); }));
+  auto agg = std::stod(
+      run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::aggregated, 4, 1e9)); }));
   EXPECT_NEAR(agg, step, 1e-9 * step);
 }
 
@@ -88,14 +91,19 @@ TEST(Replay, ComputeStreamRunsOneTaskAtATimeCommOverlaps) {
 // One host of 1 TFLOP/s and `cores` cores holding `gpus` worker slots, with a loopback route;
 // `extra` is added to the <host> element (a profile attribute).
 std::string one_host(const std::string& name, int cores, int gpus, const std::string& extra = "") {
-  return test::write_temp(name,
-                          "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                          "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\n"
-                          "<host id=\"h0\" speed=\"1e12f\" core=\"" + std::to_string(cores) + "\" " + extra + ">"
-                          "<prop id=\"gpus\" value=\"" + std::to_string(gpus) + "\"/></host>\n"
-                          "<link id=\"loop\" bandwidth=\"1e12Bps\" latency=\"0s\" sharing_policy=\"FATPIPE\"/>\n"
-                          "<route src=\"h0\" dst=\"h0\"><link_ctn id=\"loop\"/></route>\n"
-                          "</zone></platform>\n");
+  return test::write_temp(
+      name,
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\n"
+      "<host id=\"h0\" speed=\"1e12f\" core=\"" +
+          std::to_string(cores) + "\" " + extra +
+          ">"
+          "<prop id=\"gpus\" value=\"" +
+          std::to_string(gpus) +
+          "\"/></host>\n"
+          "<link id=\"loop\" bandwidth=\"1e12Bps\" latency=\"0s\" sharing_policy=\"FATPIPE\"/>\n"
+          "<route src=\"h0\" dst=\"h0\"><link_ctn id=\"loop\"/></route>\n"
+          "</zone></platform>\n");
 }
 
 // A worker alone on its host runs its kernels as engine timers; workers sharing a host run
@@ -173,7 +181,8 @@ double dp_time(double bucket_bytes) {
   c.dtype = DType::fp32;
   c.optimizer = Optimizer::sgd;
   c.bucket_bytes = bucket_bytes;
-  return replay(lower(model, c), test::platforms_dir() + "test-flat-4.xml", default_options()).report.iteration_time_s;
+  return replay(lower(model, c), test::platforms_dir() + "test-flat-4.xml", default_options())
+      .report.iteration_time_s;
 }
 
 TEST(Replay, DataParallelBucketsOverlapBackward) {
@@ -210,10 +219,11 @@ TEST(Replay, UnknownHostInPlacement) {
 }
 
 TEST(Replay, MalformedPlatformXml) {
-  const std::string path = test::write_temp("bad.xml",
-                                            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                                            "<platform version=\"4.1\">\n<zone id=\"z\" "
-                                            "routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n</zone>\n</platform>\n");
+  const std::string path = test::write_temp(
+      "bad.xml",
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\">\n<zone id=\"z\" "
+      "routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n</zone>\n</platform>\n");
   Plan plan(1);
   plan.add_task(fixed_task("a", 0, 1.0));
   plan.validate();

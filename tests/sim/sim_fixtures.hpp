@@ -2,12 +2,12 @@
 // Plans and synthetic models with exactly known costs.
 #pragma once
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
-#include "strata/models/zoo.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/plan.hpp"
 
 namespace strata::test {
@@ -46,12 +46,16 @@ inline std::string flat_cluster(int hosts, int slots, double bw, double lat, dou
   std::string xml =
       "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
       "<platform version=\"4.1\">\n"
-      "<cluster id=\"c\" prefix=\"node-\" radical=\"0-" + std::to_string(hosts - 1) +
-      "\" suffix=\"\" speed=\"1e12f\" core=\"" + std::to_string(slots) + "\" bw=\"" + std::to_string(bw) +
-      "Bps\" lat=\"" + std::to_string(lat) + "s\" sharing_policy=\"SPLITDUPLEX\" bb_bw=\"1e18Bps\" bb_lat=\"0s\" "
-      "bb_sharing_policy=\"FATPIPE\" loopback_bw=\"" + std::to_string(loop_bw) + "Bps\" loopback_lat=\"" +
-      std::to_string(loop_lat) + "s\">\n"
-      "<prop id=\"gpus\" value=\"" + std::to_string(slots) + "\"/>\n"
+      "<cluster id=\"c\" prefix=\"node-\" radical=\"0-" +
+      std::to_string(hosts - 1) + "\" suffix=\"\" speed=\"1e12f\" core=\"" + std::to_string(slots) +
+      "\" bw=\"" + std::to_string(bw) + "Bps\" lat=\"" + std::to_string(lat) +
+      "s\" sharing_policy=\"SPLITDUPLEX\" bb_bw=\"1e18Bps\" bb_lat=\"0s\" "
+      "bb_sharing_policy=\"FATPIPE\" loopback_bw=\"" +
+      std::to_string(loop_bw) + "Bps\" loopback_lat=\"" + std::to_string(loop_lat) +
+      "s\">\n"
+      "<prop id=\"gpus\" value=\"" +
+      std::to_string(slots) +
+      "\"/>\n"
       "<prop id=\"flops_fp32\" value=\"1e12\"/><prop id=\"flops_bf16\" value=\"1e12\"/>\n"
       "<prop id=\"mem_bw\" value=\"1e12\"/><prop id=\"gpu_memory\" value=\"80e9\"/>\n"
       "</cluster>\n</platform>\n";

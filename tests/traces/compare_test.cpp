@@ -45,24 +45,25 @@ Trace measured(double a, double b, double c, double ar) {
 
 TEST(CompareTraces, MedianOverRunsThenErrorPerTaskAndPerKind) {
   // Medians over three runs: a 0.8 (runs 0.8, 0.5, 2.0), b 2.5, c 0.5, ar 2.0.
-  const TraceComparison c =
-      compare_traces(predicted(), {measured(0.8, 2.5, 0.5, 2.0), measured(0.5, 2.5, 0.4, 2.0), measured(2.0, 3.0, 0.5, 1.0)});
+  const TraceComparison c = compare_traces(
+      predicted(),
+      {measured(0.8, 2.5, 0.5, 2.0), measured(0.5, 2.5, 0.4, 2.0), measured(2.0, 3.0, 0.5, 1.0)});
   ASSERT_EQ(c.tasks.size(), 4u);
   EXPECT_EQ(c.tasks[0].id, "a");
   EXPECT_DOUBLE_EQ(c.tasks[0].measured_s, 0.8);
-  EXPECT_DOUBLE_EQ(c.tasks[0].relative_error(), 0.25);   // (1 − 0.8) / 0.8
+  EXPECT_DOUBLE_EQ(c.tasks[0].relative_error(), 0.25);  // (1 − 0.8) / 0.8
   EXPECT_EQ(c.tasks[1].id, "ar");
-  EXPECT_DOUBLE_EQ(c.tasks[1].relative_error(), -0.5);   // (1 − 2) / 2
-  EXPECT_DOUBLE_EQ(c.tasks[2].relative_error(), -0.2);   // b: (2 − 2.5) / 2.5
-  EXPECT_DOUBLE_EQ(c.tasks[3].relative_error(), 0.0);    // c
+  EXPECT_DOUBLE_EQ(c.tasks[1].relative_error(), -0.5);  // (1 − 2) / 2
+  EXPECT_DOUBLE_EQ(c.tasks[2].relative_error(), -0.2);  // b: (2 − 2.5) / 2.5
+  EXPECT_DOUBLE_EQ(c.tasks[3].relative_error(), 0.0);   // c
   ASSERT_EQ(c.kinds.size(), 2u);
   EXPECT_EQ(c.kinds[0].kind, TaskKind::linear_fwd);
   EXPECT_EQ(c.kinds[0].tasks, 3u);
-  EXPECT_DOUBLE_EQ(c.kinds[0].median_abs_error, 0.2);    // of {0.25, 0.2, 0}
-  EXPECT_DOUBLE_EQ(c.kinds[0].p90_abs_error, 0.25);      // nearest rank ceil(2.7) = 3rd
+  EXPECT_DOUBLE_EQ(c.kinds[0].median_abs_error, 0.2);  // of {0.25, 0.2, 0}
+  EXPECT_DOUBLE_EQ(c.kinds[0].p90_abs_error, 0.25);    // nearest rank ceil(2.7) = 3rd
   EXPECT_DOUBLE_EQ(c.kinds[0].predicted_total_s, 3.5);
   EXPECT_DOUBLE_EQ(c.kinds[0].measured_total_s, 3.8);
-  EXPECT_DOUBLE_EQ(c.compute_median_abs_error, 0.2);     // the allreduce is not compute
+  EXPECT_DOUBLE_EQ(c.compute_median_abs_error, 0.2);  // the allreduce is not compute
   ASSERT_EQ(c.worst(2).size(), 2u);
   EXPECT_EQ(c.worst(2)[0].id, "ar");
   EXPECT_EQ(c.worst(2)[1].id, "a");
@@ -75,7 +76,9 @@ TEST(CompareTraces, RefusesTracesOfDifferentPlans) {
     compare_traces(predicted(), {other});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "traces differ: task 'b' is in the predicted trace and not in the measured one (not runs of the same Plan)");
+    EXPECT_STREQ(e.what(),
+                 "traces differ: task 'b' is in the predicted trace and not in the measured one (not runs of "
+                 "the same Plan)");
   }
 }
 
@@ -99,7 +102,8 @@ TEST(CompareTraces, PlotHasOnePointPerTaskAndALegendEntryPerKind) {
   const TraceComparison c = compare_traces(predicted(), {measured(0.8, 2.5, 0.5, 2.0)});
   const std::string svg = comparison_svg(c, "mlp dp=2");
   std::size_t titles = 0;
-  for (std::size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1)) ++titles;
+  for (std::size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1))
+    ++titles;
   EXPECT_EQ(titles, 4u);
   EXPECT_NE(svg.find("linear_fwd (20 %)"), std::string::npos);
   EXPECT_NE(svg.find("allreduce (50 %)"), std::string::npos);

@@ -70,8 +70,8 @@ Schedule run_on_virtual_clock(const Plan& plan, const std::vector<double>& durat
       for (WorkerId w : task.participants()) {
         TaskIndex& o = occupant[slot_of(w, task.stream)];
         if (o != kIdle)
-          s.violations.push_back("task " + task.id + " started at " + std::to_string(now) +
-                                 " while " + plan.task(o).id + " runs on its stream");
+          s.violations.push_back("task " + task.id + " started at " + std::to_string(now) + " while " +
+                                 plan.task(o).id + " runs on its stream");
         o = t;
       }
       s.start[t] = now;
@@ -106,8 +106,7 @@ Task compute(const std::string& id, WorkerId worker, std::int64_t priority = 0) 
   return t;
 }
 
-Task p2p(TaskKind kind, const std::string& id, WorkerId worker, WorkerId peer,
-         std::int64_t priority = 0) {
+Task p2p(TaskKind kind, const std::string& id, WorkerId worker, WorkerId peer, std::int64_t priority = 0) {
   Task t;
   t.id = id;
   t.kind = kind;
@@ -396,8 +395,8 @@ Plan random_plan(std::uint32_t seed, int num_tasks, int num_workers, std::vector
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Plan plan(num_workers);
   duration.clear();
-  const TaskKind kCollectives[] = {TaskKind::allreduce, TaskKind::allgather,
-                                   TaskKind::reduce_scatter, TaskKind::broadcast};
+  const TaskKind kCollectives[] = {TaskKind::allreduce, TaskKind::allgather, TaskKind::reduce_scatter,
+                                   TaskKind::broadcast};
   auto add = [&](Task t) {
     // Integer durations make many tasks end at the same instant, the case most likely to expose
     // ordering mistakes.
@@ -444,10 +443,14 @@ TEST(DispatcherRandom, GeneratorMakesValidMixedPlans) {
   EXPECT_EQ(duration.size(), plan.size());
   int computes = 0, sends = 0, recvs = 0, collectives = 0;
   for (const Task& t : plan.tasks()) {
-    if (is_collective(t.kind)) ++collectives;
-    else if (t.kind == TaskKind::send) ++sends;
-    else if (t.kind == TaskKind::recv) ++recvs;
-    else ++computes;
+    if (is_collective(t.kind))
+      ++collectives;
+    else if (t.kind == TaskKind::send)
+      ++sends;
+    else if (t.kind == TaskKind::recv)
+      ++recvs;
+    else
+      ++computes;
   }
   EXPECT_GT(computes, 500);
   EXPECT_GT(sends, 100);
@@ -464,8 +467,7 @@ TEST_P(DispatcherRandomSeed, FinishesRespectsDependenciesAndStreams) {
   const Schedule s = run_on_virtual_clock(plan, duration);
 
   // (7) and the order of take_startable(), checked while running.
-  EXPECT_TRUE(s.violations.empty())
-      << s.violations.size() << " violations, first: " << s.violations.front();
+  EXPECT_TRUE(s.violations.empty()) << s.violations.size() << " violations, first: " << s.violations.front();
 
   // (5) No deadlock: every task ran, and the Dispatcher agrees.
   EXPECT_TRUE(s.finished);
@@ -480,13 +482,14 @@ TEST_P(DispatcherRandomSeed, FinishesRespectsDependenciesAndStreams) {
     for (const auto* deps : {&task.data_deps, &task.control_deps})
       for (TaskIndex d : *deps)
         if (s.start[t] < s.end[d] && ++late <= 5)
-          ADD_FAILURE() << task.id << " started at " << s.start[t] << " before "
-                        << plan.task(d).id << " ended at " << s.end[d];
+          ADD_FAILURE() << task.id << " started at " << s.start[t] << " before " << plan.task(d).id
+                        << " ended at " << s.end[d];
   }
   EXPECT_EQ(late, 0);
 
   // (7) again, after the fact: per (worker, stream), the intervals sorted by start never overlap.
-  std::vector<std::vector<std::pair<double, double>>> intervals(static_cast<std::size_t>(plan.num_workers()) * 2);
+  std::vector<std::vector<std::pair<double, double>>> intervals(static_cast<std::size_t>(plan.num_workers()) *
+                                                                2);
   for (TaskIndex t = 0; t < plan.size(); ++t)
     for (WorkerId w : plan.task(t).participants())
       intervals[slot_of(w, plan.task(t).stream)].emplace_back(s.start[t], s.end[t]);

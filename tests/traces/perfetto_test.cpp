@@ -73,8 +73,7 @@ TEST(PerfettoTest, MetadataNamesEachWorkerAndItsTwoRows) {
   std::vector<nlohmann::json> threads = events_named(chrome, "thread_name");
   ASSERT_EQ(threads.size(), 4u);
   std::map<std::pair<int, int>, std::string> rows;
-  for (const auto& t : threads)
-    rows[{t["pid"].get<int>(), t["tid"].get<int>()}] = t["args"]["name"];
+  for (const auto& t : threads) rows[{t["pid"].get<int>(), t["tid"].get<int>()}] = t["args"]["name"];
   EXPECT_EQ((rows[{1, 1}]), "compute");
   EXPECT_EQ((rows[{1, 2}]), "comm");
   EXPECT_EQ((rows[{2, 3}]), "compute");
@@ -128,8 +127,8 @@ TEST(PerfettoTest, OrderIsDeterministicRegardlessOfRecordOrder) {
   std::vector<std::string> names;
   for (const auto& e : chrome["traceEvents"])
     if (e["ph"] == "X") names.push_back(e["name"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"it0/dp0/fwd/l0", "it0/dp1/fwd/l0", "it0/ar/l0",
-                                             "it0/ar/l0", "it1/dp0/opt"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"it0/dp0/fwd/l0", "it0/dp1/fwd/l0", "it0/ar/l0", "it0/ar/l0",
+                                             "it1/dp0/opt"}));
   EXPECT_EQ(chrome["traceEvents"][0]["ph"], "M");
 }
 
@@ -146,9 +145,8 @@ TEST(PerfettoTest, TraceSortIsCanonical) {
 class TraceFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("strata_trace_json_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("strata_trace_json_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

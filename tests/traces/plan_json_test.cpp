@@ -22,9 +22,8 @@ namespace fs = std::filesystem;
 class PlanJsonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("strata_plan_json_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("strata_plan_json_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -41,9 +40,7 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 Task make_task(std::string id, TaskKind kind, WorkerId worker) {
   Task t;
@@ -193,8 +190,8 @@ TEST_F(PlanJsonTest, OmitsZeroOptionalFieldsButKeepsTheDefiningSize) {
   nlohmann::json doc = plan_to_json(sample_plan());
   const nlohmann::json& init = doc["tasks"][4];
   EXPECT_EQ(init["flops"], 0.0);  // compute tasks state flops even when zero
-  for (const char* key : {"bytes_read", "mem_alloc", "reads", "data_deps", "peer", "group", "algo",
-                          "dtype", "iteration", "priority", "comm_bytes"})
+  for (const char* key : {"bytes_read", "mem_alloc", "reads", "data_deps", "peer", "group", "algo", "dtype",
+                          "iteration", "priority", "comm_bytes"})
     EXPECT_FALSE(init.contains(key)) << key;
   const nlohmann::json& ar = doc["tasks"][3];
   EXPECT_EQ(ar["comm_bytes"], 0.0);
@@ -205,8 +202,8 @@ TEST_F(PlanJsonTest, OmitsZeroOptionalFieldsButKeepsTheDefiningSize) {
 TEST_F(PlanJsonTest, ReaderAcceptsOptionalFieldsPresentWithDefaultValues) {
   nlohmann::json doc = plan_to_json(sample_plan());
   nlohmann::json& init = doc["tasks"][4];
-  for (const char* key : {"bytes_read", "bytes_written", "comm_bytes", "mem_alloc", "mem_free",
-                          "iteration", "priority"})
+  for (const char* key :
+       {"bytes_read", "bytes_written", "comm_bytes", "mem_alloc", "mem_free", "iteration", "priority"})
     init[key] = 0;
   for (const char* key : {"reads", "writes", "data_deps"}) init[key] = nlohmann::json::array();
   init["dtype"] = "fp32";
@@ -230,8 +227,7 @@ std::vector<BadCase> bad_cases() {
        "plan.json: /tasks/2/kind: unknown task kind 'foo'"},
       {"dep", [](auto& d) { d["tasks"][1]["data_deps"][0] = "x"; },
        "plan.json: /tasks/1/data_deps/0: unknown task 'x'"},
-      {"flops", [](auto& d) { d["tasks"][4].erase("flops"); },
-       "plan.json: /tasks/4/flops: missing"},
+      {"flops", [](auto& d) { d["tasks"][4].erase("flops"); }, "plan.json: /tasks/4/flops: missing"},
       {"comm_bytes", [](auto& d) { d["tasks"][3].erase("comm_bytes"); },
        "plan.json: /tasks/3/comm_bytes: missing"},
       {"id", [](auto& d) { d["tasks"][0].erase("id"); }, "plan.json: /tasks/0/id: missing"},
@@ -261,8 +257,7 @@ std::vector<BadCase> bad_cases() {
        "plan.json: /tasks/0/attrs/shape/1: expected an integer, got 'x'"},
       {"algo", [](auto& d) { d["tasks"][3]["algo"] = "star"; },
        "plan.json: /tasks/3/algo: unknown collective algorithm 'star'"},
-      {"tasks type", [](auto& d) { d["tasks"] = 3; },
-       "plan.json: /tasks: expected an array, got 3"},
+      {"tasks type", [](auto& d) { d["tasks"] = 3; }, "plan.json: /tasks: expected an array, got 3"},
       {"cycle", [](auto& d) { d["tasks"][4]["control_deps"] = {"it0/dp1/recv"}; },
        "plan.json: /tasks/0: dependency cycle through 'it0/dp0/fwd/l0' -> 'it0/dp0/send' -> "
        "'it0/dp1/recv' -> 'it0/dp0/init' -> 'it0/dp0/fwd/l0'"},
@@ -303,8 +298,7 @@ TEST_F(PlanJsonTest, MissingFileIsOneLine) {
         try {
           read_plan(path("absent.json"));
         } catch (const InputError& e) {
-          EXPECT_EQ(std::string(e.what()),
-                    path("absent.json") + ": cannot open: No such file or directory");
+          EXPECT_EQ(std::string(e.what()), path("absent.json") + ": cannot open: No such file or directory");
           throw;
         }
       },
@@ -325,9 +319,8 @@ TEST_F(PlanJsonTest, UnwritablePlanLeavesNoFileAndKeepsTheOldOne) {
     write_plan(plan, path("plan.json"));
     FAIL() << "wrote a NaN";
   } catch (const InputError& e) {
-    EXPECT_EQ(
-        std::string(e.what()),
-        path("plan.json") + ": /tasks/0/flops: cannot write nan: JSON has no non-finite numbers");
+    EXPECT_EQ(std::string(e.what()),
+              path("plan.json") + ": /tasks/0/flops: cannot write nan: JSON has no non-finite numbers");
   }
   EXPECT_TRUE(fs::is_empty(dir_));
 
@@ -370,11 +363,13 @@ TEST_F(PlanJsonTest, SchemasListExactlyTheTaskKinds) {
     const nlohmann::json schema = read_json_file(std::string(STRATA_SCHEMA_DIR) + file);
     const nlohmann::json* kinds = nullptr;
     for (const auto& def : schema["$defs"])
-      if (def.contains("properties") && def["properties"].contains("kind")) kinds = &def["properties"]["kind"]["enum"];
+      if (def.contains("properties") && def["properties"].contains("kind"))
+        kinds = &def["properties"]["kind"]["enum"];
     ASSERT_NE(kinds, nullptr) << file;
     ASSERT_EQ(kinds->size(), static_cast<std::size_t>(kTaskKindCount)) << file;
     for (int k = 0; k < kTaskKindCount; ++k)
-      EXPECT_EQ((*kinds)[static_cast<std::size_t>(k)], std::string(to_string(static_cast<TaskKind>(k)))) << file;
+      EXPECT_EQ((*kinds)[static_cast<std::size_t>(k)], std::string(to_string(static_cast<TaskKind>(k))))
+          << file;
   }
 }
 
@@ -384,14 +379,11 @@ TEST_F(PlanJsonTest, SchemaListsEveryFieldTheWriterWrites) {
   nlohmann::json doc = plan_to_json(sample_plan());
   const nlohmann::json& defs = schema["$defs"];
   for (auto& [key, value] : doc.items()) EXPECT_TRUE(schema["properties"].contains(key)) << key;
-  for (auto& [key, value] : doc["info"].items())
-    EXPECT_TRUE(defs["info"]["properties"].contains(key)) << key;
+  for (auto& [key, value] : doc["info"].items()) EXPECT_TRUE(defs["info"]["properties"].contains(key)) << key;
   for (const auto& buffer : doc["buffers"])
-    for (auto& [key, value] : buffer.items())
-      EXPECT_TRUE(defs["buffer"]["properties"].contains(key)) << key;
+    for (auto& [key, value] : buffer.items()) EXPECT_TRUE(defs["buffer"]["properties"].contains(key)) << key;
   for (const auto& task : doc["tasks"])
-    for (auto& [key, value] : task.items())
-      EXPECT_TRUE(defs["task"]["properties"].contains(key)) << key;
+    for (auto& [key, value] : task.items()) EXPECT_TRUE(defs["task"]["properties"].contains(key)) << key;
 }
 
 }  // namespace

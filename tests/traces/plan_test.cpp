@@ -92,13 +92,11 @@ TEST(PlanValidate, NumWorkersMustBePositive) {
 }
 
 TEST(PlanValidate, SourceNamesTheFile) {
-  EXPECT_EQ(validate_message(Plan(0), "run/plan.json"),
-            "run/plan.json: /num_workers: must be positive");
+  EXPECT_EQ(validate_message(Plan(0), "run/plan.json"), "run/plan.json: /num_workers: must be positive");
 }
 
 TEST(PlanValidate, EmptyId) {
-  EXPECT_EQ(validate_message(single_task_plan(compute_task("", 0))),
-            "plan: /tasks/0/id: empty id");
+  EXPECT_EQ(validate_message(single_task_plan(compute_task("", 0))), "plan: /tasks/0/id: empty id");
 }
 
 TEST(PlanValidate, NegativeSizes) {
@@ -107,9 +105,12 @@ TEST(PlanValidate, NegativeSizes) {
     double Task::*field;
     const char* name;
   };
-  const Case cases[] = {{&Task::flops, "flops"},           {&Task::bytes_read, "bytes_read"},
-                        {&Task::bytes_written, "bytes_written"}, {&Task::comm_bytes, "comm_bytes"},
-                        {&Task::mem_alloc, "mem_alloc"},   {&Task::mem_free, "mem_free"}};
+  const Case cases[] = {{&Task::flops, "flops"},
+                        {&Task::bytes_read, "bytes_read"},
+                        {&Task::bytes_written, "bytes_written"},
+                        {&Task::comm_bytes, "comm_bytes"},
+                        {&Task::mem_alloc, "mem_alloc"},
+                        {&Task::mem_free, "mem_free"}};
   for (const Case& c : cases) {
     Task t = compute_task("a", 0);
     t.*c.field = -1;
@@ -140,12 +141,10 @@ TEST(PlanValidate, NonFiniteSizes) {
   EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/flops: not a finite number");
   t = compute_task("a", 0);
   t.comm_bytes = kInf;
-  EXPECT_EQ(validate_message(single_task_plan(t)),
-            "plan: /tasks/0/comm_bytes: not a finite number");
+  EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/comm_bytes: not a finite number");
   t = compute_task("a", 0);
   t.mem_alloc = -kInf;
-  EXPECT_EQ(validate_message(single_task_plan(t)),
-            "plan: /tasks/0/mem_alloc: not a finite number");
+  EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/mem_alloc: not a finite number");
 }
 
 TEST(PlanValidate, WorkerOutOfRange) {
@@ -170,8 +169,7 @@ TEST(PlanValidate, PeerIsOwnWorker) {
             "plan: /tasks/0/peer: peer is the task's own worker");
   Task r = send_task("r", 0, 0);
   r.kind = TaskKind::recv;
-  EXPECT_EQ(validate_message(single_task_plan(r)),
-            "plan: /tasks/0/peer: peer is the task's own worker");
+  EXPECT_EQ(validate_message(single_task_plan(r)), "plan: /tasks/0/peer: peer is the task's own worker");
 }
 
 TEST(PlanValidate, CollectiveWithoutGroup) {
@@ -227,12 +225,10 @@ TEST(PlanValidate, SelfDependency) {
 TEST(PlanValidate, UnknownTaskIndex) {
   Task t = compute_task("a", 0);
   t.data_deps = {7};
-  EXPECT_EQ(validate_message(single_task_plan(t)),
-            "plan: /tasks/0/data_deps/0: unknown task index 7");
+  EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/data_deps/0: unknown task index 7");
   t = compute_task("a", 0);
   t.control_deps = {1};  // one task: index 1 is one past the end
-  EXPECT_EQ(validate_message(single_task_plan(t)),
-            "plan: /tasks/0/control_deps/0: unknown task index 1");
+  EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/control_deps/0: unknown task index 1");
 }
 
 TEST(PlanValidate, UnknownBufferIndex) {
@@ -435,8 +431,7 @@ TEST(TaskParticipants, CollectiveIsItsGroupInRingOrder) {
   Task a = allreduce_task("ar", {2, 0, 1});
   a.worker = 5;  // ignored for a collective
   const auto members = a.participants();
-  EXPECT_EQ(std::vector<WorkerId>(members.begin(), members.end()),
-            (std::vector<WorkerId>{2, 0, 1}));
+  EXPECT_EQ(std::vector<WorkerId>(members.begin(), members.end()), (std::vector<WorkerId>{2, 0, 1}));
   EXPECT_EQ(members.data(), a.group.data());  // a view, not a copy
 }
 

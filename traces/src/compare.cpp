@@ -33,8 +33,8 @@ void check_same_ids(const std::map<std::string, Duration>& a, const std::map<std
                     const char* a_name, const char* b_name) {
   for (const auto& [id, d] : a)
     if (b.count(id) == 0)
-      throw InputError(std::string("traces differ: task '") + id + "' is in the " + a_name + " trace and not in the " +
-                       b_name + " one (not runs of the same Plan)");
+      throw InputError(std::string("traces differ: task '") + id + "' is in the " + a_name +
+                       " trace and not in the " + b_name + " one (not runs of the same Plan)");
 }
 
 }  // namespace
@@ -129,27 +129,30 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
       }
   if (!(hi > 0)) lo = 1e-6, hi = 1e-3;
   const double d_lo = std::floor(std::log10(lo)), d_hi = std::max(d_lo + 1, std::ceil(std::log10(hi)));
-  auto pos = [&](double v) { return (std::log10(std::max(v, std::pow(10.0, d_lo))) - d_lo) / (d_hi - d_lo) * kSize; };
+  auto pos = [&](double v) {
+    return (std::log10(std::max(v, std::pow(10.0, d_lo))) - d_lo) / (d_hi - d_lo) * kSize;
+  };
   auto x_of = [&](double v) { return kLeft + pos(v); };
   auto y_of = [&](double v) { return kTop + kSize - pos(v); };
   std::string svg;
   const double width = kLeft + kSize + 20 + kLegend, height = kTop + kSize + 60;
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) + "\" height=\"" + fmt("%.0f", height) +
-         "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) + "\" height=\"" +
+         fmt("%.0f", height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + xml_escape(title) + "</text>\n";
-  svg += "<rect x=\"" + fmt("%.0f", kLeft) + "\" y=\"" + fmt("%.0f", kTop) + "\" width=\"" + fmt("%.0f", kSize) +
-         "\" height=\"" + fmt("%.0f", kSize) + "\" fill=\"none\" stroke=\"#444\"/>\n";
+  svg +=
+      "<text x=\"" + fmt("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + xml_escape(title) + "</text>\n";
+  svg += "<rect x=\"" + fmt("%.0f", kLeft) + "\" y=\"" + fmt("%.0f", kTop) + "\" width=\"" +
+         fmt("%.0f", kSize) + "\" height=\"" + fmt("%.0f", kSize) + "\" fill=\"none\" stroke=\"#444\"/>\n";
   for (double d = d_lo; d <= d_hi; ++d) {
     const double v = std::pow(10.0, d);
-    svg += "<line x1=\"" + fmt("%.1f", x_of(v)) + "\" y1=\"" + fmt("%.1f", kTop) + "\" x2=\"" + fmt("%.1f", x_of(v)) +
-           "\" y2=\"" + fmt("%.1f", kTop + kSize) + "\" stroke=\"#eee\"/>\n";
-    svg += "<line x1=\"" + fmt("%.1f", kLeft) + "\" y1=\"" + fmt("%.1f", y_of(v)) + "\" x2=\"" + fmt("%.1f", kLeft + kSize) +
-           "\" y2=\"" + fmt("%.1f", y_of(v)) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + fmt("%.1f", x_of(v)) + "\" y1=\"" + fmt("%.1f", kTop) + "\" x2=\"" +
+           fmt("%.1f", x_of(v)) + "\" y2=\"" + fmt("%.1f", kTop + kSize) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + fmt("%.1f", kLeft) + "\" y1=\"" + fmt("%.1f", y_of(v)) + "\" x2=\"" +
+           fmt("%.1f", kLeft + kSize) + "\" y2=\"" + fmt("%.1f", y_of(v)) + "\" stroke=\"#eee\"/>\n";
     svg += "<text x=\"" + fmt("%.1f", x_of(v)) + "\" y=\"" + fmt("%.0f", kTop + kSize + 16) +
            "\" text-anchor=\"middle\">" + time_label(v) + "</text>\n";
-    svg += "<text x=\"" + fmt("%.0f", kLeft - 6) + "\" y=\"" + fmt("%.1f", y_of(v) + 4) + "\" text-anchor=\"end\">" +
-           time_label(v) + "</text>\n";
+    svg += "<text x=\"" + fmt("%.0f", kLeft - 6) + "\" y=\"" + fmt("%.1f", y_of(v) + 4) +
+           "\" text-anchor=\"end\">" + time_label(v) + "</text>\n";
   }
   svg += "<text x=\"" + fmt("%.0f", kLeft + kSize / 2) + "\" y=\"" + fmt("%.0f", kTop + kSize + 40) +
          "\" text-anchor=\"middle\">predicted task duration</text>\n";
@@ -157,8 +160,8 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
          ") rotate(-90)\" text-anchor=\"middle\">measured task duration (median over runs)</text>\n";
   // y = x and the band: measured = predicted / (1 ± band).
   const double a = std::pow(10.0, d_lo), b = std::pow(10.0, d_hi);
-  svg += "<line x1=\"" + fmt("%.1f", x_of(a)) + "\" y1=\"" + fmt("%.1f", y_of(a)) + "\" x2=\"" + fmt("%.1f", x_of(b)) +
-         "\" y2=\"" + fmt("%.1f", y_of(b)) + "\" stroke=\"#444\"/>\n";
+  svg += "<line x1=\"" + fmt("%.1f", x_of(a)) + "\" y1=\"" + fmt("%.1f", y_of(a)) + "\" x2=\"" +
+         fmt("%.1f", x_of(b)) + "\" y2=\"" + fmt("%.1f", y_of(b)) + "\" stroke=\"#444\"/>\n";
   for (double f : {1 / (1 + band), 1 / (1 - band)})
     svg += "<line x1=\"" + fmt("%.1f", x_of(a)) + "\" y1=\"" + fmt("%.1f", y_of(a * f)) + "\" x2=\"" +
            fmt("%.1f", x_of(b / f)) + "\" y2=\"" + fmt("%.1f", y_of(b)) +
@@ -168,16 +171,17 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
   for (const TaskComparison& c : comparison.tasks) {
     const char* fill = kPalette[colour[c.kind] % std::size(kPalette)];
     svg += "<circle cx=\"" + fmt("%.1f", x_of(c.predicted_s)) + "\" cy=\"" + fmt("%.1f", y_of(c.measured_s)) +
-           "\" r=\"3\" fill=\"" + fill + "\" fill-opacity=\"0.75\"><title>" + xml_escape(c.id) + ": predicted " +
-           time_label(c.predicted_s) + ", measured " + time_label(c.measured_s) + "</title></circle>\n";
+           "\" r=\"3\" fill=\"" + fill + "\" fill-opacity=\"0.75\"><title>" + xml_escape(c.id) +
+           ": predicted " + time_label(c.predicted_s) + ", measured " + time_label(c.measured_s) +
+           "</title></circle>\n";
   }
   double y = kTop + 10;
   const double lx = kLeft + kSize + 20;
   for (const KindComparison& k : comparison.kinds) {
     svg += "<circle cx=\"" + fmt("%.0f", lx + 5) + "\" cy=\"" + fmt("%.0f", y - 4) + "\" r=\"4\" fill=\"" +
            kPalette[colour[k.kind] % std::size(kPalette)] + "\"/>\n";
-    svg += "<text x=\"" + fmt("%.0f", lx + 14) + "\" y=\"" + fmt("%.0f", y) + "\">" + std::string(to_string(k.kind)) +
-           " (" + fmt("%.0f", 100 * k.median_abs_error) + " %)</text>\n";
+    svg += "<text x=\"" + fmt("%.0f", lx + 14) + "\" y=\"" + fmt("%.0f", y) + "\">" +
+           std::string(to_string(k.kind)) + " (" + fmt("%.0f", 100 * k.median_abs_error) + " %)</text>\n";
     y += 18;
   }
   svg += "<text x=\"" + fmt("%.0f", lx) + "\" y=\"" + fmt("%.0f", y + 8) +

@@ -14,8 +14,8 @@ std::string input_error_message(const std::string& where, const std::string& pla
 }
 
 void assertion_failed(const char* expr, const char* file, int line, const std::string& message) {
-  throw std::logic_error(std::string("strata invariant violated at ") + file + ":" +
-                         std::to_string(line) + ": " + expr + ": " + message);
+  throw std::logic_error(std::string("strata invariant violated at ") + file + ":" + std::to_string(line) +
+                         ": " + expr + ": " + message);
 }
 
 }  // namespace strata

@@ -45,8 +45,7 @@ class CycleFinder : public boost::default_dfs_visitor {
     Vertex to;
   };
 
-  CycleFinder(std::vector<Vertex>& parent, std::optional<Found>& found)
-      : parent_(&parent), found_(&found) {}
+  CycleFinder(std::vector<Vertex>& parent, std::optional<Found>& found) : parent_(&parent), found_(&found) {}
 
   void tree_edge(Edge e, const DependencyGraph& g) const {
     (*parent_)[boost::target(e, g)] = boost::source(e, g);
@@ -69,8 +68,7 @@ std::vector<TaskIndex> find_cycle(const DependencyGraph& graph) {
   boost::depth_first_search(graph, boost::visitor(CycleFinder(parent, found)));
   if (!found) return {};
   std::vector<TaskIndex> cycle;
-  for (Vertex v = found->from; v != found->to; v = parent[v])
-    cycle.push_back(static_cast<TaskIndex>(v));
+  for (Vertex v = found->from; v != found->to; v = parent[v]) cycle.push_back(static_cast<TaskIndex>(v));
   cycle.push_back(static_cast<TaskIndex>(found->to));
   std::reverse(cycle.begin(), cycle.end());  // to -> ... -> from, and from -> to closes it
   std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());

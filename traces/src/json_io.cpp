@@ -84,10 +84,9 @@ std::string dump_lines(const Json& doc, const std::string& where) {
   STRATA_ASSERT(doc.is_object(), "only objects are dumped one element per line");
   std::string pointer;
   if (const Json* bad = find_non_finite(doc, pointer))
-    throw InputError(input_error_message(where, pointer,
-                                         "cannot write " +
-                                             format_number(bad->template get<double>()) +
-                                             ": JSON has no non-finite numbers"));
+    throw InputError(input_error_message(
+        where, pointer,
+        "cannot write " + format_number(bad->template get<double>()) + ": JSON has no non-finite numbers"));
   try {
     std::string out = "{";
     bool first = true;
@@ -119,8 +118,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source + ":" + line_column(text, e.byte) +
-                     ": parse error: " + parse_problem(e.what()));
+    throw InputError(source + ":" + line_column(text, e.byte) + ": parse error: " + parse_problem(e.what()));
   }
 }
 
@@ -233,8 +231,7 @@ void check_file_header(const JsonNode& root, std::string_view format, int versio
                         std::to_string(version) + ")");
   JsonNode format_node = root.at("format");
   if (format_node.as_string() != format)
-    format_node.fail("expected " + quote_for_message(format) + ", got " +
-                     describe(format_node.value()));
+    format_node.fail("expected " + quote_for_message(format) + ", got " + describe(format_node.value()));
 }
 
 // ---- JsonNode ----------------------------------------------------------------------------------
@@ -258,8 +255,7 @@ void JsonNode::expect_array() const {
 JsonNode JsonNode::at(std::string_view key) const {
   std::optional<JsonNode> child = find(key);
   if (!child) {
-    throw InputError(
-        input_error_message(*source_, pointer_ + "/" + json_pointer_token(key), "missing"));
+    throw InputError(input_error_message(*source_, pointer_ + "/" + json_pointer_token(key), "missing"));
   }
   return *child;
 }
@@ -313,13 +309,12 @@ bool JsonNode::as_bool() const {
 std::int64_t JsonNode::as_int(std::int64_t min, std::int64_t max) const {
   if (!value_->is_number_integer()) fail_type("an integer");
   if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > INT64_MAX)
-    fail("value " + value_->dump() + " outside [" + std::to_string(min) + ", " +
-         std::to_string(max) + "]");
+    fail("value " + value_->dump() + " outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   auto v = value_->get<std::int64_t>();
   if (min == 0 && v < 0) fail("negative value " + std::to_string(v));
   if (v < min || v > max)
-    fail("value " + std::to_string(v) + " outside [" + std::to_string(min) + ", " +
-         std::to_string(max) + "]");
+    fail("value " + std::to_string(v) + " outside [" + std::to_string(min) + ", " + std::to_string(max) +
+         "]");
   return v;
 }
 

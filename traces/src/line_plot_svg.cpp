@@ -64,46 +64,53 @@ std::string line_plot_svg(const LinePlot& plot) {
   const Axis ay = make_axis(y_lo, y_hi, plot.y_from_zero);
   auto x_of = [&](double x) { return kLeft + (x - ax.lo) / (ax.hi - ax.lo) * kWidth; };
   auto y_of = [&](double y) { return kTop + kHeight - (y - ay.lo) / (ay.hi - ay.lo) * kHeight; };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num("%.0f", kLeft + kWidth + 20 + kLegend) +
-                    "\" height=\"" + num("%.0f", kTop + kHeight + 60) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    num("%.0f", kLeft + kWidth + 20 + kLegend) + "\" height=\"" +
+                    num("%.0f", kTop + kHeight + 60) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + xml_escape(plot.title) + "</text>\n";
+  svg += "<text x=\"" + num("%.0f", kLeft) + "\" y=\"24\" font-size=\"14\">" + xml_escape(plot.title) +
+         "</text>\n";
   for (double x = ax.lo; x <= ax.hi + ax.step / 2; x += ax.step) {
-    svg += "<line x1=\"" + num("%.1f", x_of(x)) + "\" y1=\"" + num("%.0f", kTop) + "\" x2=\"" + num("%.1f", x_of(x)) +
-           "\" y2=\"" + num("%.0f", kTop + kHeight) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + num("%.1f", x_of(x)) + "\" y1=\"" + num("%.0f", kTop) + "\" x2=\"" +
+           num("%.1f", x_of(x)) + "\" y2=\"" + num("%.0f", kTop + kHeight) + "\" stroke=\"#eee\"/>\n";
     svg += "<text x=\"" + num("%.1f", x_of(x)) + "\" y=\"" + num("%.0f", kTop + kHeight + 16) +
            "\" text-anchor=\"middle\">" + tick_label(x, ax.step) + "</text>\n";
   }
   for (double y = ay.lo; y <= ay.hi + ay.step / 2; y += ay.step) {
-    svg += "<line x1=\"" + num("%.0f", kLeft) + "\" y1=\"" + num("%.1f", y_of(y)) + "\" x2=\"" + num("%.0f", kLeft + kWidth) +
-           "\" y2=\"" + num("%.1f", y_of(y)) + "\" stroke=\"#eee\"/>\n";
-    svg += "<text x=\"" + num("%.0f", kLeft - 6) + "\" y=\"" + num("%.1f", y_of(y) + 4) + "\" text-anchor=\"end\">" +
-           tick_label(y, ay.step) + "</text>\n";
+    svg += "<line x1=\"" + num("%.0f", kLeft) + "\" y1=\"" + num("%.1f", y_of(y)) + "\" x2=\"" +
+           num("%.0f", kLeft + kWidth) + "\" y2=\"" + num("%.1f", y_of(y)) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"" + num("%.0f", kLeft - 6) + "\" y=\"" + num("%.1f", y_of(y) + 4) +
+           "\" text-anchor=\"end\">" + tick_label(y, ay.step) + "</text>\n";
   }
-  svg += "<rect x=\"" + num("%.0f", kLeft) + "\" y=\"" + num("%.0f", kTop) + "\" width=\"" + num("%.0f", kWidth) +
-         "\" height=\"" + num("%.0f", kHeight) + "\" fill=\"none\" stroke=\"#444\"/>\n";
+  svg += "<rect x=\"" + num("%.0f", kLeft) + "\" y=\"" + num("%.0f", kTop) + "\" width=\"" +
+         num("%.0f", kWidth) + "\" height=\"" + num("%.0f", kHeight) + "\" fill=\"none\" stroke=\"#444\"/>\n";
   svg += "<text x=\"" + num("%.0f", kLeft + kWidth / 2) + "\" y=\"" + num("%.0f", kTop + kHeight + 40) +
          "\" text-anchor=\"middle\">" + xml_escape(plot.x_label) + "</text>\n";
-  svg += "<text transform=\"translate(18," + num("%.0f", kTop + kHeight / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
-         xml_escape(plot.y_label) + "</text>\n";
+  svg += "<text transform=\"translate(18," + num("%.0f", kTop + kHeight / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + xml_escape(plot.y_label) + "</text>\n";
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& s = plot.series[i];
     const std::string colour = kColours[i % kColours.size()];
     std::string points;
     for (const auto& [x, y] : s.points) points += num("%.1f", x_of(x)) + "," + num("%.1f", y_of(y)) + " ";
-    svg += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points + "\"><title>" +
-           xml_escape(s.name) + "</title></polyline>\n";
+    svg += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points +
+           "\"><title>" + xml_escape(s.name) + "</title></polyline>\n";
     for (const auto& [x, y] : s.points)
-      svg += "<circle cx=\"" + num("%.1f", x_of(x)) + "\" cy=\"" + num("%.1f", y_of(y)) + "\" r=\"3\" fill=\"" + colour + "\"/>\n";
+      svg += "<circle cx=\"" + num("%.1f", x_of(x)) + "\" cy=\"" + num("%.1f", y_of(y)) +
+             "\" r=\"3\" fill=\"" + colour + "\"/>\n";
     const double ly = kTop + 10 + 18 * static_cast<double>(i);
     svg += "<line x1=\"" + num("%.0f", kLeft + kWidth + 20) + "\" y1=\"" + num("%.0f", ly) + "\" x2=\"" +
-           num("%.0f", kLeft + kWidth + 40) + "\" y2=\"" + num("%.0f", ly) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>\n";
-    svg += "<text x=\"" + num("%.0f", kLeft + kWidth + 46) + "\" y=\"" + num("%.0f", ly + 4) + "\">" + xml_escape(s.name) + "</text>\n";
+           num("%.0f", kLeft + kWidth + 40) + "\" y2=\"" + num("%.0f", ly) + "\" stroke=\"" + colour +
+           "\" stroke-width=\"2\"/>\n";
+    svg += "<text x=\"" + num("%.0f", kLeft + kWidth + 46) + "\" y=\"" + num("%.0f", ly + 4) + "\">" +
+           xml_escape(s.name) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;
 }
 
-void write_line_plot_svg(const LinePlot& plot, const std::string& path) { write_file_atomically(path, line_plot_svg(plot)); }
+void write_line_plot_svg(const LinePlot& plot, const std::string& path) {
+  write_file_atomically(path, line_plot_svg(plot));
+}
 
 }  // namespace strata

@@ -33,15 +33,16 @@ OrderedJson metadata(const char* name, WorkerId worker, std::int64_t group, std:
   return e;
 }
 
-void add_worker_metadata(WorkerId worker, const std::string& host, const std::string& label, std::int64_t group,
-                         OrderedJson& events) {
+void add_worker_metadata(WorkerId worker, const std::string& host, const std::string& label,
+                         std::int64_t group, OrderedJson& events) {
   std::string name = label.empty() ? "" : label + ": ";
   name += "worker " + std::to_string(worker);
   if (!host.empty()) name += " (" + host + ")";
   const std::int64_t compute = tid_of(worker, Stream::compute);
   const std::int64_t comm = tid_of(worker, Stream::comm);
   events.push_back(metadata("process_name", worker, group, compute, "name", name));
-  events.push_back(metadata("process_sort_index", worker, group, compute, "sort_index", pid_of(worker, group)));
+  events.push_back(
+      metadata("process_sort_index", worker, group, compute, "sort_index", pid_of(worker, group)));
   events.push_back(metadata("thread_name", worker, group, compute, "name", "compute"));
   events.push_back(metadata("thread_sort_index", worker, group, compute, "sort_index", compute));
   events.push_back(metadata("thread_name", worker, group, comm, "name", "comm"));
@@ -109,9 +110,7 @@ OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
 
 }  // namespace
 
-nlohmann::json trace_to_chrome(const Trace& trace) {
-  return nlohmann::json(chrome_document(trace));
-}
+nlohmann::json trace_to_chrome(const Trace& trace) { return nlohmann::json(chrome_document(trace)); }
 
 void write_chrome_trace(const Trace& trace, const std::string& path) {
   write_file_atomically(path, dump_one_element_per_line(chrome_document(trace), path));

@@ -18,12 +18,12 @@ void check_size(const std::string& source, std::size_t index, const char* field,
   if (!std::isfinite(value))
     throw InputError(input_error_message(source, pointer(index, field), "not a finite number"));
   if (value < 0)
-    throw InputError(input_error_message(source, pointer(index, field),
-                                        "negative value " + std::to_string(value)));
+    throw InputError(
+        input_error_message(source, pointer(index, field), "negative value " + std::to_string(value)));
 }
 
-void check_worker(const std::string& source, std::size_t index, const std::string& field,
-                  WorkerId worker, int num_workers) {
+void check_worker(const std::string& source, std::size_t index, const std::string& field, WorkerId worker,
+                  int num_workers) {
   if (worker < 0 || worker >= num_workers)
     throw InputError(input_error_message(
         source, pointer(index, field.c_str()),
@@ -42,9 +42,8 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   const bool comm = is_communication(t.kind);
   if (comm != (t.stream == Stream::comm))
     throw InputError(input_error_message(source, pointer(i, "stream"),
-                                        std::string("kind '") + std::string(to_string(t.kind)) +
-                                            "' must run on the " + (comm ? "comm" : "compute") +
-                                            " stream"));
+                                         std::string("kind '") + std::string(to_string(t.kind)) +
+                                             "' must run on the " + (comm ? "comm" : "compute") + " stream"));
   if (is_collective(t.kind)) {
     if (t.group.empty())
       throw InputError(input_error_message(source, pointer(i, "group"), "collective without group"));
@@ -76,7 +75,7 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
     for (BufferIndex b : *bufs)
       if (b >= plan.buffers().size())
         throw InputError(input_error_message(source, pointer(i, bufs == &t.reads ? "reads" : "writes"),
-                                            "unknown buffer index " + std::to_string(b)));
+                                             "unknown buffer index " + std::to_string(b)));
 }
 
 }  // namespace
@@ -84,8 +83,9 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
 TaskIndex Plan::add_task(Task task) {
   auto index = static_cast<TaskIndex>(tasks_.size());
   auto [it, inserted] = index_.emplace(task.id, index);
-  if (!inserted) throw InputError(input_error_message("plan", pointer(index, "id"),
-                                                      "duplicate task id '" + task.id + "'"));
+  if (!inserted)
+    throw InputError(
+        input_error_message("plan", pointer(index, "id"), "duplicate task id '" + task.id + "'"));
   tasks_.push_back(std::move(task));
   return index;
 }
@@ -123,16 +123,15 @@ int Plan::num_iterations() const {
 }
 
 void Plan::validate(const std::string& source) const {
-  if (num_workers_ <= 0)
-    throw InputError(input_error_message(source, "/num_workers", "must be positive"));
+  if (num_workers_ <= 0) throw InputError(input_error_message(source, "/num_workers", "must be positive"));
   for (std::size_t i = 0; i < tasks_.size(); ++i) check_task(*this, source, i);
   for (std::size_t b = 0; b < buffers_.size(); ++b) {
     if (buffers_[b].bytes < 0 || !std::isfinite(buffers_[b].bytes))
       throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/bytes",
-                                          "negative or non-finite size"));
+                                           "negative or non-finite size"));
     if (buffers_[b].worker < 0 || buffers_[b].worker >= num_workers_)
       throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/worker",
-                                          "worker outside [0, num_workers)"));
+                                           "worker outside [0, num_workers)"));
   }
   topological_order(*this, source);
 }

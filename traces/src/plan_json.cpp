@@ -34,6 +34,7 @@ OrderedJson info_to_json(const PlanInfo& info) {
   j["tokens_per_sample"] = info.tokens_per_sample;
   j["model_flops_per_iteration"] = info.model_flops_per_iteration;
   j["seed"] = info.seed;
+  if (!info.experiment_hash.empty()) j["experiment_hash"] = info.experiment_hash;
   return j;
 }
 
@@ -150,8 +151,8 @@ DType optional_dtype(const JsonNode& node) {
 
 PlanInfo read_info(const JsonNode& node) {
   node.reject_unknown_fields({"model", "strategy", "schedule", "optimizer", "dtype", "global_batch",
-                              "microbatches", "tokens_per_sample", "model_flops_per_iteration",
-                              "seed"});
+                              "microbatches", "tokens_per_sample", "model_flops_per_iteration", "seed",
+                              "experiment_hash"});
   PlanInfo info;
   info.model = optional_string(node, "model");
   info.strategy = optional_string(node, "strategy");
@@ -163,6 +164,7 @@ PlanInfo read_info(const JsonNode& node) {
   info.tokens_per_sample = optional_int(node, "tokens_per_sample", info.tokens_per_sample, 0);
   info.model_flops_per_iteration = optional_size(node, "model_flops_per_iteration");
   info.seed = optional_int(node, "seed", info.seed);
+  info.experiment_hash = optional_string(node, "experiment_hash");
   return info;
 }
 
@@ -189,9 +191,8 @@ void read_placement(const JsonNode& node, Task& task) {
     for (std::size_t i = 0; i < group.size(); ++i)
       task.group.push_back(static_cast<WorkerId>(group.at(i).as_int(0, INT32_MAX)));
     std::optional<JsonNode> algo = node.find("algo");
-    task.algo =
-        algo ? read_enum<CollectiveAlgo>(*algo, parse_collective_algo, "collective algorithm")
-             : CollectiveAlgo::ring;
+    task.algo = algo ? read_enum<CollectiveAlgo>(*algo, parse_collective_algo, "collective algorithm")
+                     : CollectiveAlgo::ring;
   } else {
     task.worker = static_cast<WorkerId>(node.at("worker").as_int(0, INT32_MAX));
     const std::string kind_name = quote_for_message(to_string(task.kind));
@@ -290,8 +291,7 @@ void read_dependencies(const JsonNode& tasks, Plan& plan) {
 }
 
 Plan build_plan(const JsonNode& root) {
-  root.reject_unknown_fields(
-      {"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
+  root.reject_unknown_fields({"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
   Plan plan(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
   if (std::optional<JsonNode> info = root.find("info")) plan.info = read_info(*info);
 

@@ -51,11 +51,16 @@ double tick_step(double span) {
 std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -81,10 +86,12 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
   auto x = [&](double t) { return kLeft + (t - t0) / (t1 - t0) * plot_w; };
 
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(options.width_px) +
-                  "\" height=\"" + std::to_string(height) + "\" font-family=\"sans-serif\" font-size=\"10\">\n";
+                  "\" height=\"" + std::to_string(height) +
+                  "\" font-family=\"sans-serif\" font-size=\"10\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::string title = options.title.empty() ? trace.source : options.title;
-  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"16\" font-size=\"13\">" + xml_escape(title) + "</text>\n";
+  s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"16\" font-size=\"13\">" + xml_escape(title) +
+       "</text>\n";
   for (int w = 0; w < shown; ++w) {
     const int y = kTop + w * band;
     s += "<text x=\"4\" y=\"" + std::to_string(y + kRowHeight - 2) + "\">worker " + std::to_string(w) +
@@ -98,24 +105,24 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
     const int y = kTop + r.worker * band + (r.stream == Stream::comm ? kRowHeight : 0);
     const double w = std::max(0.5, x(r.end) - x(r.start));
     s += "<rect x=\"" + num(x(r.start)) + "\" y=\"" + std::to_string(y + 1) + "\" width=\"" + num(w) +
-         "\" height=\"" + std::to_string(kRowHeight - 2) + "\" fill=\"" + f.color + "\"><title>" + xml_escape(r.id) +
-         " (" + format_seconds(r.end - r.start) + ")</title></rect>\n";
+         "\" height=\"" + std::to_string(kRowHeight - 2) + "\" fill=\"" + f.color + "\"><title>" +
+         xml_escape(r.id) + " (" + format_seconds(r.end - r.start) + ")</title></rect>\n";
   }
   const int axis_y = kTop + shown * band + 4;
   const double step = tick_step(t1 - t0);
   for (double t = 0; t <= (t1 - t0) * 1.0001; t += step) {
     s += "<line x1=\"" + num(x(t0 + t)) + "\" y1=\"" + std::to_string(axis_y) + "\" x2=\"" + num(x(t0 + t)) +
          "\" y2=\"" + std::to_string(axis_y + 4) + "\" stroke=\"black\"/>\n";
-    s += "<text x=\"" + num(x(t0 + t)) + "\" y=\"" + std::to_string(axis_y + 15) + "\" text-anchor=\"middle\">" +
-         format_seconds(t) + "</text>\n";
+    s += "<text x=\"" + num(x(t0 + t)) + "\" y=\"" + std::to_string(axis_y + 15) +
+         "\" text-anchor=\"middle\">" + format_seconds(t) + "</text>\n";
   }
   int lx = kLeft;
-  for (const Family& f : {Family{"forward", "#1f77b4"}, Family{"backward", "#2ca02c"},
-                          Family{"weight gradient", "#17becf"}, Family{"optimizer", "#9467bd"},
-                          Family{"send/recv", "#ff7f0e"}, Family{"collective", "#d62728"}}) {
+  for (const Family& f :
+       {Family{"forward", "#1f77b4"}, Family{"backward", "#2ca02c"}, Family{"weight gradient", "#17becf"},
+        Family{"optimizer", "#9467bd"}, Family{"send/recv", "#ff7f0e"}, Family{"collective", "#d62728"}}) {
     s += "<rect x=\"" + std::to_string(lx) + "\" y=\"" + std::to_string(axis_y + 24) +
-         "\" width=\"10\" height=\"10\" fill=\"" + f.color + "\"/><text x=\"" + std::to_string(lx + 14) + "\" y=\"" +
-         std::to_string(axis_y + 33) + "\">" + f.name + "</text>\n";
+         "\" width=\"10\" height=\"10\" fill=\"" + f.color + "\"/><text x=\"" + std::to_string(lx + 14) +
+         "\" y=\"" + std::to_string(axis_y + 33) + "\">" + f.name + "</text>\n";
     lx += 110;
   }
   if (workers > shown)

@@ -56,8 +56,8 @@ TraceRecord read_record(const JsonNode& node) {
   JsonNode end = node.at("end");
   r.end = end.as_size();
   if (r.end < r.start)
-    end.fail("ends before it starts (end " + format_number(r.end) + " < start " +
-             format_number(r.start) + ")");
+    end.fail("ends before it starts (end " + format_number(r.end) + " < start " + format_number(r.start) +
+             ")");
   if (std::optional<JsonNode> bytes = node.find("bytes")) r.bytes = bytes->as_size();
   if (std::optional<JsonNode> flops = node.find("flops")) r.flops = flops->as_size();
   return r;
@@ -70,13 +70,11 @@ Trace trace_from_json(const nlohmann::json& doc, const std::string& source) {
   check_file_header(root, kFormat, kTraceSchemaVersion);
   root.reject_unknown_fields({"schema_version", "format", "executor", "source", "records"});
   Trace trace;
-  if (std::optional<JsonNode> executor = root.find("executor"))
-    trace.executor = executor->as_string();
+  if (std::optional<JsonNode> executor = root.find("executor")) trace.executor = executor->as_string();
   if (std::optional<JsonNode> src = root.find("source")) trace.source = src->as_string();
   JsonNode records = root.at("records");
   trace.records.reserve(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i)
-    trace.records.push_back(read_record(records.at(i)));
+  for (std::size_t i = 0; i < records.size(); ++i) trace.records.push_back(read_record(records.at(i)));
   return trace;
 }
 

@@ -19,7 +19,7 @@ void check_cublas(cublasStatus_t status, const char* call) {
       "CUDA", call, std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")"));
 }
 
-cublasOperation_t to_cublas(Transpose t) { return t == Transpose::kYes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t to_cublas(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 // Row-major: a stored matrix of `cols` columns needs a leading dimension of at least `cols`
 // (the same preconditions as CpuBackend, so that a Plan that runs on one runs on the other).
@@ -32,8 +32,8 @@ void check_gemm(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64
                 std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
   STRATA_ASSERT(m >= 0 && n >= 0 && k >= 0, "gemm sizes m " + std::to_string(m) + ", n " + std::to_string(n) +
                                                 ", k " + std::to_string(k));
-  check_leading_dimension(lda, trans_a == Transpose::kNo ? k : m, "lda");
-  check_leading_dimension(ldb, trans_b == Transpose::kNo ? n : k, "ldb");
+  check_leading_dimension(lda, trans_a == Transpose::no ? k : m, "lda");
+  check_leading_dimension(ldb, trans_b == Transpose::no ? n : k, "ldb");
   check_leading_dimension(ldc, n, "ldc");
 }
 

@@ -44,9 +44,13 @@ double gemm_rate(CudaBackend& backend, std::int64_t n) {
   std::vector<T> host(static_cast<std::size_t>(n * n));
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>((i * 7919 % 1000) * 1e-3 - 0.5);
   DeviceArray<T> a(host), b(host), c(n * n);
-  const double t = time_on_stream(backend, [&] {
-    backend.gemm(Transpose::kNo, Transpose::kNo, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n);
-  }, 5);
+  const double t = time_on_stream(
+      backend,
+      [&] {
+        backend.gemm(Transpose::no, Transpose::no, n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(),
+                     n);
+      },
+      5);
   return 2.0 * static_cast<double>(n * n * n) / t;
 }
 
@@ -55,7 +59,8 @@ double axpy_bandwidth(CudaBackend& backend) {
   DeviceArray<float> x(kElems), y(kElems);
   x.zero();
   y.zero();
-  const double t = time_on_stream(backend, [&] { backend.axpy(kElems, 0.5f, x.data(), y.data()); }, 5);
+  const double t = time_on_stream(
+      backend, [&] { backend.axpy(kElems, 0.5f, x.data(), y.data()); }, 5);
   return 3.0 * sizeof(float) * static_cast<double>(kElems) / t;
 }
 

@@ -161,7 +161,8 @@ void CudaTaskRunner<T>::run_conv(const Task& t, CudaBackend& s) {
     gpu::conv2d_backward_data(s, shape, buf(t.reads[0]), buf(t.reads[2]), buf(t.writes[0]), false);
   } else {
     T* dw = buf(t.writes[0]);
-    gpu::conv2d_backward_weight(s, shape, buf(t.reads[1]), buf(t.reads[0]), dw, dw + shape.weight_size(), true);
+    gpu::conv2d_backward_weight(s, shape, buf(t.reads[1]), buf(t.reads[0]), dw, dw + shape.weight_size(),
+                                true);
   }
 }
 
@@ -193,7 +194,8 @@ void CudaTaskRunner<T>::run_pool(TaskIndex index, CudaBackend& s) {
     gpu::maxpool2x2_forward(s, shape, buf(x), buf(t.writes[0]), scratch.argmax.data());
     return;
   }
-  gpu::maxpool2x2_forward(s, shape, buf(x), scratch.values.data(), scratch.argmax.data());  // recompute the argmax
+  gpu::maxpool2x2_forward(s, shape, buf(x), scratch.values.data(),
+                          scratch.argmax.data());  // recompute the argmax
   gpu::maxpool2x2_backward(s, shape, buf(t.reads[0]), scratch.argmax.data(), buf(t.writes[0]));
 }
 
@@ -209,7 +211,8 @@ void CudaTaskRunner<T>::run_loss(TaskIndex index, CudaBackend& s) {
                 "task " + t.id + ": no labels of its batch were uploaded");
   Scratch& scratch = scratch_[index];
   T* loss = t.kind == TaskKind::loss_fwd ? buf(t.writes[0]) : scratch.scalar.data();
-  gpu::softmax_cross_entropy_forward(s, batch, classes, buf(logits), labels->second.data(), scratch.values.data(), loss);
+  gpu::softmax_cross_entropy_forward(s, batch, classes, buf(logits), labels->second.data(),
+                                     scratch.values.data(), loss);
   if (t.kind == TaskKind::loss_fwd) return;
   gpu::softmax_cross_entropy_backward(s, batch, classes, scratch.values.data(), labels->second.data(),
                                       loss_divisor(plan_, t, batch), buf(t.writes[0]));
@@ -224,7 +227,8 @@ void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
   for (const OptimizerSlice& slice : w.slices) {
     T* grad = buf(slice.grad);
     if (w.adam)
-      gpu::adam_step(s, w.adam_config, w.step, slice.elements, grad, state + slice.first, state + slice.second, buf(slice.weight));
+      gpu::adam_step(s, w.adam_config, w.step, slice.elements, grad, state + slice.first,
+                     state + slice.second, buf(slice.weight));
     else
       gpu::sgd_momentum_step(s, w.sgd_config, slice.elements, grad, state + slice.first, buf(slice.weight));
     gpu::zero(s, slice.elements, grad);
@@ -234,8 +238,10 @@ void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
 template <typename T>
 void CudaTaskRunner<T>::copy(CudaBackend& s, T* dst, const T* src, std::int64_t n) {
   if (n == 0) return;
-  check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, s.activate()),
-             "cudaMemcpyAsync(device to device, " + std::to_string(n * static_cast<std::int64_t>(sizeof(T))) + " bytes)");
+  check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                             s.activate()),
+             "cudaMemcpyAsync(device to device, " + std::to_string(n * static_cast<std::int64_t>(sizeof(T))) +
+                 " bytes)");
 }
 
 template <typename T>
@@ -251,7 +257,8 @@ void CudaTaskRunner<T>::recv(TaskIndex index, CudaBackend& s) {
   const Task& t = plan_.task(index);
   STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
   const DeviceArray<T>& payload = staged_[matching_send(plan_, t)];
-  STRATA_ASSERT(payload.size() == elems(t.writes[0]), "recv " + t.id + ": payload size differs from the receiving buffer");
+  STRATA_ASSERT(payload.size() == elems(t.writes[0]),
+                "recv " + t.id + ": payload size differs from the receiving buffer");
   copy(s, buf(t.writes[0]), payload.data(), payload.size());
 }
 
@@ -261,7 +268,8 @@ void CudaTaskRunner<T>::allreduce(const Task& t, CudaBackend& s) {
   std::vector<std::vector<BufferIndex>> parts(n);  // each rank's buffers among the reads, in order
   for (BufferIndex b : t.reads) {
     auto rank = std::find(t.group.begin(), t.group.end(), plan_.buffer(b).worker) - t.group.begin();
-    STRATA_ASSERT(static_cast<std::size_t>(rank) < n, "allreduce " + t.id + " reads a buffer outside its group");
+    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
+                  "allreduce " + t.id + " reads a buffer outside its group");
     parts[static_cast<std::size_t>(rank)].push_back(b);
   }
   std::int64_t size = 0;
@@ -295,15 +303,18 @@ void CudaTaskRunner<T>::upload_labels() {
     const std::vector<std::int32_t>& host = ws_.labels(key.first, key.second);
     auto it = labels_.find(key);
     if (it == labels_.end() || it->second.size() != static_cast<std::int64_t>(host.size()))
-      it = labels_.insert_or_assign(key, DeviceArray<std::int32_t>(static_cast<std::int64_t>(host.size()))).first;
+      it = labels_.insert_or_assign(key, DeviceArray<std::int32_t>(static_cast<std::int64_t>(host.size())))
+               .first;
     it->second.upload(host);
   }
 }
 
 template <typename T>
 ExecutorFactory<T> cuda_executor(int device) {
-  return [device](const Plan& plan, Workspace<T>& ws, Transport<T>& transport, const OptimizerSettings& optimizer) {
-    return std::unique_ptr<TaskExecutor<T>>(std::make_unique<CudaTaskRunner<T>>(plan, ws, transport, optimizer, device));
+  return [device](const Plan& plan, Workspace<T>& ws, Transport<T>& transport,
+                  const OptimizerSettings& optimizer) {
+    return std::unique_ptr<TaskExecutor<T>>(
+        std::make_unique<CudaTaskRunner<T>>(plan, ws, transport, optimizer, device));
   };
 }
 

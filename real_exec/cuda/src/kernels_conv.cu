@@ -141,7 +141,7 @@ void conv2d_forward(CudaBackend& backend, const Conv2dShape& shape, const T* x, 
   if (b != nullptr) bias_broadcast(backend, shape.batch, shape.out_channels, cols_n, b, y, false);
   for (std::int64_t n = 0; n < shape.batch; ++n) {
     im2col(backend, shape, x + n * image_size, cols.data());
-    backend.gemm(Transpose::kNo, Transpose::kNo, shape.out_channels, cols_n, rows, T{1}, w, rows, cols.data(),
+    backend.gemm(Transpose::no, Transpose::no, shape.out_channels, cols_n, rows, T{1}, w, rows, cols.data(),
                  cols_n, b != nullptr ? T{1} : T{0}, y + n * out_image_size, cols_n);
   }
 }
@@ -157,7 +157,7 @@ void conv2d_backward_data(CudaBackend& backend, const Conv2dShape& shape, const 
   if (shape.batch == 0) return;
   StreamScratch<T> dcols(backend.activate(), rows * cols_n);
   for (std::int64_t n = 0; n < shape.batch; ++n) {
-    backend.gemm(Transpose::kYes, Transpose::kNo, rows, cols_n, shape.out_channels, T{1}, w, rows,
+    backend.gemm(Transpose::yes, Transpose::no, rows, cols_n, shape.out_channels, T{1}, w, rows,
                  dy + n * out_image_size, cols_n, T{0}, dcols.data(), cols_n);
     col2im_add(backend, shape, dcols.data(), dx + n * image_size);
   }
@@ -176,7 +176,7 @@ void conv2d_backward_weight(CudaBackend& backend, const Conv2dShape& shape, cons
   StreamScratch<T> cols(backend.activate(), rows * cols_n);
   for (std::int64_t n = 0; n < shape.batch; ++n) {
     im2col(backend, shape, x + n * image_size, cols.data());
-    backend.gemm(Transpose::kNo, Transpose::kYes, shape.out_channels, rows, cols_n, T{1},
+    backend.gemm(Transpose::no, Transpose::yes, shape.out_channels, rows, cols_n, T{1},
                  dy + n * out_image_size, cols_n, cols.data(), cols_n, T{1}, dw, rows);
   }
 }

@@ -24,7 +24,7 @@ void linear_forward(CudaBackend& backend, const LinearShape& shape, const T* x, 
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   if (b != nullptr) bias_broadcast(backend, m, n, 1, b, y, false);
   const T beta = b != nullptr ? T{1} : T{0};
-  backend.gemm(Transpose::kNo, Transpose::kNo, m, n, k, T{1}, x, k, w, n, beta, y, n);
+  backend.gemm(Transpose::no, Transpose::no, m, n, k, T{1}, x, k, w, n, beta, y, n);
 }
 
 template <typename T>
@@ -32,7 +32,7 @@ void linear_backward_data(CudaBackend& backend, const LinearShape& shape, const 
                           bool accumulate) {
   check_linear(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
-  backend.gemm(Transpose::kNo, Transpose::kYes, m, k, n, T{1}, dy, n, w, n, accumulate ? T{1} : T{0}, dx, k);
+  backend.gemm(Transpose::no, Transpose::yes, m, k, n, T{1}, dy, n, w, n, accumulate ? T{1} : T{0}, dx, k);
 }
 
 template <typename T>
@@ -41,7 +41,7 @@ void linear_backward_weight(CudaBackend& backend, const LinearShape& shape, cons
   check_linear(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   // An empty batch makes a k = 0 GEMM, which still scales dW by beta, as BLAS does on the CPU.
-  backend.gemm(Transpose::kYes, Transpose::kNo, k, n, m, T{1}, x, k, dy, n, accumulate ? T{1} : T{0}, dw, n);
+  backend.gemm(Transpose::yes, Transpose::no, k, n, m, T{1}, x, k, dy, n, accumulate ? T{1} : T{0}, dw, n);
   if (db != nullptr) bias_gradient(backend, m, n, 1, dy, db, accumulate);
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <type_traits>
 
-#include "strata/real/admm.hpp"
+#include "strata/real/kernels/admm.hpp"
 #include "strata/real/mpi_transport.hpp"
 #include "strata/traces/error.hpp"
 
@@ -28,7 +28,8 @@ MPI_Datatype datatype() {
 }
 
 int count_of(std::size_t elements, const std::string& what) {
-  STRATA_ASSERT(elements <= static_cast<std::size_t>(INT_MAX), what + ": more elements than one MPI message holds");
+  STRATA_ASSERT(elements <= static_cast<std::size_t>(INT_MAX),
+                what + ": more elements than one MPI message holds");
   return static_cast<int>(elements);
 }
 
@@ -41,7 +42,8 @@ MPI_Comm duplicate_world() {
 }  // namespace
 
 template <typename T>
-MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan) : plan_(plan), rank_(session.rank()) {
+MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan)
+    : plan_(plan), rank_(session.rank()) {
   if (session.size() != plan.num_workers())
     throw InputError("MPI: world size " + std::to_string(session.size()) + " differs from the Plan's " +
                      std::to_string(plan.num_workers()) + " workers (one process per worker)");
@@ -106,8 +108,8 @@ std::vector<T> MpiTransport<T>::decode(int tag, const std::vector<char>& wire) c
     const Task& send = plan_.task(static_cast<TaskIndex>(tag >= tasks_ ? tag - tasks_ : tag));
     if (const double step = send.kind == TaskKind::send ? int8_encoding(send) : 0; step > 0) {
       std::vector<T> values(wire.size());
-      dequantize_into(reinterpret_cast<const std::int8_t*>(wire.data()), static_cast<std::int64_t>(wire.size()),
-                      QuantGrid{step}, values.data());
+      dequantize_into(reinterpret_cast<const std::int8_t*>(wire.data()),
+                      static_cast<std::int64_t>(wire.size()), QuantGrid{step}, values.data());
       return values;
     }
   }
@@ -160,7 +162,8 @@ void MpiTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
     bytes_ += elements;
     return;
   }
-  MPI_Send(ws.data(t.reads[0]), count_of(elements * sizeof(T), "send " + t.id), MPI_BYTE, t.peer, tag_of(task), p2p_);
+  MPI_Send(ws.data(t.reads[0]), count_of(elements * sizeof(T), "send " + t.id), MPI_BYTE, t.peer,
+           tag_of(task), p2p_);
   bytes_ += elements * sizeof(T);
 }
 
@@ -188,7 +191,8 @@ template <typename T>
 void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
-  const auto me = static_cast<std::size_t>(std::find(t.group.begin(), t.group.end(), rank_) - t.group.begin());
+  const auto me =
+      static_cast<std::size_t>(std::find(t.group.begin(), t.group.end(), rank_) - t.group.begin());
   STRATA_ASSERT(me < n, "allreduce " + t.id + " run by a process outside its group");
   // This rank's part of the bucket: its buffers among the task's reads, in order, gathered.
   std::vector<BufferIndex> part;
@@ -206,9 +210,9 @@ void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& 
   // One ring step: send chunk `out` to the next rank, receive chunk `in` from the previous one.
   auto step = [&](RingChunk out, RingChunk in) {
     incoming.resize(in.end - in.begin);
-    MPI_Sendrecv(data.data() + out.begin, count_of(out.end - out.begin, "allreduce " + t.id), datatype<T>(), to,
-                 static_cast<int>(task), incoming.data(), count_of(incoming.size(), "allreduce " + t.id), datatype<T>(),
-                 from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(data.data() + out.begin, count_of(out.end - out.begin, "allreduce " + t.id), datatype<T>(),
+                 to, static_cast<int>(task), incoming.data(), count_of(incoming.size(), "allreduce " + t.id),
+                 datatype<T>(), from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
     bytes_ += (out.end - out.begin) * sizeof(T);
   };
   for (std::size_t s = 0; s + 1 < n; ++s) {  // reduce-scatter: own + received, as ThreadTransport
@@ -224,7 +228,8 @@ void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& 
   std::size_t offset = 0;
   for (BufferIndex b : part) {
     std::copy(data.begin() + static_cast<std::ptrdiff_t>(offset),
-              data.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<std::size_t>(ws.size(b))), ws.data(b));
+              data.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<std::size_t>(ws.size(b))),
+              ws.data(b));
     offset += static_cast<std::size_t>(ws.size(b));
   }
 }
@@ -260,7 +265,8 @@ double MpiTransport<T>::sum_over_processes(double local) {
 
 template <typename T>
 void MpiTransport<T>::max_over_processes(std::vector<double>& values) {
-  MPI_Allreduce(MPI_IN_PLACE, values.data(), count_of(values.size(), "timings"), MPI_DOUBLE, MPI_MAX, control_);
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), count_of(values.size(), "timings"), MPI_DOUBLE, MPI_MAX,
+                control_);
 }
 
 template class MpiTransport<float>;

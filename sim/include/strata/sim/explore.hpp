@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/analytical.hpp"
+#include "strata/models/cost/analytical.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata {
@@ -21,18 +21,18 @@ namespace strata {
 struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
-  StrategyConfig base;            // dtype, optimizer, global batch, seed, bucket size, algos
-  int workers = 0;                // 0 = every worker slot of the platform
+  StrategyConfig base;  // dtype, optimizer, global batch, seed, bucket size, algos
+  int workers = 0;      // 0 = every worker slot of the platform
   int top_k = 5;
   bool allow_cross_host_tp = false;
   std::string platform;
   ReplayOptions replay;
   // The best configuration is replayed once more (in its own process) to write these; "" = none.
-  std::string best_trace_path;     // strata Trace JSON
-  std::string best_perfetto_path;  // Chrome trace event JSON
-  std::string best_svg_path;       // SVG timeline
-  int parallel = 2;               // replays at once
-  bool progress = false;          // progress lines on stderr
+  std::string best_trace_path;               // strata Trace JSON
+  std::string best_perfetto_path;            // Chrome trace event JSON
+  std::string best_svg_path;                 // SVG timeline
+  int parallel = 2;                          // replays at once
+  bool progress = false;                     // progress lines on stderr
   std::size_t reduce_above_tasks = 1500000;  // replay one DP replica above this plan size
 };
 
@@ -40,15 +40,15 @@ struct ExploreRow {
   StrategyConfig config;
   Estimate estimate;
   std::optional<Report> simulated;
-  bool reduced = false;           // replayed as one DP replica with full DP allreduce flows
+  bool reduced = false;  // replayed as one DP replica with full DP allreduce flows
 };
 
 struct ExploreResult {
   std::string model;
   std::string platform;
   int workers = 0;
-  std::size_t candidates = 0;     // configurations enumerated (valid ones)
-  std::vector<ExploreRow> rows;   // simulated rows first (by simulated time), then the rest
+  std::size_t candidates = 0;    // configurations enumerated (valid ones)
+  std::vector<ExploreRow> rows;  // simulated rows first (by simulated time), then the rest
   double analytical_wall_s = 0;
   double replay_wall_s = 0;
 };

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/cost_model.hpp"
-#include "strata/models/hardware.hpp"
+#include "strata/models/cost/cost_model.hpp"
+#include "strata/models/cost/hardware.hpp"
 
 namespace strata {
 

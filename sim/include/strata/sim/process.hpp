@@ -15,8 +15,7 @@ std::string run_in_child(const std::function<std::string()>& work);
 
 // Runs every job in a child, at most `parallel` at a time; results in job order. `on_done`, if
 // given, is called in the parent with the number of jobs finished so far.
-std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
-                                         int parallel,
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
                                          const std::function<void(std::size_t)>& on_done = {});
 
 }  // namespace strata

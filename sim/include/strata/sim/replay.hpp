@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/cost_model.hpp"
+#include "strata/models/cost/cost_model.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/report.hpp"
 #include "strata/traces/plan.hpp"
@@ -43,7 +43,7 @@ struct ReplayOptions {
   NetworkOptions network;
   Calibration calibration = Calibration::defaults();
   std::vector<std::string> placement;  // host name per worker; empty = natural order
-  bool keep_trace = true;               // false: the Trace is used for the report, then dropped
+  bool keep_trace = true;              // false: the Trace is used for the report, then dropped
   // Called about every 1 % of the tasks with (tasks completed, tasks in all, simulated seconds);
   // the CLI draws a progress line on a terminal.
   std::function<void(std::size_t, std::size_t, double)> progress;
@@ -59,7 +59,6 @@ struct ReplayResult {
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options);
 
 // Loads the platform in this process and returns its summary (also one engine per process).
-PlatformSummary load_platform_summary(const std::string& platform_path,
-                                      const NetworkOptions& network = {});
+PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network = {});
 
 }  // namespace strata

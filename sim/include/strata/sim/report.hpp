@@ -49,7 +49,7 @@ struct Report {
   int epochs_per_iteration = 0;
   std::vector<double> iteration_times_s;
   double iteration_time_s = 0;
-  double compute_s = 0;         // mean over workers, per iteration
+  double compute_s = 0;  // mean over workers, per iteration
   double comm_s = 0;
   double exposed_comm_s = 0;
   double idle_s = 0;
@@ -62,8 +62,8 @@ struct Report {
   double mfu = 0;
   double tokens_per_s = 0;
   double samples_per_s = 0;
-  double energy_j = 0;           // per iteration
-  double cost_usd = 0;           // per iteration
+  double energy_j = 0;  // per iteration
+  double cost_usd = 0;  // per iteration
   std::size_t tasks = 0;
   std::size_t flows = 0;
   std::vector<WorkerReport> per_worker;

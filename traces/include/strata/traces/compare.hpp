@@ -22,8 +22,8 @@ struct TaskComparison {
   std::string id;
   TaskKind kind = TaskKind::fixed;
   WorkerId worker = 0;
-  double predicted_s = 0;  // s
-  double measured_s = 0;   // s (median over runs)
+  double predicted_s = 0;         // s
+  double measured_s = 0;          // s (median over runs)
   double relative_error() const;  // (predicted − measured) / measured; 0 when both are 0
 };
 

@@ -22,12 +22,11 @@ class InputError : public std::runtime_error {
 std::string input_error_message(const std::string& where, const std::string& place,
                                 const std::string& problem);
 
-[[noreturn]] void assertion_failed(const char* expr, const char* file, int line,
-                                   const std::string& message);
+[[noreturn]] void assertion_failed(const char* expr, const char* file, int line, const std::string& message);
 
 }  // namespace strata
 
-#define STRATA_ASSERT(cond, message)                                        \
-  do {                                                                      \
+#define STRATA_ASSERT(cond, message)                                               \
+  do {                                                                             \
     if (!(cond)) ::strata::assertion_failed(#cond, __FILE__, __LINE__, (message)); \
   } while (false)

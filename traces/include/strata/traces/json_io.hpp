@@ -75,7 +75,7 @@ class JsonNode {
   [[noreturn]] void fail(const std::string& problem) const;
 
   // Objects. The node must be an object ("expected an object, got ...").
-  JsonNode at(std::string_view key) const;  // missing key: "<pointer>/key: missing"
+  JsonNode at(std::string_view key) const;                   // missing key: "<pointer>/key: missing"
   std::optional<JsonNode> find(std::string_view key) const;  // absent: nullopt
   std::vector<std::string> keys() const;                     // in the object's order
   // Fails on the first key (in the object's order) that is not in `known`: "unknown field".
@@ -106,8 +106,7 @@ class JsonNode {
 // The enumerator named by the string `node`, through one of task.hpp's parse functions;
 // "unknown <what> 'name'" otherwise.
 template <class Enum>
-Enum read_enum(const JsonNode& node, std::optional<Enum> (*parse)(std::string_view),
-               const char* what) {
+Enum read_enum(const JsonNode& node, std::optional<Enum> (*parse)(std::string_view), const char* what) {
   std::string name = node.as_string();
   std::optional<Enum> value = parse(name);
   if (!value) node.fail(std::string("unknown ") + what + " " + quote_for_message(name));

@@ -26,11 +26,14 @@ struct PlanInfo {
   std::string schedule;   // gpipe | 1f1b | none
   std::string optimizer;  // sgd | adam
   DType dtype = DType::fp32;
-  std::int64_t global_batch = 0;     // samples per iteration
-  std::int64_t microbatches = 1;     // per pipeline, per iteration
+  std::int64_t global_batch = 0;  // samples per iteration
+  std::int64_t microbatches = 1;  // per pipeline, per iteration
   std::int64_t tokens_per_sample = 1;
   double model_flops_per_iteration = 0;  // FLOP, 6N + attention term per token, no recompute
   std::int64_t seed = 0;
+  // Content hash of the Experiment the Plan was lowered from (hex, models/experiment.hpp);
+  // empty for a Plan built by hand or read from a file that has none.
+  std::string experiment_hash;
 };
 
 class Plan {

@@ -39,28 +39,28 @@ enum class TaskKind : std::uint8_t {
   conv_fwd,           // attrs n, c_in, c_out, h_out, w_out, kh, kw
   conv_bwd_data,
   conv_bwd_weight,
-  attention_fwd,      // softmax(QK^T)V core: attrs batch, heads, seq, head_dim
+  attention_fwd,  // softmax(QK^T)V core: attrs batch, heads, seq, head_dim
   attention_bwd,
   embedding_fwd,
   embedding_bwd,
-  norm_fwd,           // layer norm / batch norm
+  norm_fwd,  // layer norm / batch norm
   norm_bwd,
-  activation_fwd,     // relu, gelu, tanh
+  activation_fwd,  // relu, gelu, tanh
   activation_bwd,
   pool_fwd,
   pool_bwd,
-  loss_fwd,           // softmax cross-entropy
+  loss_fwd,  // softmax cross-entropy
   loss_bwd,
-  elementwise,        // residual add, scale, dropout
-  grad_accumulate,    // dW += dW_mb
-  optimizer_step,     // sgd / adam update of a parameter shard
-  fixed,              // a compute task of given duration (attr duration_s): synthetic workloads
-  admm_backward,      // ADMM layer update of p, W, b, z (attrs layer, n_in, n_out, samples)
-  admm_forward,       // ADMM layer update of q, u (same attrs)
-  spmm,               // Y = Â X, Â sparse (a GCN's aggregation): attrs nodes, nnz, width
+  elementwise,      // residual add, scale, dropout
+  grad_accumulate,  // dW += dW_mb
+  optimizer_step,   // sgd / adam update of a parameter shard
+  fixed,            // a compute task of given duration (attr duration_s): synthetic workloads
+  admm_backward,    // ADMM layer update of p, W, b, z (attrs layer, n_in, n_out, samples)
+  admm_forward,     // ADMM layer update of q, u (same attrs)
+  spmm,             // Y = Â X, Â sparse (a GCN's aggregation): attrs nodes, nnz, width
   // communication
-  send,               // point-to-point: carries the transfer to `peer`
-  recv,               // the receiver's completion of the matching send (data-dependent on it)
+  send,  // point-to-point: carries the transfer to `peer`
+  recv,  // the receiver's completion of the matching send (data-dependent on it)
   allreduce,
   allgather,
   reduce_scatter,
@@ -72,8 +72,8 @@ inline constexpr int kTaskKindCount = static_cast<int>(TaskKind::broadcast) + 1;
 std::string_view to_string(TaskKind kind);
 std::optional<TaskKind> parse_task_kind(std::string_view name);
 constexpr bool is_collective(TaskKind kind) {
-  return kind == TaskKind::allreduce || kind == TaskKind::allgather ||
-         kind == TaskKind::reduce_scatter || kind == TaskKind::broadcast;
+  return kind == TaskKind::allreduce || kind == TaskKind::allgather || kind == TaskKind::reduce_scatter ||
+         kind == TaskKind::broadcast;
 }
 constexpr bool is_communication(TaskKind kind) {  // p2p or collective
   return is_collective(kind) || kind == TaskKind::send || kind == TaskKind::recv;
@@ -90,9 +90,9 @@ std::optional<Stream> parse_stream(std::string_view name);
 
 // How a collective is carried out; executors expand it their own way.
 enum class CollectiveAlgo : std::uint8_t {
-  none,          // not a collective
-  ring,          // bandwidth-optimal ring
-  tree,          // binary tree reduce + broadcast
+  none,  // not a collective
+  ring,  // bandwidth-optimal ring
+  tree,  // binary tree reduce + broadcast
   halving_doubling,
   hierarchical,  // intra-host ring reduce-scatter, inter-host ring allreduce, intra-host allgather
 };
@@ -107,20 +107,20 @@ struct Task {
   std::string id;
   TaskKind kind = TaskKind::fixed;
   Stream stream = Stream::compute;
-  WorkerId worker = -1;          // the rank it runs on; -1 for collectives (see group)
-  std::vector<WorkerId> group;   // collectives: participating ranks, in ring order
-  WorkerId peer = -1;            // send: destination rank; recv: source rank
+  WorkerId worker = -1;         // the rank it runs on; -1 for collectives (see group)
+  std::vector<WorkerId> group;  // collectives: participating ranks, in ring order
+  WorkerId peer = -1;           // send: destination rank; recv: source rank
   CollectiveAlgo algo = CollectiveAlgo::none;
   DType dtype = DType::fp32;
   std::int32_t iteration = 0;
-  std::int64_t priority = 0;     // dispatch order: lower first, then plan order (dispatch.hpp)
+  std::int64_t priority = 0;  // dispatch order: lower first, then plan order (dispatch.hpp)
 
-  double flops = 0;              // FLOP (compute tasks)
-  double bytes_read = 0;         // B moved from device memory
-  double bytes_written = 0;      // B moved to device memory
-  double comm_bytes = 0;         // B: send payload, or the per-rank buffer of a collective
-  double mem_alloc = 0;          // B allocated when the task starts (held until a mem_free)
-  double mem_free = 0;           // B released when the task ends
+  double flops = 0;          // FLOP (compute tasks)
+  double bytes_read = 0;     // B moved from device memory
+  double bytes_written = 0;  // B moved to device memory
+  double comm_bytes = 0;     // B: send payload, or the per-rank buffer of a collective
+  double mem_alloc = 0;      // B allocated when the task starts (held until a mem_free)
+  double mem_free = 0;       // B released when the task ends
 
   std::vector<BufferIndex> reads;
   std::vector<BufferIndex> writes;
@@ -142,9 +142,9 @@ struct Task {
 // A named piece of memory on one worker that tasks read and write (activations, weights,
 // gradients, optimizer state). Lets an interpreter allocate and run a Plan.
 struct Buffer {
-  std::string id;       // e.g. "dp0/pp1/tp0/w/l7/qkv"
+  std::string id;  // e.g. "dp0/pp1/tp0/w/l7/qkv"
   WorkerId worker = 0;
-  double bytes = 0;     // B
+  double bytes = 0;  // B
   DType dtype = DType::fp32;
   bool persistent = false;  // weights, gradients, optimizer state: held for the whole run
 };

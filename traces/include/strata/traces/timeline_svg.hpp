@@ -13,8 +13,8 @@
 namespace strata {
 
 struct TimelineOptions {
-  int max_workers = 16;    // bands drawn; the rest are summarised in the caption
-  int iteration = -1;      // only this iteration (-1 = all)
+  int max_workers = 16;  // bands drawn; the rest are summarised in the caption
+  int iteration = -1;    // only this iteration (-1 = all)
   int width_px = 1200;
   std::string title;
 };

@@ -13,16 +13,16 @@
 namespace strata {
 
 struct TraceRecord {
-  std::string id;      // the Plan task id
+  std::string id;  // the Plan task id
   TaskKind kind = TaskKind::fixed;
   Stream stream = Stream::compute;
   WorkerId worker = 0;
-  std::string host;    // where the worker was placed
+  std::string host;  // where the worker was placed
   std::int32_t iteration = 0;
-  double start = 0;    // s
-  double end = 0;      // s
-  double bytes = 0;    // B communicated (comm) or moved (compute)
-  double flops = 0;    // FLOP
+  double start = 0;  // s
+  double end = 0;    // s
+  double bytes = 0;  // B communicated (comm) or moved (compute)
+  double flops = 0;  // FLOP
 };
 
 // The record of `task` run by `worker` on `host` from `start` to `end` (s): bytes are the
@@ -31,8 +31,8 @@ struct TraceRecord {
 TraceRecord trace_record(const Task& task, WorkerId worker, std::string host, double start, double end);
 
 struct Trace {
-  std::string executor;  // "sim" or "real"
-  std::string source;    // what ran: model and strategy, or the plan file
+  std::string executor;              // "sim" or "real"
+  std::string source;                // what ran: model and strategy, or the plan file
   std::vector<TraceRecord> records;  // ordered by (start, worker, id)
 
   void sort();  // puts records in the canonical order above

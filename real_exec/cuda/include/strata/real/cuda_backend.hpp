@@ -30,7 +30,7 @@
 #include <memory>
 #include <string>
 
-#include "strata/real/backend.hpp"
+#include "strata/real/core/backend.hpp"
 
 struct cublasContext;  // cublas_api.h's handle type; cuBLAS stays out of this header
 

@@ -14,7 +14,7 @@
 // Throws InputError when the device cannot be used.
 #pragma once
 
-#include "strata/real/calibrate.hpp"
+#include "strata/real/calibrate/calibrate.hpp"
 
 namespace strata::real {
 

@@ -32,7 +32,7 @@
 #include <cstdint>
 
 #include "strata/real/cuda_backend.hpp"
-#include "strata/real/kernels.hpp"
+#include "strata/real/kernels/kernels.hpp"
 
 namespace strata::real::gpu {
 

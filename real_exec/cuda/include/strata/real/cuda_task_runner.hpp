@@ -41,8 +41,8 @@
 
 #include "strata/real/cuda_backend.hpp"
 #include "strata/real/device_array.hpp"
-#include "strata/real/task_runner.hpp"
-#include "strata/real/trainer.hpp"
+#include "strata/real/exec/task_runner.hpp"
+#include "strata/real/train/trainer.hpp"
 
 namespace strata::real {
 
@@ -64,10 +64,10 @@ class CudaTaskRunner final : public TaskExecutor<T> {
   std::string backend_name() const override { return "cuda-cublas"; }
 
  private:
-  struct Scratch {  // per task: what its kernels need beyond the Plan's buffers
-    DeviceArray<T> values;               // tanh' output, pool recompute, softmax probabilities
-    DeviceArray<T> scalar;               // loss_bwd's unused mean loss
-    DeviceArray<std::int64_t> argmax;    // max pooling
+  struct Scratch {                     // per task: what its kernels need beyond the Plan's buffers
+    DeviceArray<T> values;             // tanh' output, pool recompute, softmax probabilities
+    DeviceArray<T> scalar;             // loss_bwd's unused mean loss
+    DeviceArray<std::int64_t> argmax;  // max pooling
   };
 
   CudaBackend& stream_of(const Task& t);

@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "strata/real/task_runner.hpp"
+#include "strata/real/exec/task_runner.hpp"
 
 namespace strata::real {
 
@@ -107,8 +107,8 @@ class MpiTransport final : public Transport<T> {
   MPI_Comm control_ = MPI_COMM_NULL;
   std::mutex mutex_;
   std::condition_variable arrived_;
-  Staged staged_run_;      // guarded by mutex_
-  Staged staged_outside_;  // guarded by mutex_
+  Staged staged_run_;                  // guarded by mutex_
+  Staged staged_outside_;              // guarded by mutex_
   RemoteCompletions* sink_ = nullptr;  // guarded by mutex_; set during a run
   std::atomic<bool> in_run_{false};
   std::atomic<std::uint64_t> bytes_{0};

@@ -1,0 +1,39 @@
+// HostSpec: what the cost and memory models know of a host, independent of SimGrid.
+//
+// sim/ reads these from a platform's host properties (strata's optional extras, see
+// platforms/README.md): gpus, flops_fp32, flops_bf16, flops_fp16, flops_fp64, mem_bw,
+// gpu_memory, price_per_hour, and SimGrid's wattage_per_state. Values are per worker slot
+// (one GPU, or one core when the host has no `gpus` property).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "strata/traces/task.hpp"
+
+namespace strata {
+
+struct HostSpec {
+  std::string name;
+  int slots = 1;              // workers the host holds: `gpus`, else its core count
+  double flops_fp32 = 0;      // FLOP/s peak per slot
+  double flops_bf16 = 0;      // FLOP/s (dense tensor-core peak)
+  double flops_fp16 = 0;      // FLOP/s
+  double flops_fp64 = 0;      // FLOP/s
+  double mem_bw = 0;          // B/s per slot
+  double gpu_memory = 0;      // B per slot (0 = unknown: fits is not judged)
+  double price_per_hour = 0;  // currency units per host-hour
+  double watts_idle = 0;      // W per host
+  double watts_busy = 0;      // W per host, all slots busy
+
+  double peak_flops(DType dtype) const;
+};
+
+// Builds a HostSpec from properties; `speed` is SimGrid's per-core speed (flop/s), used when a
+// flops_* property is absent; `cores` its core count. Throws InputError naming the host and the
+// property for a malformed or negative value.
+HostSpec host_spec_from_properties(const std::string& host,
+                                   const std::map<std::string, std::string>& properties, double speed,
+                                   int cores);
+
+}  // namespace strata

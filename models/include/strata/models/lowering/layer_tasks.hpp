@@ -1,0 +1,86 @@
+// Layer tasks: the compute Task that one layer of the zoo becomes for one microbatch.
+//
+// The one place that turns a Layer (zoo.hpp, per-sample figures) into a Task (kind, FLOP, bytes,
+// attributes) for a microbatch on one tensor-parallel rank. The strategy lowering and the
+// analytical estimate both call it, so a Plan's tasks and the closed-form model cost the same
+// work.
+//
+// Kinds (LayerOp -> forward / backward data / backward weight):
+//   linear      linear_fwd     linear_bwd_data  linear_bwd_weight
+//   conv        conv_fwd       conv_bwd_data    conv_bwd_weight
+//   attention   attention_fwd  attention_bwd    -
+//   embedding   embedding_fwd  embedding_bwd    -   (the table gradient is a scatter-add of dY)
+//   norm        norm_fwd       norm_bwd         -   (gamma/beta gradients are tiny)
+//   activation  activation_fwd activation_bwd   -
+//   pool        pool_fwd       pool_bwd         -
+//   loss        loss_fwd       loss_bwd         -
+//   elementwise elementwise    elementwise      -
+//   fixed       fixed          fixed            -   (attr duration_s = fixed_fwd_s / fixed_bwd_s)
+//   aggregate   spmm           spmm             -   (Â is symmetric: dP = Â dZ is the same product)
+// An op without a backward-weight kind has one backward task (Phase::backward_data) that
+// carries the layer's bwd_data_flops + bwd_weight_flops, so no work is lost.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
+#include "strata/traces/task.hpp"
+
+namespace strata {
+
+enum class Phase : std::uint8_t { forward, backward_data, backward_weight };
+std::string_view to_string(Phase phase);  // fwd | bwd | bwdw (the id segments of task.hpp)
+
+TaskKind forward_kind(LayerOp op);
+TaskKind backward_data_kind(LayerOp op);
+// nullopt: the op's weight gradient (if any) is computed by its backward_data task.
+std::optional<TaskKind> backward_weight_kind(LayerOp op);
+
+// Whether the layer's tp split divides its work (false for TensorSplit::replicated).
+bool is_split(const Layer& layer);
+
+// Whether the layer has a Phase::backward_weight task: its op has a backward-weight kind and it
+// has parameters or weight-gradient FLOPs (a tied weight, as GPT's head, has FLOPs only).
+bool has_backward_weight(const Layer& layer);
+
+// The Task of `layer` in `phase` for a microbatch of `microbatch` samples on one of `tp` tensor
+// ranks, in `dtype`. Fills kind, stream (compute), dtype, flops, bytes_read, bytes_written and
+// attrs; leaves id, worker, iteration, priority, buffers and dependencies to the caller.
+//   flops = phase FLOP per sample x microbatch / (tp if split).
+//   bytes = (input + output activations x microbatch + weights) x bytes_per_element(dtype),
+//     each divided by tp where Megatron splits it (column linear: output and weights; row
+//     linear: input and weights; embedding: the table rows; other split ops: all three).
+//     Forward reads input and weights and writes the output; backward data reads dY and
+//     weights and writes dX (and dW when it carries the weight gradient); backward weight
+//     reads input and dY and writes dW. An embedding's weights are the rows it gathers.
+//   attrs: the layer's shape attributes, scaled to the microbatch and the tp rank (linear m
+//     multiplied by the microbatch, n divided by tp for column split, k for row split; attention
+//     batch = microbatch, heads / tp; conv n = microbatch); fixed: duration_s (the layer's
+//     fixed_fwd_s or fixed_bwd_s, divided by tp if split); aggregate: nodes = microbatch,
+//     nnz = microbatch x nnz_per_node, width, and bytes of its own (Â's values and indices plus
+//     one row of the input gathered per nonzero, layer_tasks.cpp).
+// REQUIRES: microbatch > 0, tp >= 1; phase is backward_weight only if backward_weight_kind(op).
+Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
+
+// layer_task without the shape attributes (fixed layers still get duration_s): all a CostModel
+// reads, without copying attribute maps, for the analytical estimate's inner loop.
+Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
+
+// Input activation elements per sample (Layer holds only its output): linear m*k, conv
+// c_in*(h_out*stride)*(w_out*stride) when the shape attributes are there; elementwise reads two
+// operands of the output's size; otherwise saved_elems (what a layer keeps for backward is its
+// input), or out_elems when it saves nothing.
+double input_elems(const Layer& layer);
+
+// The optimizer step of a worker holding `params` parameters, as the lowering emits it and the
+// analytical model times it: it reads the gradient and the optimizer state and writes the weights
+// (mixed-precision Adam 2 + 12 + 2 = 16 B per parameter, ZeRO's accounting), about 10 FLOP per
+// parameter for Adam and 2 for SGD. Synthetic models (family "synthetic", e.g. anchor-96) give
+// layer durations only, as ASTRA-sim's workload files do: their update costs nothing more.
+// Fills kind, stream, dtype, flops, bytes and the "params"/"optimizer" attributes.
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype);
+
+}  // namespace strata

@@ -1,0 +1,106 @@
+// Solvers: the training algorithm a Plan carries out (docs/solvers.md).
+//
+// strata lowers backprop under DP/TP/PP (strategy.hpp) and the solvers that break backprop's
+// layer-to-layer dependency, each to a Plan that both executors run:
+//   backprop    lower() of strategy.hpp
+//   ampnet      asynchronous model parallelism (Gaunt et al. 2017): layer groups pinned to
+//               workers, per-layer optimizer steps, at most max_active_keys instances in flight
+//   local       local parallelism (Laskin et al. 2020): chunks with auxiliary heads and local
+//               losses; no gradient crosses a chunk boundary (greedy, chunked) or one does
+//               (overlapping)
+//   dladmm      ADMM without gradients through layers (Wang et al. KDD 2019), serial sweeps
+//   pdadmm      its layer-parallel form (Wang, Chai, Cheng, Zhao ICDM 2020)
+//   pdadmm-g-q  pdADMM with p quantized to int8 and an adaptive rho
+//   gist        independent subnetwork training of GCNs (Wolfe et al. 2021): m sub-GCNs, one per
+//               worker, each trained zeta full-graph steps per round between a scatter of their
+//               weight slices from worker 0 and a gather back
+//
+// A solver's hyperparameters come from `--set key=value`; parse_solver_config() takes the keys
+// it knows out of the map, so what is left are model hyperparameters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
+#include "strata/traces/plan.hpp"
+
+namespace strata {
+
+enum class Solver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist };
+std::string_view to_string(Solver solver);
+std::optional<Solver> parse_solver(std::string_view name);
+const std::vector<std::string>& solver_names();  // in enum order
+
+// Local parallelism's variants (Laskin et al. 2020, section 3): greedy trains chunk c on the
+// loss of its own head, each chunk one worker; chunked is the same with any number of layers
+// per chunk; overlapping also sends the gradient of chunk c's first layer back to chunk c-1.
+enum class LocalVariant : std::uint8_t { greedy, chunked, overlapping };
+std::string_view to_string(LocalVariant variant);
+
+struct SolverConfig {
+  Solver solver = Solver::backprop;
+  // AMPNet. An instance is one minibatch of the global batch; `instances` of them make one
+  // Plan (one run of the interpreter); the pipeline drains at its end.
+  int max_active_keys = 4;       // instances in flight; 1 is synchronous
+  int min_update_frequency = 1;  // gradients a node accumulates before its optimizer step
+  int instances = 16;            // per Plan
+  // Local parallelism (instances as for AMPNet).
+  int chunks = 2;
+  LocalVariant local_variant = LocalVariant::chunked;
+  // The ADMM family (penalties of the augmented Lagrangian: nu on the layer equations,
+  // rho on the coupling p_{l+1} = q_l).
+  double rho = 1e-4;
+  double nu = 1e-4;
+  int admm_iterations = 1;  // ADMM sweeps per Plan
+  int quant_bits = 8;       // pdadmm-g-q: bits of the grid p is sent on
+  // GIST. One Plan iteration is one round; --iterations gives rounds.
+  int subnets = 2;       // m: sub-GCNs per round, one per worker
+  int local_steps = 10;  // zeta: full-graph local steps per round
+};
+
+// Reads the keys of `solver` from `sets` and erases them from it; the defaults above stand for
+// the keys not given. Keys: ampnet max_active_keys, min_update_frequency, instances; local
+// chunks, variant, instances; dladmm/pdadmm/pdadmm-g-q rho, nu, admm_iterations (and quant_bits for
+// pdadmm-g-q); gist m, zeta. Throws InputError with one line ("--set rho: must be > 0, got -1")
+// for a value that does not parse or is out of range.
+SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets);
+
+// Whether `key` is a --set key of some solver / of `solver`.
+bool is_solver_key(const std::string& key);
+bool is_solver_key(const std::string& key, Solver solver);
+
+// Checks the solver against the model and the workers (chunks <= blocks, m <= hidden width,
+// one worker per stage, ...). Throws InputError.
+void check_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+
+// Lowers the model under the solver to a validated Plan (lower() for backprop).
+Plan lower_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+
+// Per solver (solver_*.cpp). REQUIRES: check_solver passed.
+Plan lower_ampnet(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_local(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver);  // all three
+Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
+// workers, full graph. Throws InputError with one line.
+void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+
+// The sizes {features, hidden..., classes} of a GCN (zoo_gcn.cpp); throws InputError naming the
+// model when it is not one (GIST needs a GCN).
+std::vector<std::int64_t> gcn_sizes(const Model& model);
+
+// The widths {n_0, ..., n_L} of an MLP's linear layers, input first; throws InputError naming the
+// first layer that is neither linear, ReLU nor the loss.
+std::vector<std::int64_t> admm_widths(const Model& model);
+
+// Workers a layer-group solver (AMPNet, local) spreads the model over: pp when a pipeline was
+// given, else all workers (dp of `--workers N`).
+int solver_stages(const StrategyConfig& config);
+
+}  // namespace strata

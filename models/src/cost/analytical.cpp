@@ -1,0 +1,307 @@
+// Analytical estimate (see analytical.hpp for the model and its limits).
+#include "strata/models/cost/analytical.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "strata/models/cost/memory_model.hpp"
+#include "strata/models/lowering/layer_tasks.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata {
+
+double p2p_time(double bytes, double bw, double latency) {
+  if (bytes <= 0) return latency;
+  STRATA_ASSERT(bw > 0, "p2p over a link without bandwidth");
+  return latency + bytes / bw;
+}
+
+double allreduce_time(CollectiveAlgo algo, int ranks, double bytes, double bw, double latency) {
+  if (ranks <= 1) return 0;
+  STRATA_ASSERT(bw > 0 || bytes <= 0, "allreduce over a link without bandwidth");
+  const double n = ranks;
+  const double transfer = bytes > 0 ? bytes / bw : 0;
+  switch (algo) {
+    case CollectiveAlgo::tree:
+      return 2 * std::ceil(std::log2(n)) * (latency + transfer);
+    case CollectiveAlgo::halving_doubling:
+      return 2 * std::log2(n) * latency + 2 * (n - 1) / n * transfer;
+    case CollectiveAlgo::none:
+    case CollectiveAlgo::ring:
+    case CollectiveAlgo::hierarchical:
+      break;
+  }
+  return 2 * (n - 1) * latency + 2 * (n - 1) / n * transfer;
+}
+
+namespace {
+
+struct Link {
+  double bw;
+  double latency;
+};
+
+// Ranks are placed in order, host.slots per host (strategy.hpp's rank numbering), and every
+// ring runs in rank order (as the lowering lists a collective's group).
+bool same_host(long a, long b, int slots) { return a / slots == b / slots; }
+
+// The per-flow link of a communication that crosses hosts, when `flows` flows leave each host
+// at once: a host's NIC carries inter_bw x slots (inter_bw is one GPU's share when all send at
+// once), shared among them. A ring whose consecutive members can sit on one host also has
+// intra-host hops, and each ring step waits for its slowest hop.
+Link crossing_link(const ClusterSpec& c, long flows, bool intra_hops) {
+  const int slots = c.host.slots;
+  const auto sharing = static_cast<double>(std::clamp<long>(flows, 1, slots));
+  Link link{c.inter_bw * slots / sharing, c.inter_latency};
+  if (intra_hops) {
+    link.bw = std::min(link.bw, c.intra_bw);
+    link.latency = std::max(link.latency, c.intra_latency);
+  }
+  return link;
+}
+
+Link intra(const ClusterSpec& c) { return {c.intra_bw, c.intra_latency}; }
+
+// A tp group is ranks [k tp, (k + 1) tp): crossing if any group straddles two hosts; its ring
+// then leaves each host by one flow.
+Link tp_link(const StrategyConfig& config, const ClusterSpec& cluster) {
+  const int slots = cluster.host.slots;
+  for (long first = 0; first < config.workers(); first += config.tp)
+    if (!same_host(first, first + config.tp - 1, slots)) return crossing_link(cluster, 1, slots > 1);
+  return intra(cluster);
+}
+
+// Stage s -> s + 1 of a replica moves from rank r to r + tp, the tp ranks at once.
+Link pp_link(const StrategyConfig& config, const ClusterSpec& cluster) {
+  const int slots = cluster.host.slots;
+  for (long replica = 0; replica < config.dp; ++replica) {
+    for (long s = 0; s + 1 < config.pp; ++s) {
+      const long first = (replica * config.pp + s) * config.tp;
+      for (long r = first; r < first + config.tp; ++r)
+        if (!same_host(r, r + config.tp, slots)) return crossing_link(cluster, config.tp, false);
+    }
+  }
+  return intra(cluster);
+}
+
+// A dp group is ranks r0 + d pp tp: with ranks filled in order it stays on one host exactly
+// when all workers do. Crossing, each (stage, tp rank) group leaves a host by one flow; the tp
+// groups of a stage reduce together, and `stages` stages' allreduces overlap in time.
+Link dp_link(const StrategyConfig& config, const ClusterSpec& cluster, int stages) {
+  if (config.workers() <= cluster.host.slots) return intra(cluster);
+  const long stride = static_cast<long>(config.pp) * config.tp;
+  return crossing_link(cluster, static_cast<long>(config.tp) * stages, stride < cluster.host.slots);
+}
+
+// The weight gradient one layer contributes to the DP allreduce.
+struct LayerGrad {
+  int block;
+  double bytes;
+};
+
+// What one microbatch costs on one stage, and what the stage's DP allreduce moves.
+struct StageCost {
+  double fwd_s = 0;              // compute, one microbatch
+  double bwd_s = 0;              // compute, one microbatch
+  double tp_s = 0;               // TP allreduces, one microbatch
+  double boundary_bytes = 0;     // activation sent to the next stage, one microbatch
+  double params = 0;             // per worker
+  std::vector<LayerGrad> grads;  // layers with parameters, in backward order
+  double step() const { return fwd_s + bwd_s + tp_s; }
+};
+
+struct Context {
+  const Model& model;
+  const StrategyConfig& config;
+  const ClusterSpec& cluster;
+  const CostModel& cost;
+  double microbatch;
+  Link tp;
+};
+
+// Megatron's f/g operators (Shoeybi et al. 2019, section 3): one allreduce of the full-size
+// output after each row-split linear in forward, one of the full-size input gradient of each
+// column-split linear in backward; for a transformer block that is 2 + 2 of
+// microbatch x seq x hidden elements. A vocab-parallel embedding allreduces its output in
+// forward, and a vocab-parallel loss its per-token partial sums (zoo.hpp).
+double tp_allreduce_s(const Context& cx, const Layer& layer) {
+  if (cx.config.tp <= 1 || !is_split(layer)) return 0;
+  double elems = 0;
+  switch (layer.op) {
+    case LayerOp::linear:
+      if (layer.split == TensorSplit::row) elems = layer.out_elems;
+      if (layer.split == TensorSplit::column) elems = input_elems(layer);
+      break;
+    case LayerOp::embedding:
+    case LayerOp::loss:
+      elems = layer.out_elems;
+      break;
+    default:
+      break;
+  }
+  if (elems <= 0) return 0;
+  const double bytes = elems * cx.microbatch * bytes_per_element(cx.config.dtype);
+  return allreduce_time(cx.config.tp_algo, cx.config.tp, bytes, cx.tp.bw, cx.tp.latency);
+}
+
+StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage) {
+  const StrategyConfig& config = cx.config;
+  const HostSpec& host = cx.cluster.host;
+  const double grad_bytes = bytes_per_param(config.optimizer, config.dtype).grads;
+  StageCost sc;
+  for (std::size_t i : stage_layers(cx.model, cuts, stage)) {
+    const Layer& layer = cx.model.layers[i];
+    auto time = [&](Phase phase) {
+      return cx.cost.compute_time(layer_cost_task(layer, phase, cx.microbatch, config.tp, config.dtype),
+                                  host);
+    };
+    sc.fwd_s += time(Phase::forward);
+    sc.bwd_s += time(Phase::backward_data);
+    if (has_backward_weight(layer)) sc.bwd_s += time(Phase::backward_weight);
+    sc.tp_s += tp_allreduce_s(cx, layer);
+    const double params = is_split(layer) ? layer.params / config.tp : layer.params;
+    sc.params += params;
+    if (params > 0) sc.grads.push_back({layer.block, params * grad_bytes});
+    sc.boundary_bytes = layer.out_elems * cx.microbatch * bytes_per_element(config.dtype);
+  }
+  std::reverse(sc.grads.begin(), sc.grads.end());
+  return sc;
+}
+
+// Bucket sizes in issue (backward) order, as PyTorch DDP forms them (Li et al., VLDB 2020)
+// and the lowering does: whole layers' gradients, a bucket closing once it holds bucket_bytes
+// (so a layer larger than that is a bucket of its own), or at every block boundary when
+// bucket_bytes = 0.
+std::vector<double> buckets(const StageCost& sc, double bucket_bytes) {
+  std::vector<double> out;
+  double bytes = 0;
+  bool open = false;
+  int block = -1;
+  auto close = [&] {
+    if (open) out.push_back(bytes);
+    bytes = 0;
+    open = false;
+  };
+  for (const LayerGrad& grad : sc.grads) {
+    if (bucket_bytes <= 0 && grad.block != block) close();
+    block = grad.block;
+    bytes += grad.bytes;
+    open = true;
+    if (bucket_bytes > 0 && bytes >= bucket_bytes) close();
+  }
+  close();
+  return out;
+}
+
+struct DpCost {
+  double total_s = 0;    // every bucket's allreduce back to back
+  double exposed_s = 0;  // what is left after the last microbatch's backward
+};
+
+// Overlap assumption: every bucket but the last is produced during the stage's last
+// microbatch's backward, and their allreduces run back to back on the comm stream while that
+// backward proceeds, perfectly hidden up to its length. The last bucket (the stage's first
+// layers) is ready only when backward ends, so its allreduce is always exposed:
+//   exposed = max(0, Σ_{i<k} ar(b_i) - t_bwd) + ar(b_k).
+// With one bucket, or a zero-length backward, that is the whole allreduce (for a ring,
+// 2 (n - 1) (α + S / (n B))). Earlier microbatches' backwards are not counted as overlap: DDP
+// (no_sync) and Megatron reduce gradients once, after the last microbatch.
+DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
+  DpCost dp;
+  if (cx.config.dp <= 1) return dp;
+  const std::vector<double> sizes = buckets(sc, cx.config.bucket_bytes);
+  double overlappable = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const double t = allreduce_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency);
+    dp.total_s += t;
+    if (i + 1 < sizes.size())
+      overlappable += t;
+    else
+      dp.exposed_s = std::max(0.0, overlappable - sc.bwd_s) + t;
+  }
+  return dp;
+}
+
+// The optimizer step exactly as the lowering emits it (layer_tasks.hpp).
+double optimizer_s(const Context& cx, const StageCost& sc) {
+  return cx.cost.compute_time(optimizer_step_task(cx.model, sc.params, cx.config.optimizer, cx.config.dtype),
+                              cx.cluster.host);
+}
+
+void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
+  STRATA_ASSERT(config.dp >= 1 && config.tp >= 1 && config.pp >= 1, "dp, tp, pp >= 1");
+  STRATA_ASSERT(cluster.host.slots >= 1, "host with no slots");
+  const long slots = static_cast<long>(cluster.hosts) * cluster.host.slots;
+  if (config.workers() > slots)
+    throw InputError(input_error_message("strategy " + config.to_string(), "",
+                                         "needs " + std::to_string(config.workers()) +
+                                             " workers, the cluster has " + std::to_string(slots) +
+                                             " slots"));
+}
+
+// How many stages' DP allreduces overlap in time on one host. Stage s's last backward ends
+// s x t_b before stage 0's (the last microbatch's gradient walks down the pipeline), and its
+// allreduces take D from there, so the windows of stages j apart overlap when j t_b < D:
+// 1 + floor(D / t_b) stages at once, at most the stages a host holds. D shrinks as fewer
+// stages share the NIC; start from 1 and grow to the fixed point.
+int overlapping_dp_stages(const Context& cx, const std::vector<StageCost>& stages, double t_b) {
+  const int on_host = std::clamp(cx.cluster.host.slots / cx.config.tp, 1, cx.config.pp);
+  int k = 1;
+  while (k < on_host) {
+    const Link link = dp_link(cx.config, cx.cluster, k);
+    double longest = 0;
+    for (const StageCost& sc : stages) longest = std::max(longest, dp_cost(cx, sc, link).total_s);
+    const int overlapping = t_b > 0 ? 1 + static_cast<int>(longest / t_b) : on_host;
+    if (overlapping <= k) break;
+    k = std::min(on_host, overlapping);
+  }
+  return k;
+}
+
+}  // namespace
+
+Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
+                  const CostModel& cost) {
+  check_cluster(config, cluster);
+  const Context cx{model, config, cluster, cost, microbatch_size(model, config), tp_link(config, cluster)};
+  const std::vector<int> cuts = partition_blocks(model, config.pp);
+  std::vector<StageCost> stages;
+  for (int s = 0; s < config.pp; ++s) stages.push_back(stage_cost(cx, cuts, s));
+  const StageCost& slowest =
+      *std::max_element(stages.begin(), stages.end(),
+                        [](const StageCost& a, const StageCost& b) { return a.step() < b.step(); });
+  const double t_b = slowest.bwd_s;
+  const Link dp = dp_link(config, cluster, overlapping_dp_stages(cx, stages, t_b));
+  const Link pp = pp_link(config, cluster);
+  Estimate e;
+  double exposed_dp_s = 0;
+  double tail_s = 0;  // after stage 0's last backward: exposed DP + optimizer step, latest stage
+  for (int s = 0; s < config.pp; ++s) {
+    const StageCost& sc = stages[static_cast<std::size_t>(s)];
+    const DpCost dc = dp_cost(cx, sc, dp);
+    tail_s = std::max(tail_s, dc.exposed_s + optimizer_s(cx, sc) - s * t_b);
+    exposed_dp_s = std::max(exposed_dp_s, dc.exposed_s - s * t_b);
+    e.dp_comm_s = std::max(e.dp_comm_s, dc.total_s);
+    // The first microbatch's activation and the last one's gradient cross this boundary.
+    if (s + 1 < config.pp) e.pp_comm_s += 2 * p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
+  }
+  const auto m = static_cast<double>(microbatch_count(config));
+  const double p = config.pp;
+  e.compute_s = m * (slowest.fwd_s + slowest.bwd_s);
+  e.tp_comm_s = m * slowest.tp_s;
+  e.iteration_s = (m + p - 1) * slowest.step() + e.pp_comm_s + tail_s;
+  e.bubble_fraction = (p - 1) / (m + p - 1);
+  e.exposed_comm_s = e.tp_comm_s + e.pp_comm_s + exposed_dp_s;
+  e.peak_memory_bytes = peak_worker_memory(model, config);
+  e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
+  const double tokens =
+      static_cast<double>(effective_global_batch(model, config)) * static_cast<double>(model.seq);
+  e.tokens_per_s = e.iteration_s > 0 ? tokens / e.iteration_s : 0;
+  const double peak = config.workers() * cluster.host.peak_flops(config.dtype);
+  e.mfu = peak > 0 ? model.model_flops_per_token() * e.tokens_per_s / peak : 0;
+  return e;
+}
+
+}  // namespace strata

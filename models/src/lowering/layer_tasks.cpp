@@ -1,0 +1,292 @@
+// Layer -> Task for one microbatch on one tensor-parallel rank (see layer_tasks.hpp).
+#include "strata/models/lowering/layer_tasks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+
+std::string_view to_string(Phase phase) {
+  switch (phase) {
+    case Phase::forward:
+      return "fwd";
+    case Phase::backward_data:
+      return "bwd";
+    case Phase::backward_weight:
+      return "bwdw";
+  }
+  return "fwd";
+}
+
+TaskKind forward_kind(LayerOp op) {
+  switch (op) {
+    case LayerOp::embedding:
+      return TaskKind::embedding_fwd;
+    case LayerOp::linear:
+      return TaskKind::linear_fwd;
+    case LayerOp::conv:
+      return TaskKind::conv_fwd;
+    case LayerOp::attention:
+      return TaskKind::attention_fwd;
+    case LayerOp::norm:
+      return TaskKind::norm_fwd;
+    case LayerOp::activation:
+      return TaskKind::activation_fwd;
+    case LayerOp::pool:
+      return TaskKind::pool_fwd;
+    case LayerOp::loss:
+      return TaskKind::loss_fwd;
+    case LayerOp::elementwise:
+      return TaskKind::elementwise;
+    case LayerOp::fixed:
+      return TaskKind::fixed;
+    case LayerOp::aggregate:
+      return TaskKind::spmm;
+  }
+  return TaskKind::fixed;
+}
+
+TaskKind backward_data_kind(LayerOp op) {
+  switch (op) {
+    case LayerOp::embedding:
+      return TaskKind::embedding_bwd;
+    case LayerOp::linear:
+      return TaskKind::linear_bwd_data;
+    case LayerOp::conv:
+      return TaskKind::conv_bwd_data;
+    case LayerOp::attention:
+      return TaskKind::attention_bwd;
+    case LayerOp::norm:
+      return TaskKind::norm_bwd;
+    case LayerOp::activation:
+      return TaskKind::activation_bwd;
+    case LayerOp::pool:
+      return TaskKind::pool_bwd;
+    case LayerOp::loss:
+      return TaskKind::loss_bwd;
+    case LayerOp::elementwise:
+      return TaskKind::elementwise;
+    case LayerOp::fixed:
+      return TaskKind::fixed;
+    case LayerOp::aggregate:
+      return TaskKind::spmm;
+  }
+  return TaskKind::fixed;
+}
+
+std::optional<TaskKind> backward_weight_kind(LayerOp op) {
+  if (op == LayerOp::linear) return TaskKind::linear_bwd_weight;
+  if (op == LayerOp::conv) return TaskKind::conv_bwd_weight;
+  return std::nullopt;
+}
+
+bool is_split(const Layer& layer) { return layer.split != TensorSplit::replicated; }
+
+bool has_backward_weight(const Layer& layer) {
+  return backward_weight_kind(layer.op).has_value() && (layer.params > 0 || layer.bwd_weight_flops > 0);
+}
+
+namespace {
+
+std::optional<double> shape_real(const Attributes& shape, const std::string& key) {
+  auto it = shape.find(key);
+  if (it == shape.end()) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&it->second)) return *d;
+  return std::nullopt;
+}
+
+// Rescales an integer (or real) shape attribute, keeping its type.
+void scale_attr(Attributes& attrs, const std::string& key, double factor) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return;
+  if (auto* i = std::get_if<std::int64_t>(&it->second))
+    *i = std::max<std::int64_t>(1, std::llround(static_cast<double>(*i) * factor));
+  else if (auto* d = std::get_if<double>(&it->second))
+    *d *= factor;
+}
+
+void set_attr(Attributes& attrs, const std::string& key, double value) {
+  attrs[key] = std::max<std::int64_t>(1, std::llround(value));
+}
+
+// Per-rank element counts of one microbatch.
+struct Footprint {
+  double input = 0;
+  double output = 0;
+  double weights = 0;
+};
+
+// Megatron's split (Shoeybi et al. 2019, section 3): a column-parallel linear holds W[:, n/tp]
+// and the whole X, a row-parallel one W[k/tp, :] and X[:, k/tp] and writes a full-size partial
+// sum; a vocab-parallel embedding gathers from its slice of the table into a full-size partial
+// sum. Every other split op (attention by heads, GELU and the loss on a column shard) works on
+// a shard of everything.
+Footprint footprint(const Layer& layer, double microbatch, int tp) {
+  Footprint f{input_elems(layer) * microbatch, layer.out_elems * microbatch, layer.params};
+  // An embedding touches the rows it gathers, not its whole table.
+  if (layer.op == LayerOp::embedding) f.weights = f.output;
+  if (!is_split(layer)) return f;
+  const double t = tp;
+  const bool matmul = layer.op == LayerOp::linear || layer.op == LayerOp::conv;
+  if (layer.op == LayerOp::embedding) {
+    f.weights /= t;
+  } else if (matmul && layer.split == TensorSplit::column) {
+    f.output /= t;
+    f.weights /= t;
+  } else if (matmul && layer.split == TensorSplit::row) {
+    f.input /= t;
+    f.weights /= t;
+  } else {
+    f.input /= t;
+    f.output /= t;
+    f.weights /= t;
+  }
+  return f;
+}
+
+double phase_flops(const Layer& layer, Phase phase) {
+  switch (phase) {
+    case Phase::forward:
+      return layer.fwd_flops;
+    case Phase::backward_data:
+      return backward_weight_kind(layer.op) ? layer.bwd_data_flops
+                                            : layer.bwd_data_flops + layer.bwd_weight_flops;
+    case Phase::backward_weight:
+      return layer.bwd_weight_flops;
+  }
+  return 0;
+}
+
+Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp) {
+  Attributes attrs = layer.shape;
+  const double t = is_split(layer) ? tp : 1;
+  switch (layer.op) {
+    case LayerOp::linear:
+      scale_attr(attrs, "m", microbatch);
+      if (layer.split == TensorSplit::column) scale_attr(attrs, "n", 1 / t);
+      if (layer.split == TensorSplit::row) scale_attr(attrs, "k", 1 / t);
+      break;
+    case LayerOp::attention:
+      set_attr(attrs, "batch", microbatch);
+      scale_attr(attrs, "heads", 1 / t);
+      break;
+    case LayerOp::conv:
+      set_attr(attrs, "n", microbatch);
+      break;
+    case LayerOp::fixed:
+      attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / t;
+      break;
+    case LayerOp::aggregate:
+      set_attr(attrs, "nodes", microbatch);
+      set_attr(attrs, "nnz", microbatch * shape_real(layer.shape, "nnz_per_node").value_or(1));
+      attrs.erase("nnz_per_node");
+      break;
+    default:
+      break;
+  }
+  return attrs;
+}
+
+// Â·X on `nodes` rows of `width`: Â's values and int32 column indices, and one row of X gathered
+// per nonzero, the traffic with no reuse of X in cache. It bounds the traffic from above, but
+// sparse-times-dense products run far below a one-pass roofline on GPUs and CPUs alike; a
+// calibration's spmm efficiencies say by how much.
+void set_spmm_bytes(Task& task, const Layer& layer, double nodes, double elem) {
+  const double nnz = nodes * shape_real(layer.shape, "nnz_per_node").value_or(1);
+  const double width = layer.out_elems;
+  task.bytes_read = nnz * (elem + 4) + nnz * width * elem;
+  task.bytes_written = nodes * width * elem;
+}
+
+}  // namespace
+
+double input_elems(const Layer& layer) {
+  const Attributes& s = layer.shape;
+  if (layer.op == LayerOp::linear) {
+    auto m = shape_real(s, "m");
+    auto k = shape_real(s, "k");
+    if (m && k) return *m * *k;
+  }
+  if (layer.op == LayerOp::conv) {
+    auto c_in = shape_real(s, "c_in");
+    auto h = shape_real(s, "h_out");
+    auto w = shape_real(s, "w_out");
+    const double stride = shape_real(s, "stride").value_or(1);
+    if (c_in && h && w) return *c_in * (*h * stride) * (*w * stride);
+  }
+  if (layer.op == LayerOp::embedding) return 0;  // token ids: negligible next to the rows read
+  if (layer.op == LayerOp::elementwise) return 2 * layer.out_elems;
+  return layer.saved_elems > 0 ? layer.saved_elems : layer.out_elems;
+}
+
+Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype) {
+  STRATA_ASSERT(microbatch > 0 && tp >= 1, "layer_task: microbatch > 0 and tp >= 1");
+  Task task;
+  task.stream = Stream::compute;
+  task.dtype = dtype;
+  switch (phase) {
+    case Phase::forward:
+      task.kind = forward_kind(layer.op);
+      break;
+    case Phase::backward_data:
+      task.kind = backward_data_kind(layer.op);
+      break;
+    case Phase::backward_weight: {
+      std::optional<TaskKind> kind = backward_weight_kind(layer.op);
+      STRATA_ASSERT(kind.has_value(), "layer " + layer.name + " has no backward-weight task");
+      task.kind = *kind;
+      break;
+    }
+  }
+  const double ranks = is_split(layer) ? tp : 1;
+  task.flops = phase_flops(layer, phase) * microbatch / ranks;
+  const Footprint f = footprint(layer, microbatch, tp);
+  const double b = bytes_per_element(dtype);
+  const bool writes_dw =
+      phase == Phase::backward_weight || (phase == Phase::backward_data && !backward_weight_kind(layer.op));
+  switch (phase) {
+    case Phase::forward:
+      task.bytes_read = (f.input + f.weights) * b;
+      task.bytes_written = f.output * b;
+      break;
+    case Phase::backward_data:
+      task.bytes_read = (f.output + f.weights) * b;
+      task.bytes_written = (f.input + (writes_dw ? f.weights : 0)) * b;
+      break;
+    case Phase::backward_weight:
+      task.bytes_read = (f.input + f.output) * b;
+      task.bytes_written = f.weights * b;
+      break;
+  }
+  if (layer.op == LayerOp::aggregate) set_spmm_bytes(task, layer, microbatch, b);
+  if (layer.op == LayerOp::fixed)
+    task.attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / ranks;
+  return task;
+}
+
+Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype) {
+  Task task = layer_cost_task(layer, phase, microbatch, tp, dtype);
+  task.attrs = task_attrs(layer, phase, microbatch, tp);
+  return task;
+}
+
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {
+  const double elem = bytes_per_element(dtype);
+  const double cost_params = model.family == "synthetic" ? 0.0 : params;
+  Task task;
+  task.kind = TaskKind::optimizer_step;
+  task.stream = Stream::compute;
+  task.dtype = dtype;
+  task.flops = cost_params * (optimizer == Optimizer::adam ? 10.0 : 2.0);
+  task.bytes_read = cost_params * (elem + optimizer_state_bytes_per_param(optimizer, dtype));
+  task.bytes_written = cost_params * elem;
+  task.attrs["params"] = params;
+  task.attrs["optimizer"] = std::string(to_string(optimizer));
+  return task;
+}
+
+}  // namespace strata

@@ -1,0 +1,155 @@
+// lower(): a model and a DP x TP x PP configuration to a Plan.
+//
+// Task ids (coordinates it, dp, pp, tp, mb always present on per-worker tasks, so ids are
+// uniform; <layer> is the zoo's layer name, e.g. "l7/qkv"):
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/fwd/<layer>     forward of a layer
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/bwd/<layer>     backward data (and the weight gradient of ops
+//                                                  without a backward-weight kind)
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/bwdw/<layer>    backward weight (linear and conv layers)
+//   it<i>/dp<d>/pp<s>/mb<m>/fwd/<layer>/ar        Megatron allreduce after a forward (group: the
+//   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data
+//   it<i>/pp<s>/tp<t>/ar/b<k>                     DP gradient bucket k in issue order (group:
+//                                                  the dp ranks of stage s, tp rank t)
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/fwd        activation to stage s+1 (peer: same dp, tp)
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/fwd        its arrival at stage s (peer: stage s-1)
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/bwd        its arrival at stage s (peer: stage s+1)
+//   it<i>/dp<d>/pp<s>/tp<t>/opt                   optimizer step of the worker's shard
+// Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
+// input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
+// ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations.
+// Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
+#include <algorithm>
+#include <string>
+
+#include "lowering_builder.hpp"
+#include "strata/models/lowering/strategy.hpp"
+
+namespace strata {
+namespace lowering {
+
+PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
+    : layout_(layout),
+      plan_(plan),
+      buffers_(static_cast<std::size_t>(plan.num_workers())),
+      tasks_(static_cast<std::size_t>(plan.num_workers())),
+      groups_(static_cast<std::size_t>(layout.dp * layout.pp)),
+      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)) {}
+
+const std::string& PlanBuilder::layer_name(int i) const {
+  return layout_.model->layers[static_cast<std::size_t>(i)].name;
+}
+
+std::string PlanBuilder::input_name(int s) const {
+  const int first = stage(s).first_layer;
+  return first == 0 ? std::string("input") : layer_name(first - 1);
+}
+
+BufferIndex PlanBuilder::act(WorkerId rank, int j, int slot) const {
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const int n = stage(rank / layout_.tp % layout_.pp).size();
+  return b.act_base + static_cast<BufferIndex>(j * (n + 1) + slot);
+}
+
+BufferIndex PlanBuilder::grad(WorkerId rank, int j, int slot) const {
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const int n = stage(rank / layout_.tp % layout_.pp).size();
+  return b.grad_base + static_cast<BufferIndex>(j * (n + 1) + slot);
+}
+
+void PlanBuilder::add_buffers() {
+  const DType dtype = layout_.config->dtype;
+  const double elem = bytes_per_element(dtype);
+  const double opt_per_param = optimizer_state_bytes_per_param(layout_.config->optimizer, dtype);
+  for (int d = 0; d < layout_.dp; ++d)
+    for (int s = 0; s < layout_.pp; ++s)
+      for (int t = 0; t < layout_.tp; ++t) {
+        const WorkerId rank = layout_.rank(d, s, t);
+        const Stage& st = stage(s);
+        const std::string prefix = std::string("dp").append(std::to_string(d)) + "/pp" + std::to_string(s) +
+                                   "/tp" + std::to_string(t) + "/";
+        WorkerBuffers& wb = buffers_[static_cast<std::size_t>(rank)];
+        for (int i = st.first_layer; i < st.end_layer; ++i) {
+          const LayerPlan& l = layer(i);
+          const bool has = l.writes_wgrad;
+          wb.weight.push_back(
+              has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank, l.weight_bytes, dtype, true})
+                  : kNoBuffer);
+          wb.wgrad.push_back(
+              has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank, l.weight_bytes, dtype, true})
+                  : kNoBuffer);
+        }
+        wb.opt = plan_.add_buffer({prefix + "opt/state", rank, st.params * opt_per_param, DType::fp32, true});
+        const double input_bytes = st.first_layer == 0
+                                       ? layout_.model->input_elems * layout_.microbatch_size * elem
+                                       : layer(st.first_layer - 1).out_bytes;
+        for (const char* kind : {"act/", "grad/"}) {
+          BufferIndex base = 0;
+          for (int j = 0; j < layout_.microbatches; ++j) {
+            const std::string mb = prefix + "mb" + std::to_string(j) + "/" + kind;
+            const BufferIndex first = plan_.add_buffer({mb + input_name(s), rank, input_bytes, dtype, false});
+            if (j == 0) base = first;
+            for (int i = st.first_layer; i < st.end_layer; ++i)
+              plan_.add_buffer({mb + layer_name(i), rank, layer(i).out_bytes, dtype, false});
+          }
+          (kind[0] == 'a' ? wb.act_base : wb.grad_base) = base;
+        }
+      }
+}
+
+void PlanBuilder::add_iteration(int iteration) {
+  for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
+  for (int d = 0; d < layout_.replicas; ++d)
+    for (int s = 0; s < layout_.pp; ++s) {
+      for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
+      create_tp_allreduces(iteration, d, s);
+    }
+  if (layout_.dp > 1)
+    for (int s = 0; s < layout_.pp; ++s)
+      for (int t = 0; t < layout_.tp; ++t) create_bucket_allreduces(iteration, s, t);
+  for (int d = 0; d < layout_.replicas; ++d)
+    for (int s = 0; s < layout_.pp; ++s) {
+      wire_tp_allreduces(d, s);
+      for (int t = 0; t < layout_.tp; ++t) wire_worker(d, s, t);
+    }
+  if (layout_.dp > 1)
+    for (int s = 0; s < layout_.pp; ++s)
+      for (int t = 0; t < layout_.tp; ++t) wire_bucket_allreduces(s, t);
+}
+
+}  // namespace lowering
+
+Plan lower(const Model& model, const StrategyConfig& config) {
+  check_strategy(model, config);
+  const lowering::Layout layout = lowering::make_layout(model, config);
+  Plan plan(config.workers());
+  plan.info.model = model.name;
+  plan.info.strategy = config.to_string();
+  plan.info.schedule = config.pp == 1 ? "none" : std::string(to_string(config.schedule));
+  plan.info.optimizer = std::string(to_string(config.optimizer));
+  plan.info.dtype = config.dtype;
+  plan.info.global_batch = layout.global_batch;
+  plan.info.microbatches = layout.microbatches;
+  plan.info.tokens_per_sample = model.seq;
+  plan.info.model_flops_per_iteration = model.model_flops_per_token() * static_cast<double>(model.seq) *
+                                        static_cast<double>(layout.global_batch);
+  plan.info.seed = config.seed;
+
+  // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a
+  // weight-gradient task and an allreduce, plus per-iteration optimizer and bucket tasks.
+  std::size_t widest_stage = 0;
+  for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
+  plan.reserve(static_cast<std::size_t>(config.iterations) *
+                   static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
+                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 4 + 4) + 2 +
+                    static_cast<std::size_t>(layout.max_buckets)),
+               static_cast<std::size_t>(config.workers()) *
+                   (static_cast<std::size_t>(layout.microbatches) + 3) * (widest_stage + 1));
+  lowering::PlanBuilder builder(layout, plan);
+  builder.add_buffers();
+  for (int it = 0; it < config.iterations; ++it) builder.add_iteration(it);
+  plan.validate();
+  return plan;
+}
+
+}  // namespace strata

@@ -1,0 +1,84 @@
+// Internal to the lowering: PlanBuilder adds the buffers of a run and the tasks of each
+// iteration to a Plan, following a Layout (lowering_layout.hpp).
+//
+// Per iteration it first creates every task (lowering_tasks.cpp), recording their indices in
+// tables by logical coordinates, then wires data and control dependencies from those tables
+// (lowering_deps.cpp). Each step is linear in the number of tasks it adds.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lowering_layout.hpp"
+
+namespace strata::lowering {
+
+inline constexpr BufferIndex kNoBuffer = std::numeric_limits<BufferIndex>::max();
+
+class PlanBuilder {
+ public:
+  // REQUIRES: layout and plan outlive the builder; plan has layout's worker count.
+  PlanBuilder(const Layout& layout, Plan& plan);
+
+  void add_buffers();
+  void add_iteration(int iteration);
+
+ private:
+  // Buffers of one worker. Activation slot a of microbatch j: a = 0 is the stage's input,
+  // a = k + 1 the output of the stage's layer k; the gradient slots mirror them.
+  struct WorkerBuffers {
+    std::vector<BufferIndex> weight, wgrad;  // per stage layer; kNoBuffer without params
+    BufferIndex opt = kNoBuffer;
+    BufferIndex act_base = 0, grad_base = 0;
+  };
+  // Tasks of one worker in the current iteration; compute tables are [j * n + k].
+  struct WorkerTasks {
+    std::vector<TaskIndex> fwd, bwd, bwdw;
+    std::vector<TaskIndex> recv_fwd, send_fwd, recv_bwd, send_bwd;  // per microbatch
+    TaskIndex opt = kNoTask;
+    TaskIndex prev_opt = kNoTask;  // the previous iteration's optimizer step
+  };
+  // TP allreduces of one (dp rank, stage) group, [j * n + k].
+  struct GroupTasks {
+    std::vector<TaskIndex> fwd_ar, bwd_ar;
+  };
+
+  const Stage& stage(int s) const { return layout_.stages[static_cast<std::size_t>(s)]; }
+  const LayerPlan& layer(int i) const { return layout_.layers[static_cast<std::size_t>(i)]; }
+  const std::string& layer_name(int i) const;
+  std::string input_name(int s) const;  // name of the activation a stage receives
+  BufferIndex act(WorkerId rank, int j, int slot) const;
+  BufferIndex grad(WorkerId rank, int j, int slot) const;
+
+  // lowering_tasks.cpp
+  void create_worker_tasks(int it, int d, int s, int t);
+  void create_forward(int it, int d, int s, int t, int slot_index, int j);
+  void create_backward(int it, int d, int s, int t, int slot_index, int j);
+  void create_optimizer(int it, int d, int s, int t);
+  void create_tp_allreduces(int it, int d, int s);
+  void create_bucket_allreduces(int it, int s, int t);
+  TaskIndex add_compute(const Task& model_task, std::string id, WorkerId rank, int it, std::int64_t priority);
+  TaskIndex add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
+                    std::int64_t priority, double bytes);
+  TaskIndex add_collective(std::string id, std::vector<WorkerId> group, CollectiveAlgo algo, DType dtype,
+                           int it, std::int64_t priority, double bytes);
+
+  // lowering_deps.cpp
+  void wire_worker(int d, int s, int t);
+  void wire_microbatch(int d, int s, int t, int j);
+  void wire_tp_allreduces(int d, int s);
+  void wire_bucket_allreduces(int s, int t);
+  void wire_optimizer(int d, int s, int t);
+  TaskIndex output_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex input_grad_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex wgrad_producer(WorkerId rank, int j, int k) const;
+
+  const Layout& layout_;
+  Plan& plan_;
+  std::vector<WorkerBuffers> buffers_;           // per rank
+  std::vector<WorkerTasks> tasks_;               // per rank
+  std::vector<GroupTasks> groups_;               // per d * pp + s
+  std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
+};
+
+}  // namespace strata::lowering

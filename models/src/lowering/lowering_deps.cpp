@@ -1,0 +1,154 @@
+// Dependencies of one iteration's tasks (all on the same microbatch unless said otherwise):
+// - fwd(k) after the output of layer k-1: its forward, or the TP allreduce that follows it; the
+//   stage's first layer after recv/fwd (stage > 0);
+// - bwd(k) and bwdw(k) after fwd(k) and after the gradient of their output: the input gradient
+//   of layer k+1 (its bwd, or the TP allreduce that follows it), recv/bwd for the stage's last
+//   layer; the model's last layer (the loss) only after its forward (and its TP allreduce);
+// - the weight gradient of a layer accumulates over microbatches: its producer (bwdw, or bwd for
+//   ops without a backward-weight kind) after the same layer's producer for the previous
+//   microbatch in backward order;
+// - send/fwd after the stage's output, send/bwd after the stage's input gradient, every recv
+//   after its send;
+// - a TP allreduce after the matching forward / backward data of every tp rank;
+// - DP bucket k after the weight gradients of its layers for the last microbatch in backward
+//   order on every dp rank (the accumulation chain makes that all microbatches);
+// - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
+//   after every microbatch's backward of the stage's first layer, since it overwrites weights
+//   those read (and after the weight gradients of tied weights, which nothing else awaits);
+// - control: the first forward of every microbatch after the previous iteration's optimizer
+//   step of the worker; 1F1B (and plain accumulation without PP): F(j) at stage s after the
+//   backward of the stage's first layer for microbatch j - (pp - s), which holds at most pp - s
+//   microbatches' activations in flight (Narayanan et al. 2021, PipeDream-Flush).
+#include "lowering_builder.hpp"
+
+namespace strata::lowering {
+
+TaskIndex PlanBuilder::output_producer(int d, int s, int t, int j, int k) const {
+  const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].fwd_ar[cell];
+  return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].fwd[cell];
+}
+
+TaskIndex PlanBuilder::input_grad_producer(int d, int s, int t, int j, int k) const {
+  const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].bwd_ar[cell];
+  return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].bwd[cell];
+}
+
+TaskIndex PlanBuilder::wgrad_producer(WorkerId rank, int j, int k) const {
+  const int s = rank / layout_.tp % layout_.pp;
+  const Stage& st = stage(s);
+  const auto cell = static_cast<std::size_t>(j * st.size() + k);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  if (!layer(st.first_layer + k).writes_wgrad) return kNoTask;
+  return w.bwdw[cell] != kNoTask ? w.bwdw[cell] : w.bwd[cell];
+}
+
+void PlanBuilder::wire_worker(int d, int s, int t) {
+  const Stage& st = stage(s);
+  int previous = -1;
+  for (int j : st.bwd_order) {
+    wire_microbatch(d, s, t, j);
+    if (previous >= 0) {
+      const WorkerId rank = layout_.rank(d, s, t);
+      for (int k = 0; k < st.size(); ++k) {
+        const TaskIndex now = wgrad_producer(rank, j, k);
+        if (now != kNoTask) plan_.add_data_dep(wgrad_producer(rank, previous, k), now);
+      }
+    }
+    previous = j;
+  }
+  wire_optimizer(d, s, t);
+}
+
+void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
+  const Stage& st = stage(s);
+  const int n = st.size();
+  const WorkerId rank = layout_.rank(d, s, t);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const auto mb = static_cast<std::size_t>(j);
+  const bool last_stage = s + 1 == layout_.pp;
+  for (int k = 0; k < n; ++k) {
+    const auto cell = static_cast<std::size_t>(j * n + k);
+    const TaskIndex fwd = w.fwd[cell];
+    if (k > 0) {
+      plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
+    } else {
+      if (s > 0) plan_.add_data_dep(w.recv_fwd[mb], fwd);
+      if (w.prev_opt != kNoTask) plan_.add_control_dep(w.prev_opt, fwd);
+      const int in_flight = layout_.pp - s;
+      if (layout_.one_f_one_b && j >= in_flight)
+        plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], fwd);
+    }
+    const TaskIndex output_grad = k + 1 < n     ? input_grad_producer(d, s, t, j, k + 1)
+                                  : !last_stage ? w.recv_bwd[mb]
+                                                : kNoTask;
+    for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]}) {
+      if (task == kNoTask) continue;
+      plan_.add_data_dep(fwd, task);
+      if (output_grad != kNoTask) {
+        plan_.add_data_dep(output_grad, task);
+      } else {
+        const TaskIndex out = output_producer(d, s, t, j, k);
+        if (out != fwd) plan_.add_data_dep(out, task);
+      }
+    }
+  }
+  if (!last_stage) {
+    plan_.add_data_dep(output_producer(d, s, t, j, n - 1), w.send_fwd[mb]);
+    const WorkerTasks& next = tasks_[static_cast<std::size_t>(layout_.rank(d, s + 1, t))];
+    plan_.add_data_dep(next.send_bwd[mb], w.recv_bwd[mb]);
+  }
+  if (s > 0) {
+    plan_.add_data_dep(input_grad_producer(d, s, t, j, 0), w.send_bwd[mb]);
+    const WorkerTasks& prev = tasks_[static_cast<std::size_t>(layout_.rank(d, s - 1, t))];
+    plan_.add_data_dep(prev.send_fwd[mb], w.recv_fwd[mb]);
+  }
+}
+
+void PlanBuilder::wire_tp_allreduces(int d, int s) {
+  const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+  for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
+    for (int t = 0; t < layout_.tp; ++t) {
+      const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+      if (g.fwd_ar[cell] != kNoTask) plan_.add_data_dep(w.fwd[cell], g.fwd_ar[cell]);
+      if (g.bwd_ar[cell] != kNoTask) plan_.add_data_dep(w.bwd[cell], g.bwd_ar[cell]);
+    }
+}
+
+void PlanBuilder::wire_bucket_allreduces(int s, int t) {
+  const Stage& st = stage(s);
+  const int last = st.last_backward_microbatch();
+  const auto& tasks = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  for (std::size_t k = 0; k < tasks.size(); ++k)
+    for (int d = 0; d < layout_.replicas; ++d)
+      for (int i : st.buckets[k])
+        plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer), tasks[k]);
+}
+
+void PlanBuilder::wire_optimizer(int d, int s, int t) {
+  const Stage& st = stage(s);
+  const WorkerId rank = layout_.rank(d, s, t);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  if (layout_.dp > 1) {
+    for (TaskIndex bucket : buckets_[static_cast<std::size_t>(s * layout_.tp + t)])
+      plan_.add_data_dep(bucket, w.opt);
+  } else {
+    const int last = st.last_backward_microbatch();
+    for (int k = 0; k < st.size(); ++k) {
+      const TaskIndex producer = wgrad_producer(rank, last, k);
+      if (producer != kNoTask) plan_.add_data_dep(producer, w.opt);
+    }
+  }
+  for (int j = 0; j < layout_.microbatches; ++j) {
+    plan_.add_control_dep(w.bwd[static_cast<std::size_t>(j * st.size())], w.opt);
+    // Weight gradients of tied weights (no parameters here) feed nothing else: end them too.
+    for (int k = 0; k < st.size(); ++k) {
+      const auto cell = static_cast<std::size_t>(j * st.size() + k);
+      if (w.bwdw[cell] != kNoTask && !layer(st.first_layer + k).writes_wgrad)
+        plan_.add_control_dep(w.bwdw[cell], w.opt);
+    }
+  }
+}
+
+}  // namespace strata::lowering

@@ -1,0 +1,177 @@
+// The iteration-independent part of the lowering: stages, layer templates, Megatron
+// communication, gradient buckets and pipeline schedules (see lowering_layout.hpp).
+#include "lowering_layout.hpp"
+
+#include <algorithm>
+
+#include "strata/models/lowering/layer_tasks.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata::lowering {
+namespace {
+
+bool splits_output(const Layer& layer) {
+  // Column and heads splits leave each tp rank a slice of the output; a vocab-parallel embedding
+  // or loss ends with an allreduce that makes it whole again.
+  return (layer.split == TensorSplit::column || layer.split == TensorSplit::heads) &&
+         layer.op != LayerOp::embedding && layer.op != LayerOp::loss;
+}
+
+// Megatron-LM (Shoeybi et al. 2019, fig. 3): g (allreduce in forward) after every row-split
+// layer, f (allreduce in backward) before every column-parallel region, i.e. on the input
+// gradient of a split layer whose input is whole. GPT's vocab-parallel embedding sums partial
+// lookups in forward; its vocab-parallel cross-entropy reduces the max, the target logit and
+// the sum of exponentials (three fp32 values per token, merged into one allreduce here).
+LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, DType dtype) {
+  LayerComm comm;
+  if (tp <= 1) return comm;
+  const Layer& layer = model.layers[i];
+  const double elem = bytes_per_element(dtype);
+  if (layer.split == TensorSplit::row ||
+      (layer.split == TensorSplit::column && layer.op == LayerOp::embedding)) {
+    comm.fwd_allreduce_bytes = layer.out_elems * microbatch * elem;
+    comm.fwd_dtype = dtype;
+  } else if (layer.split == TensorSplit::column && layer.op == LayerOp::loss) {
+    comm.fwd_allreduce_bytes = 3.0 * static_cast<double>(model.seq) * microbatch * 4.0;
+    comm.fwd_dtype = DType::fp32;
+  }
+  const bool input_whole = i == 0 || model.layers[i - 1].split == TensorSplit::replicated ||
+                           model.layers[i - 1].split == TensorSplit::row;
+  if (splits_output(layer) && input_whole) comm.bwd_allreduce_bytes = input_elems(layer) * microbatch * elem;
+  return comm;
+}
+
+LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DType dtype) {
+  const Layer& layer = model.layers[i];
+  const int tp = is_split(layer) ? layout.tp : 1;
+  const double elem = bytes_per_element(dtype);
+  const double mb = layout.microbatch_size;
+  LayerPlan out;
+  out.params = layer.params / tp;
+  out.weight_bytes = out.params * elem;
+  out.saved_bytes = layer.saved_elems * mb * elem / tp;
+  out.out_bytes = layer.out_elems * mb * elem / (splits_output(layer) ? layout.tp : 1);
+  out.fwd = layer_task(layer, Phase::forward, mb, tp, dtype);
+  out.bwd = layer_task(layer, Phase::backward_data, mb, tp, dtype);
+  // A weight tied to another layer's (GPT's head) has no parameters of its own but still
+  // computes a weight gradient; its FLOPs are kept, its gradient is not communicated (Megatron's
+  // embedding-group allreduce between the first and last stage is not modelled).
+  out.has_bwdw =
+      backward_weight_kind(layer.op).has_value() && (layer.params > 0 || layer.bwd_weight_flops > 0);
+  if (out.has_bwdw) out.bwdw = layer_task(layer, Phase::backward_weight, mb, tp, dtype);
+  out.writes_wgrad = layer.params > 0;
+  // The simulator's memory follows the memory model: saved activations live from a
+  // microbatch's forward of the layer to its backward data.
+  out.fwd.mem_alloc = out.saved_bytes;
+  out.bwd.mem_free = out.saved_bytes;
+  out.comm = tp_comm(model, i, mb, layout.tp, dtype);
+  return out;
+}
+
+// PipeDream-Flush (Narayanan et al. 2021): stage s runs min(pp-s-1, m) warm-up forwards, then
+// alternates one forward and one backward, then drains the backwards. Without PP this is plain
+// gradient accumulation, F0 B0 F1 B1 ... GPipe: all forwards, then backwards in reverse order.
+std::vector<Slot> schedule(bool one_f_one_b, int pp, int stage, int m) {
+  std::vector<Slot> slots;
+  slots.reserve(static_cast<std::size_t>(2 * m));
+  if (!one_f_one_b) {
+    for (int j = 0; j < m; ++j) slots.push_back({true, j});
+    for (int j = m - 1; j >= 0; --j) slots.push_back({false, j});
+    return slots;
+  }
+  const int warmup = std::min(pp - stage - 1, m);
+  for (int j = 0; j < warmup; ++j) slots.push_back({true, j});
+  for (int k = 0; k < m - warmup; ++k) {
+    slots.push_back({true, warmup + k});
+    slots.push_back({false, k});
+  }
+  for (int j = m - warmup; j < m; ++j) slots.push_back({false, j});
+  return slots;
+}
+
+// Gradient buckets in backward order (PyTorch DDP): close a bucket once it holds bucket_bytes,
+// or, with bucket_bytes == 0, at every block boundary.
+void make_buckets(const Model& model, const Layout& layout, double bucket_bytes, Stage& stage) {
+  std::vector<int> current;
+  double bytes = 0;
+  int block = -1;
+  auto close = [&] {
+    if (current.empty()) return;
+    stage.buckets.push_back(std::move(current));
+    stage.bucket_bytes.push_back(bytes);
+    current.clear();
+    bytes = 0;
+  };
+  for (int i = stage.end_layer - 1; i >= stage.first_layer; --i) {
+    const LayerPlan& layer = layout.layers[static_cast<std::size_t>(i)];
+    if (!layer.writes_wgrad) continue;
+    const int layer_block = model.layers[static_cast<std::size_t>(i)].block;
+    if (bucket_bytes == 0 && layer_block != block) close();
+    block = layer_block;
+    current.push_back(i);
+    bytes += layer.weight_bytes;
+    if (bucket_bytes > 0 && bytes >= bucket_bytes) close();
+  }
+  close();
+}
+
+void make_stage(const Model& model, const Layout& layout, int s, const std::vector<int>& bounds,
+                Stage& stage) {
+  const auto begin = std::find_if(model.layers.begin(), model.layers.end(), [&](const Layer& l) {
+    return l.block >= bounds[static_cast<std::size_t>(s)];
+  });
+  const auto end = std::find_if(begin, model.layers.end(), [&](const Layer& l) {
+    return l.block >= bounds[static_cast<std::size_t>(s) + 1];
+  });
+  stage.first_layer = static_cast<int>(begin - model.layers.begin());
+  stage.end_layer = static_cast<int>(end - model.layers.begin());
+  STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
+  stage.slots = schedule(layout.one_f_one_b, layout.pp, s, layout.microbatches);
+  const auto m = static_cast<std::size_t>(layout.microbatches);
+  stage.fwd_slot.assign(m, 0);
+  stage.bwd_slot.assign(m, 0);
+  for (std::size_t k = 0; k < stage.slots.size(); ++k) {
+    const Slot& slot = stage.slots[k];
+    auto& table = slot.forward ? stage.fwd_slot : stage.bwd_slot;
+    table[static_cast<std::size_t>(slot.microbatch)] = static_cast<int>(k);
+    if (!slot.forward) stage.bwd_order.push_back(slot.microbatch);
+  }
+  for (int i = stage.first_layer; i < stage.end_layer; ++i)
+    stage.params += layout.layers[static_cast<std::size_t>(i)].params;
+  make_buckets(model, layout, layout.config->bucket_bytes, stage);
+}
+
+}  // namespace
+
+Layout make_layout(const Model& model, const StrategyConfig& config) {
+  Layout layout;
+  layout.model = &model;
+  layout.config = &config;
+  layout.dp = config.dp;
+  layout.replicas = config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp) : config.dp;
+  layout.tp = config.tp;
+  layout.pp = config.pp;
+  layout.microbatches = static_cast<int>(microbatch_count(config));
+  layout.global_batch = effective_global_batch(model, config);
+  layout.microbatch_size =
+      static_cast<double>(layout.global_batch) / (static_cast<double>(config.dp) * layout.microbatches);
+  layout.one_f_one_b = config.pp == 1 || config.schedule == PipelineSchedule::one_f_one_b;
+  layout.layers.reserve(model.layers.size());
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    layout.layers.push_back(plan_layer(model, i, layout, config.dtype));
+
+  const std::vector<int> bounds = partition_blocks(model, config.pp);
+  layout.stages.resize(static_cast<std::size_t>(config.pp));
+  int widest = 0;
+  for (int s = 0; s < config.pp; ++s) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    make_stage(model, layout, s, bounds, stage);
+    widest = std::max(widest, stage.size());
+    layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
+  }
+  layout.slot_stride = 3LL * widest + 2;
+  layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + layout.max_buckets + 1;
+  return layout;
+}
+
+}  // namespace strata::lowering

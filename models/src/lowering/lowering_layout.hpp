@@ -1,0 +1,93 @@
+// Internal to the lowering (lowering*.cpp): what is the same for every iteration of a Plan —
+// the stages, the per-layer task templates and Megatron communication, the DP buckets, the
+// pipeline schedule of each stage and the priority formula.
+//
+// Priorities. Each stage runs a sequence of slots (F(j): forward of microbatch j, B(j): its
+// backward), the same on every worker of the stage, so every collective (whose members share a
+// stage) gets one priority on all of them. A task's priority is
+//   iteration * iteration_stride + slot * slot_stride + position
+// with positions inside a slot (n = layers of the stage, k = layer in the stage, r = n-1-k):
+//   forward:  recv/fwd 0, fwd(k) 1+2k, TP allreduce after it 2+2k, send/fwd 2n+1;
+//   backward: recv/bwd 0, bwd(k) 1+3r, TP allreduce after it 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
+// After the last slot come the DP bucket allreduces in issue order, then the optimizer step,
+// so gradient traffic never delays a pipeline or TP message that the same backward needs.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "strata/models/lowering/strategy.hpp"
+
+namespace strata::lowering {
+
+inline constexpr TaskIndex kNoTask = std::numeric_limits<TaskIndex>::max();
+
+// Megatron communication around one layer (all zero when tp == 1).
+struct LayerComm {
+  double fwd_allreduce_bytes = 0;  // > 0: an allreduce follows the layer's forward
+  double bwd_allreduce_bytes = 0;  // > 0: an allreduce follows its backward data
+  DType fwd_dtype = DType::fp32;   // what the forward allreduce sums
+};
+
+// What lowering needs of one layer, computed once per Plan.
+struct LayerPlan {
+  Task fwd, bwd, bwdw;        // templates from layer_task(); bwdw only if has_bwdw
+  bool has_bwdw = false;      // a backward-weight kind and a weight gradient to compute
+  bool writes_wgrad = false;  // params > 0: bwdw, or bwd when the op has no bwdw kind
+  double saved_bytes = 0;     // activations kept from forward to backward, per microbatch
+  double out_bytes = 0;       // output activation on one tp rank, per microbatch
+  double weight_bytes = 0;    // parameters on one tp rank, in the training dtype
+  double params = 0;          // on one tp rank
+  LayerComm comm;
+};
+
+struct Slot {
+  bool forward = true;
+  int microbatch = 0;
+};
+
+struct Stage {
+  int first_layer = 0;  // model layer indices [first_layer, end_layer)
+  int end_layer = 0;
+  std::vector<Slot> slots;                // schedule: 2m slots
+  std::vector<int> fwd_slot, bwd_slot;    // slot index of F(j), B(j)
+  std::vector<int> bwd_order;             // microbatches in backward order
+  std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
+  std::vector<double> bucket_bytes;
+  double params = 0;  // per worker (tp shard)
+  int size() const { return end_layer - first_layer; }
+  int last_backward_microbatch() const { return bwd_order.back(); }
+};
+
+struct Layout {
+  const Model* model = nullptr;
+  const StrategyConfig* config = nullptr;
+  int dp = 1, tp = 1, pp = 1;
+  int replicas = 1;  // data-parallel replicas whose tasks are lowered (see lowered_replicas)
+  int microbatches = 1;
+  double microbatch_size = 1;  // samples
+  std::int64_t global_batch = 1;
+  bool one_f_one_b = true;  // false: GPipe
+  std::vector<LayerPlan> layers;
+  std::vector<Stage> stages;
+  std::int64_t slot_stride = 1;
+  std::int64_t iteration_stride = 1;
+  std::int64_t max_buckets = 0;
+
+  WorkerId rank(int d, int s, int t) const { return (d * pp + s) * tp + t; }
+  std::int64_t priority(int iteration, int slot, int position) const {
+    return iteration * iteration_stride + slot * slot_stride + position;
+  }
+  std::int64_t bucket_priority(int iteration, int bucket) const {
+    return iteration * iteration_stride + 2LL * microbatches * slot_stride + bucket;
+  }
+  std::int64_t optimizer_priority(int iteration) const {
+    return iteration * iteration_stride + 2LL * microbatches * slot_stride + max_buckets;
+  }
+};
+
+// REQUIRES: check_strategy(model, config) passed. `model` and `config` outlive the Layout.
+Layout make_layout(const Model& model, const StrategyConfig& config);
+
+}  // namespace strata::lowering

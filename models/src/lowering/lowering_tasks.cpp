@@ -1,0 +1,245 @@
+// Task creation of one iteration: every task with its id, worker, stream, priority, sizes and
+// buffers, recorded in PlanBuilder's tables. Dependencies are added in lowering_deps.cpp.
+#include <string>
+
+#include "lowering_builder.hpp"
+#include "strata/models/lowering/layer_tasks.hpp"
+
+namespace strata::lowering {
+namespace {
+
+// Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+std::string coord(const char* name, int value) { return std::string(name).append(std::to_string(value)); }
+
+std::string worker_prefix(int it, int d, int s, int t) {
+  return coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/";
+}
+
+}  // namespace
+
+TaskIndex PlanBuilder::add_compute(const Task& model_task, std::string id, WorkerId rank, int it,
+                                   std::int64_t priority) {
+  Task task = model_task;
+  task.id = std::move(id);
+  task.worker = rank;
+  task.iteration = it;
+  task.priority = priority;
+  return plan_.add_task(std::move(task));
+}
+
+TaskIndex PlanBuilder::add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
+                               std::int64_t priority, double bytes) {
+  Task task;
+  task.id = std::move(id);
+  task.kind = kind;
+  task.stream = Stream::comm;
+  task.worker = rank;
+  task.peer = peer;
+  task.dtype = layout_.config->dtype;
+  task.iteration = it;
+  task.priority = priority;
+  // The send carries the payload; the recv only marks its arrival (task.hpp).
+  task.comm_bytes = kind == TaskKind::send ? bytes : 0.0;
+  return plan_.add_task(std::move(task));
+}
+
+TaskIndex PlanBuilder::add_collective(std::string id, std::vector<WorkerId> group, CollectiveAlgo algo,
+                                      DType dtype, int it, std::int64_t priority, double bytes) {
+  Task task;
+  task.id = std::move(id);
+  task.kind = TaskKind::allreduce;
+  task.stream = Stream::comm;
+  task.group = std::move(group);
+  task.algo = algo;
+  task.dtype = dtype;
+  task.iteration = it;
+  task.priority = priority;
+  task.comm_bytes = bytes;
+  return plan_.add_task(std::move(task));
+}
+
+void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
+  const Stage& st = stage(s);
+  const auto cells = static_cast<std::size_t>(layout_.microbatches * st.size());
+  const auto m = static_cast<std::size_t>(layout_.microbatches);
+  WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+  w.fwd.assign(cells, kNoTask);
+  w.bwd.assign(cells, kNoTask);
+  w.bwdw.assign(cells, kNoTask);
+  for (auto* table : {&w.recv_fwd, &w.send_fwd, &w.recv_bwd, &w.send_bwd}) table->assign(m, kNoTask);
+  for (std::size_t k = 0; k < st.slots.size(); ++k) {
+    const Slot& slot = st.slots[k];
+    if (slot.forward)
+      create_forward(it, d, s, t, static_cast<int>(k), slot.microbatch);
+    else
+      create_backward(it, d, s, t, static_cast<int>(k), slot.microbatch);
+  }
+  create_optimizer(it, d, s, t);
+}
+
+void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, int j) {
+  const Stage& st = stage(s);
+  const int n = st.size();
+  const WorkerId rank = layout_.rank(d, s, t);
+  WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/";
+  const auto mb = static_cast<std::size_t>(j);
+  if (s > 0) {
+    const double bytes = layer(st.first_layer - 1).out_bytes;
+    w.recv_fwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/fwd", rank, layout_.rank(d, s - 1, t), it,
+                             layout_.priority(it, slot_index, 0), bytes);
+    plan_.mutable_task(w.recv_fwd[mb]).writes = {act(rank, j, 0)};
+  }
+  for (int k = 0; k < n; ++k) {
+    const int i = st.first_layer + k;
+    const TaskIndex task = add_compute(layer(i).fwd, prefix + "fwd/" + layer_name(i), rank, it,
+                                       layout_.priority(it, slot_index, 1 + 2 * k));
+    Task& task_ref = plan_.mutable_task(task);
+    task_ref.reads = {act(rank, j, k)};
+    if (b.weight[static_cast<std::size_t>(k)] != kNoBuffer)
+      task_ref.reads.push_back(b.weight[static_cast<std::size_t>(k)]);
+    task_ref.writes = {act(rank, j, k + 1)};
+    w.fwd[static_cast<std::size_t>(j * n + k)] = task;
+  }
+  if (s + 1 < layout_.pp) {
+    w.send_fwd[mb] = add_p2p(TaskKind::send, prefix + "send/fwd", rank, layout_.rank(d, s + 1, t), it,
+                             layout_.priority(it, slot_index, 2 * n + 1), layer(st.end_layer - 1).out_bytes);
+    plan_.mutable_task(w.send_fwd[mb]).reads = {act(rank, j, n)};
+  }
+}
+
+void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, int j) {
+  const Stage& st = stage(s);
+  const int n = st.size();
+  const WorkerId rank = layout_.rank(d, s, t);
+  WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/";
+  const auto mb = static_cast<std::size_t>(j);
+  const bool last_stage = s + 1 == layout_.pp;
+  if (!last_stage) {
+    w.recv_bwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/bwd", rank, layout_.rank(d, s + 1, t), it,
+                             layout_.priority(it, slot_index, 0), layer(st.end_layer - 1).out_bytes);
+    plan_.mutable_task(w.recv_bwd[mb]).writes = {grad(rank, j, n)};
+  }
+  for (int r = 0; r < n; ++r) {
+    const int k = n - 1 - r;
+    const int i = st.first_layer + k;
+    const auto ks = static_cast<std::size_t>(k);
+    const auto cell = static_cast<std::size_t>(j * n + k);
+    const LayerPlan& l = layer(i);
+    // The model's last layer (the loss) starts the backward: no output gradient to read.
+    const bool has_output_grad = k + 1 < n || !last_stage;
+    const TaskIndex bwd = add_compute(l.bwd, prefix + "bwd/" + layer_name(i), rank, it,
+                                      layout_.priority(it, slot_index, 1 + 3 * r));
+    Task& bwd_ref = plan_.mutable_task(bwd);
+    if (has_output_grad) bwd_ref.reads.push_back(grad(rank, j, k + 1));
+    bwd_ref.reads.push_back(act(rank, j, k));
+    if (b.weight[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight[ks]);
+    bwd_ref.writes = {grad(rank, j, k)};
+    if (l.writes_wgrad && !l.has_bwdw) bwd_ref.writes.push_back(b.wgrad[ks]);
+    w.bwd[cell] = bwd;
+    if (!l.has_bwdw) continue;
+    const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
+                                       layout_.priority(it, slot_index, 3 + 3 * r));
+    Task& bwdw_ref = plan_.mutable_task(bwdw);
+    if (has_output_grad) bwdw_ref.reads.push_back(grad(rank, j, k + 1));
+    bwdw_ref.reads.push_back(act(rank, j, k));
+    if (b.wgrad[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad[ks]};
+    w.bwdw[cell] = bwdw;
+  }
+  if (s > 0) {
+    w.send_bwd[mb] =
+        add_p2p(TaskKind::send, prefix + "send/bwd", rank, layout_.rank(d, s - 1, t), it,
+                layout_.priority(it, slot_index, 3 * n + 1), layer(st.first_layer - 1).out_bytes);
+    plan_.mutable_task(w.send_bwd[mb]).reads = {grad(rank, j, 0)};
+  }
+}
+
+// One pass over the worker's ZeRO footprint (weights + gradients + optimizer state, 16 B/param
+// for mixed-precision Adam): reads gradients and state, writes weights. ~10 FLOP/param for Adam
+// (moments, bias correction, sqrt, divide, update), 2 for SGD.
+void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
+  const StrategyConfig& config = *layout_.config;
+  const Stage& st = stage(s);
+  const WorkerId rank = layout_.rank(d, s, t);
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  Task task = optimizer_step_task(*layout_.model, st.params, config.optimizer, config.dtype);
+  task.id = worker_prefix(it, d, s, t) + "opt";
+  task.worker = rank;
+  task.iteration = it;
+  task.priority = layout_.optimizer_priority(it);
+  for (std::size_t k = 0; k < b.wgrad.size(); ++k)
+    if (b.wgrad[k] != kNoBuffer) {
+      task.reads.push_back(b.wgrad[k]);
+      task.writes.push_back(b.weight[k]);
+    }
+  task.reads.push_back(b.opt);
+  task.writes.push_back(b.opt);
+  tasks_[static_cast<std::size_t>(rank)].opt = plan_.add_task(std::move(task));
+}
+
+void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
+  const Stage& st = stage(s);
+  const int n = st.size();
+  GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+  g.fwd_ar.assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
+  g.bwd_ar.assign(g.fwd_ar.size(), kNoTask);
+  if (layout_.tp == 1) return;
+  std::vector<WorkerId> group;
+  for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
+  const std::string prefix = coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/";
+  const CollectiveAlgo algo = layout_.config->tp_algo;
+  for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
+    const Slot& slot = st.slots[slot_index];
+    const int j = slot.microbatch;
+    const int slot_id = static_cast<int>(slot_index);
+    const std::string mb = prefix + coord("mb", j) + "/";
+    for (int r = 0; r < n; ++r) {
+      const int k = slot.forward ? r : n - 1 - r;  // in the slot's execution order
+      const int i = st.first_layer + k;
+      const LayerComm& comm = layer(i).comm;
+      const auto cell = static_cast<std::size_t>(j * n + k);
+      const double bytes = slot.forward ? comm.fwd_allreduce_bytes : comm.bwd_allreduce_bytes;
+      if (bytes <= 0) continue;
+      const std::string phase = slot.forward ? "fwd/" : "bwd/";
+      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 2 + 2 * k : 2 + 3 * r);
+      const DType dtype = slot.forward ? comm.fwd_dtype : layout_.config->dtype;
+      const TaskIndex task =
+          add_collective(mb + phase + layer_name(i) + "/ar", group, algo, dtype, it, priority, bytes);
+      Task& ref = plan_.mutable_task(task);
+      for (WorkerId rank : group) {
+        const BufferIndex buf = slot.forward ? act(rank, j, k + 1) : grad(rank, j, k);
+        ref.reads.push_back(buf);
+        ref.writes.push_back(buf);
+      }
+      (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] = task;
+    }
+  }
+}
+
+void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
+  const Stage& st = stage(s);
+  std::vector<TaskIndex>& out = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  out.clear();
+  std::vector<WorkerId> group;
+  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ar/";
+  for (std::size_t k = 0; k < st.buckets.size(); ++k) {
+    const TaskIndex task = add_collective(
+        prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
+        layout_.bucket_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
+    Task& ref = plan_.mutable_task(task);
+    for (WorkerId rank : group)
+      for (int i : st.buckets[k]) {
+        const auto k_in_stage = static_cast<std::size_t>(i - st.first_layer);
+        const BufferIndex buf = buffers_[static_cast<std::size_t>(rank)].wgrad[k_in_stage];
+        ref.reads.push_back(buf);
+        ref.writes.push_back(buf);
+      }
+    out.push_back(task);
+  }
+}
+
+}  // namespace strata::lowering

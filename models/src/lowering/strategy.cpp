@@ -1,0 +1,252 @@
+// Strategy configuration: names, parsing, checks against a model, default batch and the
+// pipeline partition. The lowering to a Plan is in lowering*.cpp.
+#include "strata/models/lowering/strategy.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace {
+
+bool is_mixed_precision(DType dtype) { return dtype == DType::bf16 || dtype == DType::fp16; }
+
+// Per-replica samples per microbatch a family starts from when no batch is given (see
+// default_global_batch).
+std::int64_t base_replica_batch(const Model& model) {
+  if (model.family == "gcn") return model.graph_nodes;  // full-graph: a step reads every node
+  if (model.family == "synthetic") return 1;
+  if (model.family == "gpt") return 8;
+  return 32;
+}
+
+// Parses one positive integer value of --strategy; `item` is the "key=value" text.
+int parse_dimension(std::string_view item, std::string_view value) {
+  int number = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (value.empty() || error != std::errc() || end != value.data() + value.size() || number <= 0)
+    throw InputError("--strategy '" + std::string(item) + "': '" + std::string(value) +
+                     "' is not a positive integer");
+  return number;
+}
+
+void require_positive(const std::string& what, std::int64_t value) {
+  if (value <= 0)
+    throw InputError("--strategy: " + what + " must be a positive integer (got " + std::to_string(value) +
+                     ")");
+}
+
+// Pipeline stages cut between blocks, so blocks are numbered 0, 1, 2, ... in layer order.
+void check_blocks_contiguous(const Model& model) {
+  int previous = 0;
+  for (const Layer& layer : model.layers) {
+    if (layer.block != previous && layer.block != previous + 1)
+      throw InputError("model " + model.name + ": layer '" + layer.name + "' is in block " +
+                       std::to_string(layer.block) + " after block " + std::to_string(previous) +
+                       " (blocks must be numbered 0, 1, 2, ... in layer order)");
+    previous = layer.block;
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(PipelineSchedule schedule) {
+  switch (schedule) {
+    case PipelineSchedule::gpipe:
+      return "gpipe";
+    case PipelineSchedule::one_f_one_b:
+      return "1f1b";
+  }
+  return "?";
+}
+
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
+  if (name == "gpipe") return PipelineSchedule::gpipe;
+  if (name == "1f1b") return PipelineSchedule::one_f_one_b;
+  return std::nullopt;
+}
+
+std::string_view to_string(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::adam:
+      return "adam";
+  }
+  return "?";
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view name) {
+  if (name == "sgd") return Optimizer::sgd;
+  if (name == "adam") return Optimizer::adam;
+  return std::nullopt;
+}
+
+std::string StrategyConfig::to_string() const {
+  return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
+}
+
+void parse_strategy(const std::string& text, StrategyConfig& into) {
+  int values[3] = {1, 1, 1};  // dp, tp, pp
+  bool seen[3] = {false, false, false};
+  static constexpr std::string_view kKeys[3] = {"dp", "tp", "pp"};
+  if (text.empty()) throw InputError("--strategy: empty (expected e.g. 'dp=2,tp=2,pp=2')");
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const auto eq = item.find('=');
+    if (item.empty() || eq == std::string_view::npos)
+      throw InputError("--strategy '" + text + "': expected key=value items such as 'dp=2'");
+    const std::string_view key = item.substr(0, eq);
+    const auto* found = std::find(std::begin(kKeys), std::end(kKeys), key);
+    if (found == std::end(kKeys))
+      throw InputError("--strategy: unknown dimension '" + std::string(key) + "' (known: dp, tp, pp)");
+    const auto slot = static_cast<std::size_t>(found - std::begin(kKeys));
+    if (seen[slot]) throw InputError("--strategy: dimension '" + std::string(key) + "' given twice");
+    seen[slot] = true;
+    values[slot] = parse_dimension(item, item.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  into.dp = values[0];
+  into.tp = values[1];
+  into.pp = values[2];
+}
+
+std::int64_t microbatch_count(const StrategyConfig& config) {
+  if (config.microbatches > 0) return config.microbatches;
+  return config.pp > 1 ? config.pp : 1;
+}
+
+// Per replica: the family's base (GPT 8 sequences, synthetic 1 sample, others 32 samples),
+// raised to the microbatch count and rounded up to a multiple of it, so the default always
+// splits evenly: global = dp * round_up(max(base, m), m).
+std::int64_t default_global_batch(const Model& model, const StrategyConfig& config) {
+  const std::int64_t m = microbatch_count(config);
+  const std::int64_t base = std::max(base_replica_batch(model), m);
+  const std::int64_t per_replica = (base + m - 1) / m * m;
+  return static_cast<std::int64_t>(std::max(config.dp, 1)) * per_replica;
+}
+
+std::int64_t effective_global_batch(const Model& model, const StrategyConfig& config) {
+  return config.global_batch > 0 ? config.global_batch : default_global_batch(model, config);
+}
+
+double optimizer_state_bytes_per_param(Optimizer optimizer, DType dtype) {
+  // Mixed precision keeps an fp32 master copy and fp32 moments (ZeRO, Rajbhandari et al. 2020:
+  // 12 B/param for Adam); full precision keeps the moments in the training dtype.
+  const bool mixed = is_mixed_precision(dtype);
+  const double moment_bytes = mixed ? 4.0 : static_cast<double>(bytes_per_element(dtype));
+  const double moments = optimizer == Optimizer::adam ? 2.0 : 1.0;  // m and v; SGD momentum
+  return (mixed ? 4.0 : 0.0) + moments * moment_bytes;
+}
+
+namespace {
+
+// A GCN step reads all nodes of its graph (zoo_gcn.cpp): splitting them over data-parallel ranks
+// or microbatches would need the neighbours' features from the other parts, which strata does not
+// model, so one replica runs one batch of every node.
+void check_full_graph(const Model& model, const StrategyConfig& config) {
+  const std::string nodes = std::to_string(model.graph_nodes);
+  const std::string why =
+      "model " + model.name + " trains full-graph (every step reads all " + nodes + " nodes)";
+  if (config.dp > 1)
+    throw InputError("dp=" + std::to_string(config.dp) + ": " + why +
+                     "; strata does not model the neighbour exchange a split graph needs (use one worker, "
+                     "pp=N with --microbatches 1, or --solver gist)");
+  if (microbatch_count(config) > 1)
+    throw InputError(std::to_string(microbatch_count(config)) + " microbatches: " + why +
+                     " (give --microbatches 1)");
+  if (config.global_batch > 0 && config.global_batch != model.graph_nodes)
+    throw InputError("global batch " + std::to_string(config.global_batch) + ": " + why +
+                     " (set the graph with --set nodes=N, not --global-batch)");
+}
+
+}  // namespace
+
+void check_strategy(const Model& model, const StrategyConfig& config) {
+  require_positive("dp", config.dp);
+  require_positive("tp", config.tp);
+  require_positive("pp", config.pp);
+  if (config.microbatches < 0)
+    throw InputError("microbatches must be positive (got " + std::to_string(config.microbatches) + ")");
+  if (config.global_batch < 0)
+    throw InputError("global batch must be positive (got " + std::to_string(config.global_batch) + ")");
+  if (config.iterations < 1)
+    throw InputError("iterations must be positive (got " + std::to_string(config.iterations) + ")");
+  if (!(config.bucket_bytes >= 0) || !std::isfinite(config.bucket_bytes))
+    throw InputError("gradient bucket size must be a non-negative number of bytes");
+  if (config.lowered_replicas < 0 || config.lowered_replicas > config.dp)
+    throw InputError("lowered replicas must be in [0, dp] (got " + std::to_string(config.lowered_replicas) +
+                     ")");
+  if (model.layers.empty()) throw InputError("model " + model.name + " has no layers");
+  check_blocks_contiguous(model);
+
+  if (config.tp > 1 && model.family != "gpt")
+    throw InputError("tensor parallelism needs a transformer model (gpt*)");
+  if (config.tp > 1 && (model.heads <= 0 || model.heads % config.tp != 0))
+    throw InputError("tp=" + std::to_string(config.tp) + " does not divide the " +
+                     std::to_string(model.heads) + " attention heads of " + model.name);
+  const int blocks = model.num_blocks_or_layers();
+  if (config.pp > blocks)
+    throw InputError("pp=" + std::to_string(config.pp) + " exceeds the " + std::to_string(blocks) +
+                     " blocks of " + model.name + " (each pipeline stage needs at least one)");
+
+  if (model.family == "gcn") check_full_graph(model, config);
+  const std::int64_t batch = effective_global_batch(model, config);
+  if (batch % config.dp != 0)
+    throw InputError("global batch " + std::to_string(batch) +
+                     " is not divisible by dp=" + std::to_string(config.dp));
+  const std::int64_t per_replica = batch / config.dp;
+  const std::int64_t m = microbatch_count(config);
+  if (per_replica % m != 0)
+    throw InputError(std::to_string(m) + " microbatches do not divide the per-replica batch of " +
+                     std::to_string(per_replica) + " (global batch " + std::to_string(batch) +
+                     " / dp=" + std::to_string(config.dp) + ")");
+}
+
+// Greedy on prefix sums: boundary k goes to the block edge whose prefix cost is closest to
+// k/pp of the total (ties to the earlier edge), leaving at least one block to every stage.
+// Cost of a block: its layers' training FLOP per sample; for a model of fixed layers only,
+// their forward + backward seconds; for a model with neither, one per block.
+std::vector<int> partition_blocks(const Model& model, int pp) {
+  const int blocks = model.num_blocks_or_layers();
+  STRATA_ASSERT(pp >= 1 && pp <= blocks, "partition_blocks needs 1 <= pp <= blocks");
+  std::vector<double> flops(static_cast<std::size_t>(blocks), 0.0);
+  std::vector<double> seconds(static_cast<std::size_t>(blocks), 0.0);
+  for (const Layer& layer : model.layers) {
+    const auto b = static_cast<std::size_t>(std::clamp(layer.block, 0, blocks - 1));
+    flops[b] += layer.fwd_flops + layer.bwd_data_flops + layer.bwd_weight_flops;
+    seconds[b] += layer.fixed_fwd_s + layer.fixed_bwd_s;
+  }
+  std::vector<double> prefix(static_cast<std::size_t>(blocks) + 1, 0.0);
+  const bool use_flops = std::any_of(flops.begin(), flops.end(), [](double f) { return f > 0; });
+  const bool use_seconds = std::any_of(seconds.begin(), seconds.end(), [](double s) { return s > 0; });
+  for (int b = 0; b < blocks; ++b) {
+    const auto i = static_cast<std::size_t>(b);
+    prefix[i + 1] = prefix[i] + (use_flops ? flops[i] : use_seconds ? seconds[i] : 1.0);
+  }
+  std::vector<int> bounds(static_cast<std::size_t>(pp) + 1, 0);
+  bounds.back() = blocks;
+  const double total = prefix.back();
+  for (int k = 1; k < pp; ++k) {
+    const double target = total * k / pp;
+    const int lo = bounds[static_cast<std::size_t>(k) - 1] + 1;
+    const int hi = blocks - (pp - k);
+    int best = lo;
+    for (int j = lo + 1; j <= hi; ++j) {
+      if (std::abs(prefix[static_cast<std::size_t>(j)] - target) <
+          std::abs(prefix[static_cast<std::size_t>(best)] - target))
+        best = j;
+      if (prefix[static_cast<std::size_t>(j)] > target) break;  // prefixes only grow from here
+    }
+    bounds[static_cast<std::size_t>(k)] = best;
+  }
+  return bounds;
+}
+
+}  // namespace strata

@@ -1,0 +1,117 @@
+// Internal to the layer-group solvers (solver_ampnet.cpp, solver_local.cpp): a model's layers
+// placed on workers ("stages"), K instances (minibatches of B samples) of each, and the buffers
+// and tasks they share. Ids follow lowering.cpp: it0/dp0/pp<s>/tp0/mb<k>/{fwd,bwd,bwdw}/<layer>,
+// .../mb<k>/{send,recv}/{fwd,bwd}; buffers dp0/pp<s>/tp0/{w,wgrad,opt}/<layer> and
+// dp0/pp<s>/tp0/mb<k>/{act,grad}/<layer> (the output of a layer, or the gradient with respect to
+// it; "input" for the model's input). A layer whose input lives on another stage reads a copy
+// of it on its own stage, named after the producing layer, which a recv writes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/models/solvers/solver.hpp"
+
+namespace strata::solvers {
+
+inline constexpr TaskIndex kNone = static_cast<TaskIndex>(-1);
+inline constexpr int kModelInput = -1;
+
+std::string coord(const char* name, std::int64_t value);
+
+struct PipeLayer {
+  std::string name;
+  bool is_loss = false;
+  int stage = 0;
+  int input = kModelInput;  // index of the layer whose output it reads
+  Task fwd, bwd, bwdw;      // templates from layer_task() for B samples
+  bool has_bwdw = false;
+  bool has_params = false;
+  double params = 0;
+  double out_bytes = 0;
+  BufferIndex weight = 0, wgrad = 0, opt = 0;  // when has_params
+};
+
+class LayerPipeline {
+ public:
+  // REQUIRES: batch > 0, instances > 0, plan outlives this.
+  LayerPipeline(const Model& model, const StrategyConfig& config, std::int64_t batch, int instances,
+                Plan& plan);
+
+  // Appends `layer` on `stage`, reading the output of layer `input` (kModelInput: the model's
+  // input); returns its index. Its loss, if it is one, averages over `mean_over` samples.
+  int add_layer(const Layer& layer, int stage, int input, std::int64_t mean_over);
+  // Every layer added: creates the weight, gradient and optimizer-state buffers of each layer
+  // with parameters, and per instance its output and gradient buffers and the copies of inputs
+  // that cross stages.
+  void add_buffers();
+
+  const PipeLayer& layer(std::size_t i) const { return layers_[i]; }
+  std::size_t size() const { return layers_.size(); }
+  bool crosses(std::size_t i) const;  // its input lives on another stage
+  BufferIndex out_act(int k, std::size_t i) const { return act_[idx(k, i)]; }
+  BufferIndex out_grad(int k, std::size_t i) const { return grad_[idx(k, i)]; }
+  BufferIndex in_act(int k, std::size_t i) const;   // what layer i reads, on its stage
+  BufferIndex in_grad(int k, std::size_t i) const;  // gradient with respect to that
+
+  // A task of instance k from a template: id it0/dp0/pp<s>/tp0/<id>, on worker `stage`.
+  TaskIndex add_task(Task task, const std::string& id, int stage, std::int64_t priority);
+  TaskIndex add_p2p(TaskKind kind, const std::string& id, int stage, int peer, std::int64_t priority,
+                    double bytes);
+  // The forward of instance k through layer i: F reads in_act and the weights, writes out_act;
+  // a send/recv pair first when the input crosses stages (data-dependent on `producer`, the
+  // task that wrote the input on its stage, kNone for the model's input). Returns F.
+  TaskIndex add_forward(int k, std::size_t i, TaskIndex producer, std::int64_t priority);
+  // The backward of instance k through layer i: bwd (dX, and dW for ops without a bwdw kind)
+  // and bwdw, reading out_grad (unless the layer is a loss), in_act and the weights. With
+  // `input_grad` false the bwd task is left out (nothing reads dX; only ops with a bwdw kind).
+  struct Backward {
+    TaskIndex bwd = kNone, bwdw = kNone;
+    TaskIndex grad_writer() const { return bwdw != kNone ? bwdw : bwd; }
+  };
+  // `dx_into`, when given, receives dX instead of in_grad.
+  Backward add_backward(int k, std::size_t i, TaskIndex grad_producer, std::int64_t priority, bool input_grad,
+                        std::optional<BufferIndex> dx_into = std::nullopt);
+  // The gradient with respect to layer i's crossing input, sent back to the producer's stage
+  // (send/bwd, recv/bwd) after `producer` computed it; the recv writes out_grad of the input
+  // layer. Returns the recv.
+  TaskIndex add_grad_transfer(int k, std::size_t i, TaskIndex producer, std::int64_t priority);
+  // Like add_grad_transfer, but the recv writes `into` (a buffer of instance_buffer()).
+  TaskIndex add_grad_transfer(int k, std::size_t i, TaskIndex producer, std::int64_t priority,
+                              BufferIndex into);
+  // A further buffer of instance k on `stage`: dp0/pp<s>/tp0/mb<k>/<name>.
+  BufferIndex instance_buffer(int k, int stage, const std::string& name, double bytes);
+
+  std::int64_t batch() const { return batch_; }
+  const StrategyConfig& config() const { return config_; }
+
+ private:
+  std::size_t idx(int k, std::size_t i) const { return static_cast<std::size_t>(k) * layers_.size() + i; }
+  std::string prefix(int stage) const;
+
+  const Model& model_;
+  const StrategyConfig& config_;
+  std::int64_t batch_;
+  int instances_;
+  Plan& plan_;
+  std::vector<PipeLayer> layers_;
+  std::vector<TaskIndex> fwd_;                     // [k][i]: F, to make backward data-dependent on it
+  std::vector<BufferIndex> act_, grad_;            // [k][i]
+  std::vector<BufferIndex> act_copy_, grad_copy_;  // [k][i]: crossing inputs on the reader's stage
+};
+
+// The stage of each model layer when `stages` workers hold contiguous block ranges
+// (partition_blocks).
+std::vector<int> stage_of_layers(const Model& model, int stages);
+
+// The per-instance batch of a layer-group solver: --global-batch, or the family's default for
+// one worker.
+std::int64_t instance_batch(const Model& model, const StrategyConfig& config);
+
+// Fills the PlanInfo every solver Plan shares and validates the Plan.
+void finish_plan(Plan& plan, const Model& model, const StrategyConfig& config, const std::string& strategy,
+                 const std::string& schedule, std::int64_t samples, std::int64_t instances);
+
+}  // namespace strata::solvers

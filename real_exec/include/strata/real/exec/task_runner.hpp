@@ -1,0 +1,251 @@
+// TaskRunner<T>: runs one Plan task for real — the kernel its kind names, on the buffers it
+// reads and writes — and Transport<T>, which carries the communication tasks.
+//
+// What each kind means to the real executor (the Plan's buffers are the operands, in the order
+// the strategies write them, docs/plan-format.md):
+// - linear_fwd      reads [X, W]        writes [Y]       attrs m, k, n (W holds k·n + n bias)
+// - linear_bwd_data reads [dY, X, W]    writes [dX]
+// - linear_bwd_weight reads [dY, X]     writes [dW]      adds into dW (microbatches accumulate)
+// - conv_*          as linear, attrs n, c_in, c_out, h_in, w_in, kh, kw, pad, stride
+// - activation_fwd/bwd  attr fn relu | tanh; bwd reads [dY, X]
+// - pool_fwd/bwd    attr fn max, 2×2 stride 2; bwd reads [dY, X]
+// - loss_fwd        reads [logits] writes [loss]: softmax cross-entropy on the labels bound to
+//                   the task's (dp, mb); loss[0] = the microbatch's mean loss
+// - loss_bwd        reads [logits] writes [dlogits] = (softmax − onehot) / global batch, so that
+//                   summing over microbatches and data-parallel ranks gives the mean gradient
+// - grad_accumulate reads [src, dst] writes [dst]: dst += src
+// - optimizer_step  reads [dW…, state] writes [W…, state]: sgd (momentum) or adam over the
+//                   concatenated parameters, then zeroes the dW (PyTorch's zero_grad); with attr
+//                   fresh_state = 1 (GIST's first local step of a round) the state and its step
+//                   count are zeroed first
+// GCN Plans (zoo_gcn.cpp, solver_gist.cpp) run with a graph set (set_graph; GcnPlanTrainer does
+// it), and then, as gcn.hpp computes Z = Â (H W) + b:
+// - spmm            reads [X (, Â)]     writes [Y] = Â X, Â the graph's CSR matrix (Â is
+//                   symmetric, so the backward dP = Â dZ is the same kernel); the Plan's Â buffer
+//                   (sized from avg_degree, for the simulator) is not read
+// - a linear whose output an spmm aggregates adds no bias; that spmm adds it after Â, and the
+//   linear's dW task takes db from the spmm's dZ (found from the buffers, set_graph)
+// - loss_fwd/bwd    the mean softmax cross-entropy over the graph's training nodes (mean_over and
+//                   the Workspace's labels are not used); other nodes get a zero gradient
+// - elementwise     GIST's copies only (ids …/site<i>/extract, …/site<i>/write_back, …/average;
+//                   attr sites = m): a site's slices of the global weights for the round's
+//                   partition (gist.cpp's extract_subgcn, write_back_subgcn, average_shared)
+// - fixed           reads []            writes []        attr duration_s (s, finite, >= 0): busy-waits it on
+//                   the steady clock; 0 = an empty task (dispatch benchmarks, synthetic workloads)
+// - admm_backward   reads [p, W, b, z, Wp, q, u | labels, (q_prev, u_prev)] writes [(p), W, b, z, Wp]
+//                   attrs layer, n_in, n_out, samples, rho, nu, quantize: one ADMM layer's backward
+//                   phase (admm.hpp update_layer_backward; samples are columns)
+// - admm_forward    reads [z, q, u, p_next]  writes [q, u]: its forward phase (update_layer_forward)
+//                   Both borrow their arrays whole (moved into Tensors and back, O(1)): an ADMM
+//                   Plan's dependencies leave no other task touching them meanwhile.
+// - send / recv / allreduce: Transport (allreduce sums: gradients are already scaled).
+// Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
+//
+// Thread safety: run() may be called concurrently for tasks the Plan lets run concurrently
+// (they touch different buffers); the runner holds no mutable state besides the Workspace's
+// (set_graph only between runs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "strata/real/core/backend.hpp"
+#include "strata/real/core/workspace.hpp"
+#include "strata/real/kernels/kernels.hpp"
+#include "strata/traces/plan.hpp"
+
+namespace strata::real {
+
+// Throws InputError naming `source`, the first task whose kind (or attribute: fn, optimizer,
+// pool size) has no real kernel, and the kinds that do.
+void check_kernels(const Plan& plan, const std::string& source);
+
+struct OptimizerSettings {
+  double learning_rate = 1e-3;  // Adam's default; SGD runs usually set 0.01–0.1
+  double momentum = 0.0;        // SGD only
+  AdamConfig adam;              // betas and eps (learning_rate above wins)
+};
+
+// "extract", "write_back" or "average" for GIST's copy tasks (by their id's last segment), else "".
+std::string gist_copy_name(const Task& task);
+
+// The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",
+// quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
+// sent as its values. Both transports encode such a payload and count one byte per value.
+double int8_encoding(const Task& send);
+
+// The send a recv receives: its data dependency of kind send from its peer to its worker.
+// Checked: a recv without one is an internal error. (Shared by the transports.)
+TaskIndex matching_send(const Plan& plan, const Task& recv);
+
+// The ring allreduce every transport runs, so that all give the same floating-point sums. The
+// S elements are cut into n chunks, chunk c = [c·S/n, (c+1)·S/n). Reduce-scatter step s
+// (0 ≤ s < n−1): rank r sends chunk (r − s) mod n to rank r+1, which adds it to its own
+// (own + received). Allgather step s: rank r sends chunk (r + 1 − s) mod n, which rank r+1
+// copies. Each rank sends 2(n−1) chunks, 2(n−1)/n·S elements, as on a network.
+struct RingChunk {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+inline RingChunk ring_chunk(std::size_t chunk, std::size_t size, std::size_t n) {
+  return {chunk * size / n, (chunk + 1) * size / n};
+}
+inline std::size_t reduce_scatter_chunk(std::size_t rank, std::size_t step, std::size_t n) {
+  return (rank + n - step) % n;
+}
+inline std::size_t allgather_chunk(std::size_t rank, std::size_t step, std::size_t n) {
+  return (rank + 1 + n - step) % n;
+}
+
+// Told that tasks run by other processes have completed (see Transport::begin_run).
+class RemoteCompletions {
+ public:
+  virtual ~RemoteCompletions() = default;
+  // Called from the transport's own thread, once per process that runs a part of `task`.
+  virtual void remote_completed(TaskIndex task) = 0;
+};
+
+// Moves tensors between workers. Implementations: threads of one process (ThreadTransport,
+// thread_transport.hpp) and OpenMPI processes (MpiTransport, real_exec/mpi/, optional).
+template <typename T>
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
+  virtual void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
+  virtual void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
+  virtual std::uint64_t bytes_sent() const = 0;  // payload bytes moved by this process's workers
+  virtual std::string name() const = 0;
+
+  // --- Workers spread over several processes (MPI). The defaults describe one process that
+  // holds every worker, so the Interpreter and the Trainer need no special case for it. The
+  // calls marked collective must be made by every process, in the same order.
+  virtual int process_of(WorkerId /*worker*/) const { return 0; }  // the process running it
+  virtual int process() const { return 0; }                        // this process
+  // Collective: returns once every process has begun the run (their clocks start together).
+  // Until end_run(), `sink` hears of each remote task this process waits for: a send to one of
+  // its workers when the payload has arrived, any other task when announce() says so.
+  virtual void begin_run(RemoteCompletions& /*sink*/) {}
+  virtual void end_run() {}
+  // Tells `processes` that this process's part of `task` has completed (during a run).
+  virtual void announce(TaskIndex /*task*/, const std::vector<int>& /*processes*/) {}
+  // Collective: the sum of `local` over the processes.
+  virtual double sum_over_processes(double local) { return local; }
+  // Collective: element-wise maximum over the processes, in place (same size everywhere).
+  virtual void max_over_processes(std::vector<double>& /*values*/) {}
+};
+
+// TaskExecutor<T>: what the Interpreter and the Trainer run a Plan's tasks with. TaskRunner runs
+// them on the host's memory (the Workspace itself); a device executor (CudaTaskRunner,
+// real_exec/cuda/) keeps its own copy of every buffer in the device's memory, and the Trainer
+// moves what the host writes or reads (inputs and labels, weights at the start, the loss and the
+// logits) with the copy calls below, which are no-ops for the host.
+// Thread safety: run() as TaskRunner's; the copy calls only between runs, from one thread.
+template <typename T>
+class TaskExecutor {
+ public:
+  virtual ~TaskExecutor() = default;
+  // Runs the task to completion: when it returns, its results are visible to every later task.
+  virtual void run(TaskIndex task) = 0;
+  // Where the workers run (Transport::process_of and the run's collective calls).
+  virtual Transport<T>& transport() = 0;
+  // Payload bytes this process's workers moved so far.
+  virtual std::uint64_t bytes_sent() const = 0;
+  // Host Workspace -> executor memory, and back. `upload_labels` copies every label array bound
+  // in the Workspace (Workspace::label_keys()).
+  virtual void upload(BufferIndex /*buffer*/) {}
+  virtual void download(BufferIndex /*buffer*/) {}
+  virtual void upload_labels() {}
+  // The name of the kernels' backend, recorded in reports ("cpu-openblas", "cuda-cublas").
+  virtual std::string backend_name() const = 0;
+};
+
+template <typename T>
+struct GraphOperands;  // gcn_plan.hpp
+
+// Busy-waits a fixed task's duration_s on the steady clock (see task_runner.cpp); shared by the
+// executors. REQUIRES: check_kernels accepted the task.
+void run_fixed_task(const Task& task);
+
+// What the executors share of a task's meaning (their kernels differ, the operands do not).
+// A conv task's shape from its attributes.
+Conv2dShape conv_shape(const Task& task);
+// A 2x2 max pooling task's shape: channels and output size from its attributes, the batch from
+// its input's element count (checked to be exactly twice the output in each dimension).
+Pool2dShape pool_shape(const Task& task, std::int64_t input_elements);
+// What a loss_bwd's gradient is a mean over: the samples one optimizer step sees, the task's
+// mean_over (an AMPNet instance's f minibatches) or else the Plan's global batch, or else its own
+// batch, so that summing over microbatches and data-parallel ranks gives the mean gradient.
+std::int64_t loss_divisor(const Plan& plan, const Task& task, std::int64_t batch);
+// An optimizer_step task's work: Adam or SGD over each (gradient, weight) pair, whose moments lie
+// at `first` (and, for Adam, `second`) elements into the state buffer, after the pairs before it.
+struct OptimizerSlice {
+  BufferIndex grad = 0;
+  BufferIndex weight = 0;
+  std::int64_t elements = 0;
+  std::int64_t first = 0;   // offset of its velocity or first moments in the state
+  std::int64_t second = 0;  // offset of its second moments (Adam)
+};
+struct OptimizerWork {
+  bool adam = false;
+  BufferIndex state = 0;
+  std::int64_t step = 0;     // this update's number, from 1 (the Workspace's counter, incremented)
+  bool fresh_state = false;  // attribute fresh_state: zero the state first, the step counts from 1
+  AdamConfig adam_config;
+  SgdConfig sgd_config;
+  std::vector<OptimizerSlice> slices;
+};
+// REQUIRES: check_kernels accepted the task. Increments the state's step counter.
+template <typename T>
+OptimizerWork optimizer_work(const Task& task, Workspace<T>& ws, const OptimizerSettings& settings);
+
+template <typename T>
+class TaskRunner final : public TaskExecutor<T> {
+ public:
+  // REQUIRES: check_kernels(plan) passed; everything outlives the runner.
+  TaskRunner(const Plan& plan, Backend& backend, Workspace<T>& ws, Transport<T>& transport,
+             OptimizerSettings optimizer);
+
+  void run(TaskIndex task) override;
+  // What a GCN Plan's kernels read besides the Workspace (the graph, the training nodes, GIST's
+  // partitions); nullptr for other Plans. REQUIRES: `graph` outlives the runner, is changed only
+  // between runs, and fits the Plan (GcnPlanTrainer builds it from the Plan).
+  void set_graph(const GraphOperands<T>* graph);
+  Transport<T>& transport() override { return transport_; }
+  std::uint64_t bytes_sent() const override { return transport_.bytes_sent(); }
+  std::string backend_name() const override { return backend_.name(); }
+
+ private:
+  void run_linear(TaskIndex index);
+  void run_conv(const Task& t);
+  void run_activation(const Task& t);
+  void run_pool(const Task& t);
+  void run_loss(const Task& t);
+  void run_optimizer(const Task& t);
+  void run_admm(const Task& t);
+  // GCN Plans (task_runner_graph.cpp).
+  void run_spmm(TaskIndex index);
+  void run_graph_loss(const Task& t);
+  void run_gist_copy(const Task& t);
+  const BufferIndex* bias_route(TaskIndex index) const;
+
+  T* buf(BufferIndex b) { return ws_.data(b); }
+  std::int64_t elems(BufferIndex b) const { return ws_.size(b); }
+
+  const Plan& plan_;
+  Backend& backend_;
+  Workspace<T>& ws_;
+  Transport<T>& transport_;
+  OptimizerSettings optimizer_;
+  const GraphOperands<T>* graph_ = nullptr;
+  // GCN bias placement (set_graph): for a linear_fwd, its bias is deferred (value unused); for
+  // an spmm forward, the weight buffer whose bias it adds; for a linear_bwd_weight, its dZ.
+  std::unordered_map<TaskIndex, BufferIndex> bias_routes_;
+};
+
+extern template class TaskRunner<float>;
+extern template class TaskRunner<double>;
+
+}  // namespace strata::real

@@ -1,0 +1,100 @@
+// GcnPlanTrainer<T>: trains a GCN with its Plan, GIST's (models/ lower_gist: m sites, rounds of
+// extract / scatter / ζ local steps / gather / write_back / average) or backprop's (one
+// full-graph step per iteration), by running the Plan for real through the Interpreter, as
+// AdmmPlanTrainer does for ADMM Plans.
+//
+// The data: the kNN graph (k = 10, cosine) of a seeded subset of Fashion-MNIST with the Plan's
+// node count, features = standardised pixels, labels, a seeded 60/10/30 % split (graph.hpp's
+// knn_image_dataset, as gcn.hpp's tests use). The Plan's avg_degree sizes its Â buffers for the
+// simulator only: the kernels read the real graph (GraphOperands), whatever its degree.
+// The model: gcn.hpp's GCN without layer norm (the Plan has none), initialised by init_gcn from
+// the seed into the Plan's model weights (GIST: global/w/gc<l>/fc; backprop: …/w/gc<l>/fc), each
+// buffer the layer's [n_l, n_{l+1}] weights then its bias. ÂX goes into every …/act/input.
+// GIST round g (over all runs) partitions the hidden units with random_hidden_partition(hidden,
+// m, mix_seed(seed, g)), gist.cpp's draw, so a Plan of R rounds run k times equals gist_train
+// for k R rounds with GistConfig::seed = seed (float64: to rounding, gcn_plan_test.cpp).
+//
+// Ownership: the trainer owns its Workspace, runner, interpreter and GraphOperands; the Plan,
+// data, backend and transport outlive it. Thread safety: one thread calls its methods.
+// Errors: a Plan that is not a GCN's, or whose sizes differ from the data's, throws InputError.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "strata/real/exec/interpreter.hpp"
+#include "strata/real/kernels/gcn.hpp"
+
+namespace strata::real {
+
+// What a GCN Plan's kernels read besides the Workspace (TaskRunner::set_graph).
+template <typename T>
+struct GraphOperands {
+  const GcnData<T>* data = nullptr;         // Â, labels, training nodes
+  std::vector<std::int64_t> widths;         // {features, hidden..., classes} of the global GCN
+  std::vector<HiddenPartition> partitions;  // GIST: per Plan iteration, the round's partition
+};
+
+// A GCN Plan's shape: the global widths, nodes, m (0 for backprop) and rounds per Plan run.
+struct GcnPlanShape {
+  std::vector<std::int64_t> widths;
+  std::int64_t nodes = 0;
+  std::int64_t sites = 0;
+  int rounds = 1;
+};
+
+// True when the Plan aggregates over a graph (has spmm tasks).
+bool is_gcn_plan(const Plan& plan);
+// Throws InputError naming the Plan when it is not a GCN's.
+GcnPlanShape gcn_plan_shape(const Plan& plan);
+
+// The kNN graph data set above for `nodes` nodes, drawn with `seed`.
+template <typename T>
+GcnData<T> gcn_plan_data(Backend& backend, std::int64_t nodes, std::uint64_t seed);
+
+// Mean softmax cross-entropy of `params` over the training nodes.
+template <typename T>
+double gcn_training_loss(Backend& backend, const GcnData<T>& data, const GcnParameters<T>& params);
+
+template <typename T>
+class GcnPlanTrainer {
+ public:
+  // REQUIRES: `plan` validated; `data` has the Plan's nodes and widths (checked: InputError).
+  GcnPlanTrainer(const Plan& plan, const GcnData<T>& data, std::uint64_t seed, Backend& backend,
+                 Transport<T>& transport, const OptimizerSettings& optimizer, bool pin_workers);
+  ~GcnPlanTrainer();
+
+  // Runs the Plan once (its rounds); timings per task (merged over processes under MPI: each
+  // process times its own tasks), wall time in s.
+  std::vector<TaskTiming> run(double* wall_s = nullptr);
+  // The global model as it stands.
+  GcnParameters<T> parameters() const;
+  // Payload bytes moved between workers so far, by all processes (a collective under MPI).
+  std::uint64_t bytes_sent() const {
+    return static_cast<std::uint64_t>(
+        transport_.sum_over_processes(static_cast<double>(runner_->bytes_sent())));
+  }
+  const GcnPlanShape& shape() const { return shape_; }
+  std::int64_t rounds_done() const { return rounds_done_; }
+
+ private:
+  void write_initial_state(std::uint64_t seed);
+  void draw_partitions();
+
+  const Plan& plan_;
+  Transport<T>& transport_;
+  GcnPlanShape shape_;
+  std::uint64_t seed_;
+  std::int64_t rounds_done_ = 0;
+  GraphOperands<T> operands_;
+  std::vector<BufferIndex> weights_;  // per layer: the global model's weight buffer
+  std::unique_ptr<Workspace<T>> ws_;
+  std::unique_ptr<TaskRunner<T>> runner_;
+  std::unique_ptr<Interpreter<T>> interpreter_;
+};
+
+extern template class GcnPlanTrainer<float>;
+extern template class GcnPlanTrainer<double>;
+
+}  // namespace strata::real

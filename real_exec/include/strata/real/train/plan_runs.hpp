@@ -1,0 +1,38 @@
+// plan_runs(): one Plan's real runs, one iteration per call, whatever trains it — a backprop
+// Plan through Trainer on consecutive Fashion-MNIST batches, an ADMM Plan's sweeps through
+// AdmmPlanTrainer on its seeded full batch, a GCN Plan's rounds through GcnPlanTrainer on the kNN
+// graph of its nodes (gcn.hpp's Adam step, lr 0.01). What `strata validate` measures and what
+// `strata calibrate` times tasks in.
+//
+// Each call returns every task's (start, end) of that iteration, merged over the processes when
+// the transport spreads the workers (a collective then: every process calls it in step).
+// Ownership: the returned function owns its trainer, data and (when none is given) transport;
+// the Plan, `train` and a transport passed in must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "strata/real/data/fashion_mnist.hpp"
+#include "strata/real/train/trainer.hpp"
+
+namespace strata::real {
+
+struct PlanRunSettings {
+  std::uint64_t seed = 0;
+  bool pin_workers = true;
+  ExecutorFactory<float> executor;        // backprop Plans' executor; empty: TaskRunner on the CPU
+  Transport<float>* transport = nullptr;  // null: the workers are threads of this process
+};
+
+using PlanRuns = std::function<std::vector<TaskTiming>()>;
+
+// REQUIRES: plan validated; `train` is the Fashion-MNIST training set.
+PlanRuns plan_runs(const Plan& plan, const LabelledImages& train, const PlanRunSettings& settings);
+
+// Whether the Plan trains with ADMM (an admm_backward task) or is a GCN's: the solvers whose
+// Plans only the CPU runs.
+bool cpu_only_plan(const Plan& plan);
+
+}  // namespace strata::real

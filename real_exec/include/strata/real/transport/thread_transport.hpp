@@ -1,0 +1,44 @@
+// ThreadTransport<T>: communication between workers that are threads of one process.
+//
+// Every worker's buffers live in one Workspace, so a transfer is a real copy between two
+// workers' arrays and its bytes are counted:
+// - send copies its buffer into a staging area keyed by the send task; the matching recv
+//   (which data-depends on it) copies it into the receiver's buffer;
+// - allreduce runs the ring algorithm over the group's buffers (ring_chunk() and its steps in
+//   task_runner.hpp, the same as MpiTransport's): n−1 reduce-scatter steps then n−1 allgather
+//   steps, each moving one chunk of S/n elements from rank i to rank i+1, so each rank sends
+//   2(n−1)/n·S elements, as on a network. The steps run one after another in the thread that
+//   executes the task, so the copies and additions are real but the ranks do not overlap them
+//   as separate GPUs would.
+// Thread safety: send/recv/allreduce may be called from several threads at once.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "strata/real/exec/task_runner.hpp"
+
+namespace strata::real {
+
+template <typename T>
+class ThreadTransport final : public Transport<T> {
+ public:
+  void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  std::uint64_t bytes_sent() const override { return bytes_.load(); }
+  std::string name() const override { return "threads"; }
+
+ private:
+  std::mutex mutex_;
+  std::map<TaskIndex, std::vector<T>> staged_;           // by send task
+  std::map<TaskIndex, std::vector<std::int8_t>> codes_;  // by send task, int8-encoded payloads
+  std::atomic<std::uint64_t> bytes_{0};
+};
+
+extern template class ThreadTransport<float>;
+extern template class ThreadTransport<double>;
+
+}  // namespace strata::real

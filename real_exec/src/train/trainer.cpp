@@ -1,0 +1,259 @@
+#include "strata/real/train/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "strata/traces/error.hpp"
+
+namespace strata::real {
+namespace {
+
+// FNV-1a: a fixed, portable hash, so a layer's initial weights depend only on (seed, name).
+std::uint64_t fnv1a(const std::string& text, std::uint64_t seed) {
+  std::uint64_t h = 1469598103934665603ULL ^ seed;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+bool is_forward(const Task& t) {
+  switch (t.kind) {
+    case TaskKind::linear_fwd:
+    case TaskKind::conv_fwd:
+    case TaskKind::activation_fwd:
+    case TaskKind::pool_fwd:
+      return true;
+    case TaskKind::send:
+    case TaskKind::recv:
+      return t.id.find("/fwd") != std::string::npos;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+ExecutorFactory<T> host_executor(Backend& backend) {
+  return [&backend](const Plan& plan, Workspace<T>& ws, Transport<T>& transport,
+                    const OptimizerSettings& optimizer) {
+    return std::unique_ptr<TaskExecutor<T>>(
+        std::make_unique<TaskRunner<T>>(plan, backend, ws, transport, optimizer));
+  };
+}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config)
+    : Trainer(plan, host_executor<T>(backend), config) {}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config)
+    : plan_(plan), config_(config), own_transport_(std::make_unique<ThreadTransport<T>>()) {
+  transport_ = own_transport_.get();
+  set_up(executor);
+}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config, Transport<T>& transport)
+    : Trainer(plan, host_executor<T>(backend), config, transport) {}
+
+template <typename T>
+Trainer<T>::Trainer(const Plan& plan, const ExecutorFactory<T>& executor, const TrainConfig& config,
+                    Transport<T>& transport)
+    : plan_(plan), config_(config), transport_(&transport) {
+  set_up(executor);
+}
+
+template <typename T>
+void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
+  const Plan& plan = plan_;
+  check_kernels(plan, "plan");
+  if (std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                  [](const Task& t) { return t.kind == TaskKind::spmm; }))
+    throw InputError(
+        "plan: a GCN Plan (spmm tasks) trains full-graph with GcnPlanTrainer (gcn_plan.hpp), not Trainer");
+  STRATA_ASSERT(plan.num_iterations() == 1, "the trainer runs one-iteration Plans");
+  ws_ = std::make_unique<Workspace<T>>(plan);
+  runner_ = executor(plan, *ws_, *transport_, config_.optimizer);
+  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, config_.pin_workers);
+  const ProcessShare& share = interpreter_->share();
+  for (TaskIndex i = 0; i < plan.size(); ++i) {
+    const Task& t = plan.task(i);
+    // An auxiliary loss (local parallelism's heads) reads the labels of its microbatch too, but
+    // the model's loss is the one that binds them and reports the training loss.
+    if (t.kind != TaskKind::loss_fwd || t.attr_int("aux").value_or(0) != 0) continue;
+    Slot s;
+    s.dp = std::max<std::int64_t>(0, coordinate(t.id, "dp"));
+    s.mb = std::max<std::int64_t>(0, coordinate(t.id, "mb"));
+    s.logits = t.reads[0];
+    s.loss = t.writes[0];
+    s.local = share.runs(i);
+    slots_.push_back(s);
+  }
+  STRATA_ASSERT(!slots_.empty(), "the Plan has no loss task");
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
+    const std::string& id = plan.buffer(b).id;
+    if (id.size() < 10 || id.compare(id.size() - 10, 10, "/act/input") != 0) continue;
+    for (Slot& s : slots_)
+      if (s.dp == std::max<std::int64_t>(0, coordinate(id, "dp")) &&
+          s.mb == std::max<std::int64_t>(0, coordinate(id, "mb")))
+        s.input = b;
+  }
+  for (const Slot& s : slots_) dp_ = std::max(dp_, s.dp + 1);
+  micro_ = ws_->size(slots_[0].input) / 784;
+  global_batch_ = micro_ * static_cast<std::int64_t>(slots_.size());
+  STRATA_ASSERT(plan.info.global_batch == 0 || plan.info.global_batch == global_batch_,
+                "input buffers do not add up to the Plan's global batch");
+  for (TaskIndex t : topological_order(plan))
+    if (is_forward(plan.task(t)) && share.runs(t)) forward_order_.push_back(t);
+  initialise_weights(config_.seed);
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
+}
+
+template <typename T>
+Workspace<T>& Trainer<T>::workspace() {
+  for (BufferIndex b = 0; b < plan_.buffers().size(); ++b) runner_->download(b);
+  return *ws_;
+}
+
+template <typename T>
+Trainer<T>::~Trainer() = default;
+
+template <typename T>
+void Trainer<T>::initialise_weights(std::uint64_t seed) {
+  for (TaskIndex i = 0; i < plan_.size(); ++i) {
+    const Task& t = plan_.task(i);
+    std::int64_t fan_in = 0;
+    std::int64_t weights = 0;
+    if (t.kind == TaskKind::linear_fwd) {
+      fan_in = *t.attr_int("k");
+      weights = fan_in * *t.attr_int("n");
+    } else if (t.kind == TaskKind::conv_fwd) {
+      fan_in = *t.attr_int("c_in") * *t.attr_int("kh") * *t.attr_int("kw");
+      weights = fan_in * *t.attr_int("c_out");
+    } else {
+      continue;
+    }
+    const BufferIndex w = t.reads[1];
+    const std::string& id = plan_.buffer(w).id;
+    const std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
+    std::mt19937_64 rng(fnv1a(layer, seed));
+    if (config_.init == WeightInit::he_normal) {
+      he_normal_init(rng, fan_in, weights, ws_->data(w));
+      std::fill(ws_->data(w) + weights, ws_->data(w) + ws_->size(w), T{0});
+    } else {
+      // Uniform from the top 53 bits of raw mt19937_64 outputs (fixed by the standard), so every
+      // standard library draws the same weights.
+      const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
+      T* p = ws_->data(w);
+      for (std::int64_t i = 0; i < ws_->size(w); ++i)
+        p[i] = static_cast<T>((static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound);
+    }
+  }
+}
+
+template <typename T>
+void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t>& indices) {
+  STRATA_ASSERT(static_cast<std::int64_t>(indices.size()) == global_batch_,
+                "a batch binds exactly B samples");
+  const std::int64_t pixels = data.rows * data.cols;
+  const std::int64_t per_rank = global_batch_ / dp_;
+  for (const Slot& s : slots_) {
+    const std::int64_t first = s.dp * per_rank + s.mb * micro_;
+    T* input = ws_->data(s.input);
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(micro_));
+    for (std::int64_t i = 0; i < micro_; ++i) {
+      const std::int64_t sample = indices[static_cast<std::size_t>(first + i)];
+      const float* src = data.images.data() + sample * pixels;
+      std::copy(src, src + pixels, input + i * pixels);
+      labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(sample)];
+    }
+    ws_->set_labels(s.dp, s.mb, std::move(labels));
+    if (s.local) runner_->upload(s.input);
+  }
+  runner_->upload_labels();
+}
+
+template <typename T>
+double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std::int64_t>& indices,
+                               std::vector<TaskTiming>* timings) {
+  bind(data, indices);
+  std::vector<TaskTiming> measured = interpreter_->run();
+  if (timings != nullptr) {
+    merge_over_processes(*transport_, measured);
+    *timings = std::move(measured);
+  }
+  double loss = 0;
+  for (const Slot& s : slots_) {
+    if (!s.local) continue;
+    runner_->download(s.loss);
+    loss += static_cast<double>(ws_->data(s.loss)[0]);
+  }
+  return transport_->sum_over_processes(loss) / static_cast<double>(slots_.size());
+}
+
+template <typename T>
+std::uint64_t Trainer<T>::bytes_sent() const {
+  // A double holds integers exactly up to 2^53 B: far beyond any run.
+  return static_cast<std::uint64_t>(
+      transport_->sum_over_processes(static_cast<double>(runner_->bytes_sent())));
+}
+
+template <typename T>
+EpochResult Trainer<T>::train_epoch(std::int64_t epoch, const LabelledImages& train,
+                                    const LabelledImages& test,
+                                    const std::function<void(std::int64_t, std::int64_t)>& progress) {
+  EpochBatches batches(train.count, global_batch_, config_.seed);
+  batches.start_epoch(epoch - 1);
+  const std::int64_t full = train.count / global_batch_;
+  EpochResult r;
+  r.epoch = epoch;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t b = 0; b < full; ++b) {
+    auto span = batches.batch(b);
+    r.train_loss += train_batch(train, std::vector<std::int64_t>(span.begin(), span.end()));
+    if (progress) progress(b + 1, full);
+  }
+  r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.train_loss /= static_cast<double>(std::max<std::int64_t>(1, full));
+  r.samples_per_second = static_cast<double>(full * global_batch_) / std::max(1e-9, r.train_seconds);
+  r.test_accuracy = test_accuracy(test);
+  return r;
+}
+
+template <typename T>
+double Trainer<T>::test_accuracy(const LabelledImages& test) {
+  std::int64_t correct = 0;
+  const std::int64_t per_rank = global_batch_ / dp_;
+  for (std::int64_t first = 0; first < test.count; first += global_batch_) {
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(global_batch_));
+    for (std::int64_t i = 0; i < global_batch_; ++i)
+      indices[static_cast<std::size_t>(i)] = first + i < test.count ? first + i : first;
+    bind(test, indices);
+    for (TaskIndex t : forward_order_) runner_->run(t);
+    for (const Slot& s : slots_) {
+      if (!s.local) continue;
+      runner_->download(s.logits);
+      const T* logits = ws_->data(s.logits);
+      const std::int64_t classes = ws_->size(s.logits) / micro_;
+      for (std::int64_t i = 0; i < micro_; ++i) {
+        const std::int64_t pos = s.dp * per_rank + s.mb * micro_ + i;
+        if (first + pos >= test.count) continue;
+        const T* row = logits + i * classes;
+        const auto predicted = std::max_element(row, row + classes) - row;
+        correct += predicted == test.labels[static_cast<std::size_t>(first + pos)] ? 1 : 0;
+      }
+    }
+  }
+  return transport_->sum_over_processes(static_cast<double>(correct)) / static_cast<double>(test.count);
+}
+
+template ExecutorFactory<float> host_executor<float>(Backend&);
+template ExecutorFactory<double> host_executor<double>(Backend&);
+template class Trainer<float>;
+template class Trainer<double>;
+
+}  // namespace strata::real

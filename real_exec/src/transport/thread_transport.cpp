@@ -1,0 +1,121 @@
+#include "strata/real/transport/thread_transport.hpp"
+
+#include <algorithm>
+
+#include "strata/real/kernels/admm.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata::real {
+
+TaskIndex matching_send(const Plan& plan, const Task& recv) {
+  for (TaskIndex d : recv.data_deps) {
+    const Task& s = plan.task(d);
+    if (s.kind == TaskKind::send && s.worker == recv.peer && s.peer == recv.worker) return d;
+  }
+  STRATA_ASSERT(false, "recv " + recv.id + " has no matching send among its data dependencies");
+  return 0;
+}
+
+template <typename T>
+void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  STRATA_ASSERT(t.reads.size() == 1, "send " + t.id + " must read one buffer");
+  const T* src = ws.data(t.reads[0]);
+  if (const double step = int8_encoding(t); step > 0) {
+    std::vector<std::int8_t> codes(static_cast<std::size_t>(ws.size(t.reads[0])));
+    quantize_into(src, ws.size(t.reads[0]), QuantGrid{step}, codes.data());
+    bytes_ += codes.size();
+    std::lock_guard<std::mutex> lock(mutex_);
+    codes_[task] = std::move(codes);
+    return;
+  }
+  std::vector<T> payload(src, src + ws.size(t.reads[0]));
+  bytes_ += payload.size() * sizeof(T);
+  std::lock_guard<std::mutex> lock(mutex_);
+  staged_[task] = std::move(payload);
+}
+
+template <typename T>
+void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
+  const TaskIndex from = matching_send(plan, t);
+  if (const double step = int8_encoding(plan.task(from)); step > 0) {
+    std::vector<std::int8_t> codes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = codes_.find(from);
+      STRATA_ASSERT(it != codes_.end(), "recv " + t.id + " ran before its send");
+      codes = std::move(it->second);
+      codes_.erase(it);
+    }
+    STRATA_ASSERT(static_cast<std::int64_t>(codes.size()) == ws.size(t.writes[0]),
+                  "recv " + t.id + ": payload size differs from the receiving buffer");
+    dequantize_into(codes.data(), ws.size(t.writes[0]), QuantGrid{step}, ws.data(t.writes[0]));
+    return;
+  }
+  std::vector<T> payload;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = staged_.find(from);
+    STRATA_ASSERT(it != staged_.end(), "recv " + t.id + " ran before its send");
+    payload = std::move(it->second);
+    staged_.erase(it);
+  }
+  STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
+                "recv " + t.id + ": payload size differs from the receiving buffer");
+  std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
+}
+
+template <typename T>
+void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  const std::size_t n = t.group.size();
+  // Each rank's part of the bucket: its buffers among the task's reads, in order, gathered.
+  std::vector<std::vector<BufferIndex>> parts(n);
+  for (BufferIndex b : t.reads) {
+    auto rank = std::find(t.group.begin(), t.group.end(), plan.buffer(b).worker) - t.group.begin();
+    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
+                  "allreduce " + t.id + " reads a buffer outside its group");
+    parts[static_cast<std::size_t>(rank)].push_back(b);
+  }
+  std::vector<std::vector<T>> data(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t elems = 0;
+    for (BufferIndex b : parts[r]) elems += static_cast<std::size_t>(ws.size(b));
+    data[r].reserve(elems);  // one allocation: the bucket can be megabytes
+    for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
+  }
+  const std::size_t size = data[0].size();
+  for (const auto& d : data)
+    STRATA_ASSERT(d.size() == size, "allreduce " + t.id + ": ranks hold different sizes");
+  for (std::size_t step = 0; step + 1 < n; ++step)  // reduce-scatter
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
+      auto& to = data[(r + 1) % n];
+      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
+  for (std::size_t step = 0; step + 1 < n; ++step)  // allgather
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
+      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin),
+                data[r].begin() + static_cast<std::ptrdiff_t>(c.end),
+                data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(c.begin));
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t offset = 0;
+    for (BufferIndex b : parts[r]) {
+      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(offset),
+                data[r].begin() + static_cast<std::ptrdiff_t>(offset + static_cast<std::size_t>(ws.size(b))),
+                ws.data(b));
+      offset += static_cast<std::size_t>(ws.size(b));
+    }
+  }
+}
+
+template class ThreadTransport<float>;
+template class ThreadTransport<double>;
+
+}  // namespace strata::real

@@ -1,0 +1,49 @@
+// The training runs the equivalence tests compare, shared by the in-process tests
+// (interpreter_test.cpp) and the MPI tests (mpi/): the MLP Plans, the batches and the settings.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
+#include "strata/real/train/trainer.hpp"
+
+namespace strata::real::training_runs {
+
+constexpr std::int64_t kBatch = 64;  // global batch of every run
+constexpr std::uint64_t kSeed = 7;
+constexpr double kLearningRate = 0.1;  // plain SGD
+
+// The MLP lowered for dp × pp workers, fp32 Plan (the float64 tests run it as double).
+inline Plan mlp_plan(int dp, int pp, int microbatches,
+                     PipelineSchedule schedule = PipelineSchedule::one_f_one_b,
+                     Optimizer optimizer = Optimizer::sgd) {
+  StrategyConfig c;
+  c.dp = dp;
+  c.pp = pp;
+  c.microbatches = microbatches;
+  c.schedule = schedule;
+  c.global_batch = kBatch;
+  c.optimizer = optimizer;
+  c.dtype = DType::fp32;
+  Plan plan = lower(make_model("mlp", {}), c);
+  plan.validate();
+  return plan;
+}
+
+// Step s trains on training images [s·B, (s+1)·B).
+inline std::vector<std::int64_t> batch_indices(int step) {
+  std::vector<std::int64_t> indices(kBatch);
+  for (std::int64_t i = 0; i < kBatch; ++i) indices[static_cast<std::size_t>(i)] = step * kBatch + i;
+  return indices;
+}
+
+inline TrainConfig train_config() {
+  TrainConfig config;
+  config.seed = kSeed;
+  config.optimizer.learning_rate = kLearningRate;
+  return config;
+}
+
+}  // namespace strata::real::training_runs
