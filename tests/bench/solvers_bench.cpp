@@ -42,9 +42,11 @@
 #include "bench_timing.hpp"
 #include "strata/models/solvers/solver.hpp"
 #include "strata/models/zoo/zoo.hpp"
-#include "strata/real/data/graph.hpp"
+#include "strata/real/data/knn_graph.hpp"
 #include "strata/real/kernels/admm.hpp"
 #include "strata/real/kernels/gcn.hpp"
+#include "strata/real/reference/admm_train.hpp"
+#include "strata/real/reference/gcn_train.hpp"
 #include "strata/real/train/trainer.hpp"
 
 namespace strata::bench {
@@ -250,7 +252,7 @@ const real::GcnData<float>& gcn_data() {
     real::KnnDatasetConfig knn;
     knn.subset_size = kGraphNodes;
     knn.threads = kWorkers;
-    real::GraphDataset dataset = real::knn_image_dataset(cpu_backend(), train_set(), knn);
+    real::NodeDataset dataset = real::knn_image_dataset(cpu_backend(), train_set(), knn);
     real::standardize_features(dataset);
     graph_info() = {dataset.graph.edge_count(), watch.wall_seconds()};
     return real::make_gcn_data<float>(dataset);

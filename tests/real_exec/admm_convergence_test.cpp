@@ -19,6 +19,7 @@
 #include <cstdio>
 
 #include "strata/real/kernels/admm.hpp"
+#include "strata/real/reference/admm_train.hpp"
 
 namespace strata::real {
 namespace {

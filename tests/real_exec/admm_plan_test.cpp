@@ -9,6 +9,7 @@
 
 #include "strata/models/solvers/solver.hpp"
 #include "strata/models/zoo/zoo.hpp"
+#include "strata/real/reference/admm_train.hpp"
 #include "strata/real/train/admm_plan.hpp"
 #include "strata/real/transport/thread_transport.hpp"
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/real/kernels/admm.hpp"
+#include "strata/real/reference/admm_train.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {

@@ -12,6 +12,7 @@
 
 #include "strata/models/solvers/solver.hpp"
 #include "strata/models/zoo/zoo.hpp"
+#include "strata/real/reference/gcn_train.hpp"
 #include "strata/real/train/gcn_plan.hpp"
 #include "strata/real/transport/thread_transport.hpp"
 #include "strata/traces/error.hpp"

@@ -15,8 +15,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "strata/real/data/graph.hpp"
+#include "strata/real/data/knn_graph.hpp"
 #include "strata/real/kernels/gcn.hpp"
+#include "strata/real/reference/gcn_train.hpp"
 
 namespace strata::real {
 namespace {
@@ -41,7 +42,7 @@ TEST(GistConvergence, TwoAndFourSitesStayWithinTwoPointsOfFullTraining) {
   const LabelledImages images = load_fashion_mnist_all();
   KnnDatasetConfig knn;
   knn.subset_size = 10000;
-  GraphDataset dataset = knn_image_dataset(backend, images, knn);
+  NodeDataset dataset = knn_image_dataset(backend, images, knn);
   standardize_features(dataset);
   const GcnData<float> data = make_gcn_data<float>(dataset);
   std::printf("kNN graph: %lld nodes, %lld edges, built in %.2f s (with loading)\n",

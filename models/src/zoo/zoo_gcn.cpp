@@ -15,7 +15,7 @@
 //               nothing saved (its backward reads only dZ and Â)
 //   gc<l>/relu  as the MLP's ReLU (l < L - 1)
 //   loss        softmax cross-entropy over the classes, as the MLP's
-// The graph: the stochastic block model a real run would draw (graph.hpp's
+// The graph: the stochastic block model a real run would draw (knn_graph.hpp's
 // stochastic_block_model with p_in, p_out from expected degrees) has N D / 2 edges in
 // expectation whatever its seed, so Â has N (D + 1) nonzeros in expectation; the model uses that
 // expectation, so its costs do not depend on --seed and no graph is drawn.

@@ -8,7 +8,7 @@
 #include <exception>
 #include <type_traits>
 
-#include "strata/real/kernels/admm.hpp"
+#include "strata/real/core/int8_codec.hpp"
 #include "strata/real/mpi_transport.hpp"
 #include "strata/traces/error.hpp"
 

@@ -17,7 +17,7 @@
 #include <unordered_set>
 
 #include "strata/real/exec/task_runner.hpp"
-#include "strata/real/train/gcn_plan.hpp"
+#include "strata/real/kernels/gcn.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {

@@ -15,8 +15,6 @@ namespace {
 using admm_detail::add_bias;
 using admm_detail::cross_entropy_sum;
 using admm_detail::fit_residual;
-using admm_detail::grid_codes;
-using admm_detail::grid_values;
 using admm_detail::I64;
 using admm_detail::matmul;
 using admm_detail::number;
@@ -92,8 +90,8 @@ BacktrackResult update_p_quantized(AdmmLayer<T>& layer, const Tensor<T>& g, cons
     const bool give_up = r.doublings > s.max_backtracks;  // the code keeps Q(p_old) then
     const T inv = give_up ? T{0} : static_cast<T>(1 / r.curvature);
     for (I64 i = 0; i < d.size(); ++i) candidate[i] = layer.p[i] - inv * g[i];
-    grid_codes(candidate.data(), d.size(), static_cast<T>(1 / s.grid.step), codes.data());
-    grid_values(codes.data(), d.size(), static_cast<T>(s.grid.step), candidate.data());
+    quantize_into(candidate.data(), d.size(), s.grid, codes.data());
+    dequantize_into(codes.data(), d.size(), s.grid, candidate.data());
     for (I64 i = 0; i < d.size(); ++i) d[i] = candidate[i] - layer.p[i];
     const double dd = sum_squares(d);
     if (dd > 0) matmul(backend, layer.W, Transpose::no, d, Transpose::no, wd, T{1}, T{0});

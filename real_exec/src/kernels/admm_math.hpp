@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -110,27 +109,6 @@ inline std::string number(double value) {
 
 inline void require_positive(double value, const char* name) {
   if (!(value > 0)) throw InputError("admm: " + std::string(name) + " = " + number(value) + ": must be > 0");
-}
-
-// Codes of x / step rounded to the nearest integer (ties to even) and clamped to [−128, 127];
-// NaN maps to −128. Rounding by adding and subtracting 1.5·2^(digits−1) keeps the loop
-// vectorisable (std::round is a libm call per element without SSE4.1).
-template <typename T>
-STRATA_VECTORIZE_COMPARES void grid_codes(const T* __restrict x, I64 n, T inv_step,
-                                          std::int8_t* __restrict codes) {
-  constexpr T kMagic = T(1.5) * T(1ULL << (std::numeric_limits<T>::digits - 1));
-  for (I64 i = 0; i < n; ++i) {
-    T v = x[i] * inv_step;
-    v = v > T{-128} ? v : T{-128};
-    v = v < T{127} ? v : T{127};
-    v = (v + kMagic) - kMagic;
-    codes[i] = static_cast<std::int8_t>(static_cast<int>(v));
-  }
-}
-
-template <typename T>
-void grid_values(const std::int8_t* __restrict codes, I64 n, T step, T* __restrict out) {
-  for (I64 i = 0; i < n; ++i) out[i] = static_cast<T>(codes[i]) * step;
 }
 
 template <typename T>

@@ -1,13 +1,11 @@
-// GIST's per-site steps (extract, local training, write-back, averaging) and its rounds, on the
-// GCN of gcn.cpp.
+// GIST's per-site steps (partition, extract, write-back, averaging) on the GCN of gcn.cpp; the
+// local training and the rounds are in reference/gcn_train.cpp.
 #include "strata/real/kernels/gcn.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <numeric>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "gcn_math.hpp"
 #include "strata/traces/error.hpp"
@@ -15,7 +13,7 @@
 namespace strata::real {
 namespace {
 
-using gcn_detail::bad_input;
+using gcn_detail::check_sites;
 
 // Rows `rows` and columns `cols` of a [*, width] matrix, into a dense [rows, cols] one.
 template <typename T>
@@ -68,16 +66,6 @@ std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> site_slices(cons
           last ? all_units(global.weights[l].dim(1)) : p.units[l][site]};
 }
 
-void check_sites(std::int64_t sites, std::span<const std::int64_t> hidden_widths) {
-  if (sites < 1) bad_input("GIST", "sites m = " + std::to_string(sites) + " must be >= 1");
-  for (std::size_t l = 0; l < hidden_widths.size(); ++l) {
-    if (sites > hidden_widths[l]) {
-      bad_input("GIST", "sites m = " + std::to_string(sites) + " exceeds hidden layer " + std::to_string(l) +
-                            " width " + std::to_string(hidden_widths[l]));
-    }
-  }
-}
-
 }  // namespace
 
 HiddenPartition random_hidden_partition(std::span<const std::int64_t> hidden_widths, std::int64_t sites,
@@ -111,13 +99,6 @@ GcnParameters<T> extract_subgcn(const GcnParameters<T>& global, const HiddenPart
 }
 
 template <typename T>
-std::vector<double> gist_local_train(Backend& backend, const GcnData<T>& data, GcnParameters<T>& sub,
-                                     std::int64_t local_steps, const AdamConfig& adam) {
-  if (local_steps < 1) bad_input("GIST", "local steps ζ = " + std::to_string(local_steps) + " must be >= 1");
-  return train_gcn(backend, data, sub, GcnTrainConfig{local_steps, adam});
-}
-
-template <typename T>
 void write_back_subgcn(GcnParameters<T>& global, const HiddenPartition& partition, std::int64_t site,
                        const GcnParameters<T>& sub) {
   for (std::int64_t l = 0; l < global.layers(); ++l) {
@@ -143,80 +124,14 @@ void average_shared(GcnParameters<T>& global, std::span<const GcnParameters<T>> 
   for (std::int64_t j = 0; j < bias.size(); ++j) bias[j] /= m;
 }
 
-void check_gist_config(const GistConfig& config, const std::vector<std::int64_t>& widths) {
-  if (config.local_steps < 1) {
-    bad_input("GIST", "local steps ζ = " + std::to_string(config.local_steps) + " must be >= 1");
-  }
-  if (config.rounds < 0) bad_input("GIST", "rounds = " + std::to_string(config.rounds) + " must be >= 0");
-  if (widths.size() < 3) bad_input("GIST", "needs a GCN with at least one hidden layer");
-  check_sites(config.sites, std::span<const std::int64_t>(widths).subspan(1, widths.size() - 2));
-}
-
-template <typename T>
-GistRoundResult gist_round(Backend& backend, const GcnData<T>& data, GcnParameters<T>& global,
-                           const GistConfig& config, std::int64_t round) {
-  const std::vector<std::int64_t> widths = global.widths();
-  const std::vector<std::int64_t> hidden(widths.begin() + 1, widths.end() - 1);
-  GistRoundResult result;
-  result.partition =
-      random_hidden_partition(hidden, config.sites, mix_seed(config.seed, static_cast<std::uint64_t>(round)));
-  const auto m = static_cast<std::size_t>(config.sites);
-  std::vector<GcnParameters<T>> subs(m);
-  std::vector<std::vector<double>> losses(m);
-  std::vector<std::exception_ptr> errors(m);
-  for (std::size_t i = 0; i < m; ++i)
-    subs[i] = extract_subgcn(global, result.partition, static_cast<std::int64_t>(i));
-  auto train_site = [&](std::size_t i) {
-    try {
-      losses[i] = gist_local_train(backend, data, subs[i], config.local_steps, config.adam);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  if (config.parallel_sites) {
-    std::vector<std::thread> workers;
-    for (std::size_t i = 1; i < m; ++i) workers.emplace_back(train_site, i);
-    train_site(0);
-    for (auto& w : workers) w.join();
-  } else {
-    for (std::size_t i = 0; i < m; ++i) train_site(i);
-  }
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
-  for (std::size_t i = 0; i < m; ++i) {
-    write_back_subgcn(global, result.partition, static_cast<std::int64_t>(i), subs[i]);
-    result.site_final_loss.push_back(losses[i].back());
-    result.slice_bytes.push_back(subs[i].bytes());
-  }
-  average_shared<T>(global, subs);
-  return result;
-}
-
-template <typename T>
-std::vector<GistRoundResult> gist_train(Backend& backend, const GcnData<T>& data, GcnParameters<T>& global,
-                                        const GistConfig& config) {
-  check_gist_config(config, global.widths());
-  std::vector<GistRoundResult> rounds;
-  for (std::int64_t r = 0; r < config.rounds; ++r)
-    rounds.push_back(gist_round(backend, data, global, config, r));
-  return rounds;
-}
-
 // T is a type here, so it cannot take the parentheses the check asks for.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define STRATA_INSTANTIATE(T)                                                                               \
-  template GcnParameters<T> extract_subgcn<T>(const GcnParameters<T>&, const HiddenPartition&,              \
-                                              std::int64_t);                                                \
-  template std::vector<double> gist_local_train<T>(Backend&, const GcnData<T>&, GcnParameters<T>&,          \
-                                                   std::int64_t, const AdamConfig&);                        \
-  template void write_back_subgcn<T>(GcnParameters<T>&, const HiddenPartition&, std::int64_t,               \
-                                     const GcnParameters<T>&);                                              \
-  template void average_shared<T>(GcnParameters<T>&, std::span<const GcnParameters<T>>);                    \
-  template GistRoundResult gist_round<T>(Backend&, const GcnData<T>&, GcnParameters<T>&, const GistConfig&, \
-                                         std::int64_t);                                                     \
-  template std::vector<GistRoundResult> gist_train<T>(Backend&, const GcnData<T>&, GcnParameters<T>&,       \
-                                                      const GistConfig&);
+#define STRATA_INSTANTIATE(T)                                                                  \
+  template GcnParameters<T> extract_subgcn<T>(const GcnParameters<T>&, const HiddenPartition&, \
+                                              std::int64_t);                                   \
+  template void write_back_subgcn<T>(GcnParameters<T>&, const HiddenPartition&, std::int64_t,  \
+                                     const GcnParameters<T>&);                                 \
+  template void average_shared<T>(GcnParameters<T>&, std::span<const GcnParameters<T>>);
 
 STRATA_INSTANTIATE(float)
 STRATA_INSTANTIATE(double)

@@ -63,7 +63,7 @@ GcnData<T> gcn_plan_data(Backend& backend, std::int64_t nodes, std::uint64_t see
   config.subset_size = nodes;
   config.seed = seed;
   config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  GraphDataset dataset = knn_image_dataset(backend, load_fashion_mnist_all(), config);
+  NodeDataset dataset = knn_image_dataset(backend, load_fashion_mnist_all(), config);
   standardize_features(dataset);
   return make_gcn_data<T>(dataset);
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "strata/real/kernels/admm.hpp"
+#include "strata/real/core/int8_codec.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {

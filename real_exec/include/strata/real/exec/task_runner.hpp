@@ -47,6 +47,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -162,8 +164,14 @@ class TaskExecutor {
   virtual std::string backend_name() const = 0;
 };
 
+// Builds the executor that runs a Plan's tasks (TaskRunner on the host; CudaTaskRunner on a GPU)
+// over a trainer's Workspace and transport.
 template <typename T>
-struct GraphOperands;  // gcn_plan.hpp
+using ExecutorFactory = std::function<std::unique_ptr<TaskExecutor<T>>(
+    const Plan& plan, Workspace<T>& ws, Transport<T>& transport, const OptimizerSettings& optimizer)>;
+
+template <typename T>
+struct GraphOperands;  // kernels/gcn.hpp
 
 // Busy-waits a fixed task's duration_s on the steady clock (see task_runner.cpp); shared by the
 // executors. REQUIRES: check_kernels accepted the task.

@@ -19,6 +19,9 @@
 // forward phase. Run serially backward then forward (dlADMM's backward-forward sweep, here on
 // pdADMM's variables), each update reads the same iterates, so both drivers give the same
 // numbers; the tests hold them to it.
+// This header holds the per-layer updates (what the Plan's ADMM tasks run: task_runner_admm.cpp),
+// the data preparation, initialisation and evaluation; the two whole-network drivers, the test
+// oracles of the Plan runs, are in strata/real/reference/admm_train.hpp.
 // Traffic per boundary per iteration: p backward, q and u forward, n·N values each.
 //
 // Layout: samples are columns (as in the papers): p_l [n_l, N], W_l [n_{l+1}, n_l], b_l
@@ -39,16 +42,11 @@
 #include <vector>
 
 #include "strata/real/core/backend.hpp"
+#include "strata/real/core/int8_codec.hpp"
 #include "strata/real/core/tensor.hpp"
 #include "strata/real/data/fashion_mnist.hpp"
 
 namespace strata::real {
-
-// The integer grid of pdADMM-G-Q: Δ = {step·k : k = −128..127}, so a point of Δ travels as one
-// int8 code k. Values beyond the ends are clamped to them.
-struct QuantGrid {
-  double step = 1.0 / 16;  // a power of two keeps step·k exact in float and double
-};
 
 struct AdmmSettings {
   double rho = 1e-4;              // ρ, penalty on p_{l+1} = q_l (papers' code: 1e-4 for MLPs)
@@ -61,7 +59,7 @@ struct AdmmSettings {
   double fista_step = 2;          // 1/L with L = 1/2 bounding the softmax-CE Hessian
   double fista_tolerance = 1e-7;  // stop when the objective moves less than this, relatively
   bool quantize_p = false;        // pdADMM-G-Q: p_l ∈ Δ, sent as int8
-  QuantGrid grid;
+  QuantGrid grid;                 // core/int8_codec.hpp
 };
 
 // Throws InputError naming the first bad parameter (ρ, ν ≤ 0, μ < 0, curvatures ≤ 0, ...).
@@ -112,7 +110,7 @@ AdmmNetwork<T> cold_start(const Tensor<T>& x, const Tensor<T>& labels,
 template <typename T>
 AdmmNetwork<T> warm_start_deeper(const AdmmNetwork<T>& shallow, int extra, Backend& backend);
 
-// ---- the per-layer updates (the future Plan tasks) ----
+// ---- the per-layer updates (the Plan's ADMM tasks) ----
 // REQUIRES (all): the layer's tensors chain as in the layout above and the neighbour tensors
 // have the shape of the variable they pair with (STRATA_ASSERT); s passed validate().
 
@@ -183,43 +181,6 @@ double z_hidden_objective(const AdmmLayer<T>& layer, const Tensor<T>& z, const T
 template <typename T>
 double z_output_objective(const AdmmLayer<T>& layer, const Tensor<T>& z, const Tensor<T>& labels,
                           const AdmmSettings& s);
-
-// ---- drivers: one iteration of every layer ----
-
-// Bytes one iteration sends across the layer boundaries.
-struct AdmmTraffic {
-  std::int64_t p_bytes = 0;  // backward: sizeof(T) per value, 1 with quantize_p (int8 codes)
-  std::int64_t q_bytes = 0;  // forward
-  std::int64_t u_bytes = 0;  // forward
-};
-
-// The dlADMM schedule: backward phases for l = L−1..0, then forward phases for l = 0..L−2, each
-// reading its neighbours' current values in place.
-template <typename T>
-AdmmTraffic iterate_serial(AdmmNetwork<T>& net, const AdmmSettings& s, Backend& backend);
-// pdADMM (Jacobi): every layer works from messages: it receives copies of q_{l-1}, u_{l-1} of
-// the previous iteration, runs its backward phase, sends p_l (int8 codes with quantize_p,
-// decoded by the receiver), then runs its forward phase on the received p_{l+1} and sends q, u.
-// With `threads`, each layer's phase runs on its own std::thread (a barrier between phases).
-template <typename T>
-AdmmTraffic iterate_parallel(AdmmNetwork<T>& net, const AdmmSettings& s, Backend& backend,
-                             bool threads = false);
-
-// ---- quantisation (pdADMM-G-Q) ----
-
-// quantize and dequantize on raw arrays of n values (what a transport encodes a message with).
-template <typename T>
-void quantize_into(const T* values, std::int64_t n, const QuantGrid& grid, std::int8_t* codes);
-template <typename T>
-void dequantize_into(const std::int8_t* codes, std::int64_t n, const QuantGrid& grid, T* values);
-
-// The int8 code of each value (nearest grid point, ties to even, clamped; NaN → −128): one
-// byte per element, which is what a transport sends.
-template <typename T>
-std::vector<std::int8_t> quantize(const Tensor<T>& values, const QuantGrid& grid);
-// REQUIRES: codes.size() == element_count(shape).
-template <typename T>
-Tensor<T> dequantize(const std::vector<std::int8_t>& codes, const Shape& shape, const QuantGrid& grid);
 
 // pdADMM-G-Q's adaptive ρ (pdADMM_G_Q_*_layer.py): after each iteration k ≥ 3 (0-based), if the
 // training cost fell by less than `min_decrease` in each of the last two iterations, ρ ← min(10ρ,

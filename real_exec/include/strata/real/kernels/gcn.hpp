@@ -5,7 +5,7 @@
 // GCN: layer l computes Z_l = Â H_l W_l + b_l (Kipf & Welling, eq. 2), H_0 = X, H_{l+1} =
 // ReLU(Z_l) (ReLU(LayerNorm(Z_l)) with layer_norm) for every layer but the last, whose Z is the
 // logits; the loss is the mean softmax cross-entropy over the training nodes. Â is
-// gcn_normalized_adjacency (graph.hpp). Forward and backward are one GEMM (Backend) and one
+// gcn_normalized_adjacency (knn_graph.hpp). Forward and backward are one GEMM (Backend) and one
 // SpMM per layer and direction: P = H W, Z = Â P + b; dP = Â dZ (Â is symmetric), dW = H^T dP,
 // db = colsum dZ, dH = dP W^T. Layer 0 uses ÂX, computed once, so it needs no SpMM at all.
 //
@@ -31,9 +31,11 @@
 // 10,000-node Fashion-MNIST kNN graph (784-256-256-10, raw pixels, 100 steps each), GIST with
 // m = 4 ended 14 points below full training without either correction and 9 below with layer
 // norm only; with both and standardised features, see gist_convergence_test.cpp.
-// The per-site steps are separate functions (extract_subgcn, gist_local_train,
-// write_back_subgcn, average_shared) so that each can become a Plan task on its own worker;
-// what crosses the network each way is the sub-GCN's parameters, GcnParameters::bytes().
+// The per-site steps are separate functions (extract_subgcn, write_back_subgcn, average_shared)
+// so that each is a Plan task on its own worker; what crosses the network each way is the
+// sub-GCN's parameters, GcnParameters::bytes(). The training loops (train_gcn, gist_local_train,
+// gist_round, gist_train), the test oracles of the Plan runs, are in
+// strata/real/reference/gcn_train.hpp.
 //
 // Invariants: GcnParameters has one weight [widths[l], widths[l+1]] and one bias
 // [widths[l+1]] per layer; every function keeps shapes consistent with the widths it is given.
@@ -52,7 +54,7 @@
 
 #include "strata/real/core/backend.hpp"
 #include "strata/real/core/tensor.hpp"
-#include "strata/real/data/graph.hpp"
+#include "strata/real/data/knn_graph.hpp"
 #include "strata/real/kernels/kernels.hpp"
 
 namespace strata::real {
@@ -91,10 +93,10 @@ struct GcnData {
   std::int64_t node_count() const { return adjacency.rows; }
 };
 
-// Â and ÂX in T. Standardise the features first (standardize_features, graph.hpp) unless they
+// Â and ÂX in T. Standardise the features first (standardize_features, knn_graph.hpp) unless they
 // are already centred and scaled.
 template <typename T>
-GcnData<T> make_gcn_data(const GraphDataset& dataset);
+GcnData<T> make_gcn_data(const NodeDataset& dataset);
 
 // The logits [n, classes] of every node.
 template <typename T>
@@ -124,16 +126,6 @@ template <typename T>
 void adam_update(const AdamConfig& config, const GcnParameters<T>& gradients, GcnAdamState<T>& state,
                  GcnParameters<T>& params);
 
-struct GcnTrainConfig {
-  std::int64_t steps = 100;
-  AdamConfig adam{.learning_rate = 0.01};
-};
-
-// Full-batch Adam from a fresh optimizer state; returns the training loss before each step.
-template <typename T>
-std::vector<double> train_gcn(Backend& backend, const GcnData<T>& data, GcnParameters<T>& params,
-                              const GcnTrainConfig& config);
-
 // ---- GIST ----
 
 // units[l][i]: the units of hidden layer l (the output of GCN layer l) that site i owns, sorted.
@@ -153,11 +145,6 @@ template <typename T>
 GcnParameters<T> extract_subgcn(const GcnParameters<T>& global, const HiddenPartition& partition,
                                 std::int64_t site);
 
-// ζ local Adam steps on the sub-GCN with a fresh optimizer state; returns the loss before each.
-template <typename T>
-std::vector<double> gist_local_train(Backend& backend, const GcnData<T>& data, GcnParameters<T>& sub,
-                                     std::int64_t local_steps, const AdamConfig& adam);
-
 // Writes site i's trained slices into the global model (output weights divided by m); sites
 // touch disjoint entries, so they may be written in any order. The shared output bias is left
 // to average_shared.
@@ -169,32 +156,13 @@ void write_back_subgcn(GcnParameters<T>& global, const HiddenPartition& partitio
 template <typename T>
 void average_shared(GcnParameters<T>& global, std::span<const GcnParameters<T>> subs);
 
-struct GistConfig {
-  std::int64_t sites = 2;         // m
-  std::int64_t local_steps = 10;  // ζ
-  std::int64_t rounds = 20;
-  AdamConfig adam{.learning_rate = 0.01};
-  std::uint64_t seed = 1;       // round r partitions with mix_seed(seed, r)
-  bool parallel_sites = false;  // one std::thread per site instead of one after another
-};
-
-// Throws InputError with one line if config is unusable for a GCN of these widths.
-void check_gist_config(const GistConfig& config, const std::vector<std::int64_t>& widths);
-
-struct GistRoundResult {
-  HiddenPartition partition;
-  std::vector<double> site_final_loss;    // per site, the loss before its last local step
-  std::vector<std::int64_t> slice_bytes;  // per site, the bytes sent each way
-};
-
-// One round (steps 1-4 above) on `global`. REQUIRES: check_gist_config passed.
+// What a GCN Plan's kernels read besides the Workspace (TaskRunner::set_graph; GcnPlanTrainer
+// fills it, train/gcn_plan.hpp).
 template <typename T>
-GistRoundResult gist_round(Backend& backend, const GcnData<T>& data, GcnParameters<T>& global,
-                           const GistConfig& config, std::int64_t round);
-
-// config.rounds rounds; checks the config first. Returns each round's result.
-template <typename T>
-std::vector<GistRoundResult> gist_train(Backend& backend, const GcnData<T>& data, GcnParameters<T>& global,
-                                        const GistConfig& config);
+struct GraphOperands {
+  const GcnData<T>* data = nullptr;         // Â, labels, training nodes
+  std::vector<std::int64_t> widths;         // {features, hidden..., classes} of the global GCN
+  std::vector<HiddenPartition> partitions;  // GIST: per Plan iteration, the round's partition
+};
 
 }  // namespace strata::real

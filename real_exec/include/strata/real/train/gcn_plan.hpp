@@ -4,7 +4,7 @@
 // AdmmPlanTrainer does for ADMM Plans.
 //
 // The data: the kNN graph (k = 10, cosine) of a seeded subset of Fashion-MNIST with the Plan's
-// node count, features = standardised pixels, labels, a seeded 60/10/30 % split (graph.hpp's
+// node count, features = standardised pixels, labels, a seeded 60/10/30 % split (knn_graph.hpp's
 // knn_image_dataset, as gcn.hpp's tests use). The Plan's avg_degree sizes its Â buffers for the
 // simulator only: the kernels read the real graph (GraphOperands), whatever its degree.
 // The model: gcn.hpp's GCN without layer norm (the Plan has none), initialised by init_gcn from
@@ -27,14 +27,6 @@
 #include "strata/real/kernels/gcn.hpp"
 
 namespace strata::real {
-
-// What a GCN Plan's kernels read besides the Workspace (TaskRunner::set_graph).
-template <typename T>
-struct GraphOperands {
-  const GcnData<T>* data = nullptr;         // Â, labels, training nodes
-  std::vector<std::int64_t> widths;         // {features, hidden..., classes} of the global GCN
-  std::vector<HiddenPartition> partitions;  // GIST: per Plan iteration, the round's partition
-};
 
 // A GCN Plan's shape: the global widths, nodes, m (0 for backprop) and rounds per Plan run.
 struct GcnPlanShape {

@@ -66,12 +66,6 @@ struct EpochResult {
   double samples_per_second = 0;
 };
 
-// Builds the executor that runs a Plan's tasks (TaskRunner on the host; CudaTaskRunner on a GPU)
-// over the Trainer's Workspace and transport.
-template <typename T>
-using ExecutorFactory = std::function<std::unique_ptr<TaskExecutor<T>>(
-    const Plan& plan, Workspace<T>& ws, Transport<T>& transport, const OptimizerSettings& optimizer)>;
-
 // The host executor: TaskRunner on `backend`, which must outlive what the factory builds.
 template <typename T>
 ExecutorFactory<T> host_executor(Backend& backend);

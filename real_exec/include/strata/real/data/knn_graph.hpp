@@ -1,4 +1,5 @@
-// Graph data for the GCN solvers (GIST, gcn.hpp): undirected graphs in CSR, the GCN-normalised
+// The kNN graph data set and its kin, for the GCN solvers (GIST, gcn.hpp): undirected graphs in
+// CSR (UndirectedGraph; "graph" alone in strata means the Plan's task graph), the GCN-normalised
 // adjacency and sparse x dense products with it, and two seeded sources of node-classification
 // data sets:
 // - a k-nearest-neighbour graph of Fashion-MNIST images (cosine similarity on raw pixels, k
@@ -6,7 +7,7 @@
 // - a stochastic block model (Holland, Laskey & Leinhardt 1983) with class-dependent Gaussian
 //   features, for graphs of any size in simulation.
 //
-// Invariants of a Graph: row_offsets has node_count + 1 entries, starts at 0 and never
+// Invariants of an UndirectedGraph: row_offsets has node_count + 1 entries, starts at 0 and never
 // decreases; every neighbour list is sorted ascending with no duplicates and no self loop; the
 // graph is symmetric (j is a neighbour of i exactly when i is a neighbour of j), so every edge
 // appears twice in `neighbours`.
@@ -39,7 +40,7 @@ namespace strata::real {
 // split and the features of a data set, the rounds of GIST), even for neighbouring `stream`s.
 std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream);
 
-struct Graph {
+struct UndirectedGraph {
   std::int64_t node_count = 0;
   std::vector<std::int64_t> row_offsets = {0};  // node_count + 1
   std::vector<std::int64_t> neighbours;         // 2 * edge_count(), sorted per node
@@ -53,7 +54,8 @@ struct Graph {
 // Builds the undirected simple graph on `node_count` nodes with the given edges: each (u, v)
 // adds u-v and v-u; duplicates and self loops are dropped. O(E log E).
 // Throws InputError if an endpoint is outside [0, node_count).
-Graph graph_from_edges(std::int64_t node_count, std::span<const std::pair<std::int64_t, std::int64_t>> edges);
+UndirectedGraph undirected_graph_from_edges(std::int64_t node_count,
+                                            std::span<const std::pair<std::int64_t, std::int64_t>> edges);
 
 template <typename T>
 struct CsrMatrix {
@@ -70,7 +72,7 @@ struct CsrMatrix {
 // "renormalisation trick"), entry (i, j) = 1 / sqrt((deg i + 1)(deg j + 1)). Symmetric, so the
 // backward pass of a GCN layer multiplies by Â itself (Â^T = Â).
 template <typename T>
-CsrMatrix<T> gcn_normalized_adjacency(const Graph& graph);
+CsrMatrix<T> gcn_normalized_adjacency(const UndirectedGraph& graph);
 
 // Y[rows, width] = A X[cols, width] (row-major, Y overwritten). REQUIRES: x and y do not overlap.
 template <typename T>
@@ -92,7 +94,7 @@ std::vector<std::int64_t> knn_cosine(Backend& backend, const Tensor<float>& poin
 
 // The symmetrised kNN graph: i-j is an edge if j is among i's k neighbours or i among j's.
 // Every node then has >= k neighbours and no self loop.
-Graph knn_graph(std::int64_t node_count, std::int64_t k, std::span<const std::int64_t> knn);
+UndirectedGraph knn_graph(std::int64_t node_count, std::int64_t k, std::span<const std::int64_t> knn);
 
 // ---- node-classification data sets ----
 
@@ -109,8 +111,8 @@ struct NodeSplit {
 NodeSplit random_node_split(std::int64_t node_count, double train_fraction, double validation_fraction,
                             std::uint64_t seed);
 
-struct GraphDataset {
-  Graph graph;
+struct NodeDataset {
+  UndirectedGraph graph;
   Tensor<float> features;            // [node_count, feature_dim]
   std::vector<std::int32_t> labels;  // node_count classes in [0, classes)
   std::int64_t classes = 0;
@@ -135,13 +137,12 @@ LabelledImages load_fashion_mnist_all();
 // StandardScaler. Measured on the 10,000-node Fashion-MNIST kNN graph: on raw pixels in [0, 1]
 // a 784-256-256-10 GCN needed ~3x the Adam steps to reach 82.7 % test accuracy, and GIST with
 // m = 4 ended 6 points lower after 200 steps.
-void standardize_features(GraphDataset& data);
+void standardize_features(NodeDataset& data);
 
 // The kNN graph data set over a seeded subset of `images`: nodes are the chosen images in
 // ascending order of their index in `images` (source_index), features their pixels, labels
 // their classes. Throws InputError if the subset is larger than the data or k is out of range.
-GraphDataset knn_image_dataset(Backend& backend, const LabelledImages& images,
-                               const KnnDatasetConfig& config);
+NodeDataset knn_image_dataset(Backend& backend, const LabelledImages& images, const KnnDatasetConfig& config);
 
 // ---- stochastic block model ----
 
@@ -176,6 +177,6 @@ double sbm_expected_intra_fraction(const SbmConfig& config);
 // the list of candidate pairs are geometric, so only the edges are drawn (Batagelj & Brandes
 // 2005, "Efficient generation of large random networks", algorithm G(n,p)), never all n^2 pairs.
 // Throws InputError on nodes < 1, classes outside [1, nodes], p outside [0, 1], feature_dim < 1.
-GraphDataset stochastic_block_model(const SbmConfig& config);
+NodeDataset stochastic_block_model(const SbmConfig& config);
 
 }  // namespace strata::real

@@ -8,8 +8,9 @@
 #include <set>
 #include <string>
 
-#include "strata/real/data/graph.hpp"
+#include "strata/real/data/knn_graph.hpp"
 #include "strata/real/kernels/gcn.hpp"
+#include "strata/real/reference/gcn_train.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
@@ -39,7 +40,7 @@ TEST(KnnGraph, MatchesBruteForceCosineTopK) {
   KnnDatasetConfig config;
   config.subset_size = 600;
   config.threads = 2;
-  const GraphDataset data = knn_image_dataset(backend, all_images(), config);
+  const NodeDataset data = knn_image_dataset(backend, all_images(), config);
   const std::int64_t n = data.graph.node_count, d = data.features.dim(1), k = config.k;
   ASSERT_EQ(n, 600);
   const std::vector<std::int64_t> knn = knn_cosine(backend, data.features, k);
@@ -80,7 +81,7 @@ TEST(KnnGraph, MatchesBruteForceCosineTopK) {
   EXPECT_GT(exact_rows, n * 8 / 10);
 
   // The symmetrised graph: >= k neighbours, no self loop, sorted, symmetric, = union of lists.
-  const Graph& g = data.graph;
+  const UndirectedGraph& g = data.graph;
   std::int64_t directed = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto nb = g.neighbours_of(i);
@@ -108,8 +109,8 @@ TEST(KnnGraph, SeedDecidesSubsetGraphAndSplit) {
   CpuBackend backend;
   KnnDatasetConfig config;
   config.subset_size = 400;
-  const GraphDataset a = knn_image_dataset(backend, all_images(), config);
-  const GraphDataset b = knn_image_dataset(backend, all_images(), config);
+  const NodeDataset a = knn_image_dataset(backend, all_images(), config);
+  const NodeDataset b = knn_image_dataset(backend, all_images(), config);
   EXPECT_EQ(a.source_index, b.source_index);
   EXPECT_EQ(a.graph.row_offsets, b.graph.row_offsets);
   EXPECT_EQ(a.graph.neighbours, b.graph.neighbours);
@@ -118,14 +119,14 @@ TEST(KnnGraph, SeedDecidesSubsetGraphAndSplit) {
   EXPECT_EQ(a.split.train.size() + a.split.validation.size() + a.split.test.size(), 400u);
   EXPECT_EQ(a.split.train.size(), 240u);
   config.seed = 2;
-  const GraphDataset c = knn_image_dataset(backend, all_images(), config);
+  const NodeDataset c = knn_image_dataset(backend, all_images(), config);
   EXPECT_NE(a.source_index, c.source_index);
 }
 
 TEST(GcnNormalisation, ThreeNodePathByHand) {
   // Path 0-1-2: degrees with self loops 2, 3, 2; entry (i, j) = 1 / sqrt(d_i d_j).
   const std::vector<std::pair<std::int64_t, std::int64_t>> edges = {{0, 1}, {2, 1}, {1, 0}};
-  const Graph g = graph_from_edges(3, edges);
+  const UndirectedGraph g = undirected_graph_from_edges(3, edges);
   EXPECT_EQ(g.edge_count(), 2);
   const CsrMatrix<double> a = gcn_normalized_adjacency<double>(g);
   EXPECT_EQ(a.row_offsets, (std::vector<std::int64_t>{0, 2, 5, 7}));
@@ -145,7 +146,7 @@ TEST(GcnNormalisation, ThreeNodePathByHand) {
 TEST(StochasticBlockModel, EdgeCountAndIntraFractionMatchExpectation) {
   SbmConfig config = SbmConfig::from_expected_degrees(20000, 4, 8.0, 2.0);
   config.seed = 7;
-  const GraphDataset data = stochastic_block_model(config);
+  const NodeDataset data = stochastic_block_model(config);
   SbmConfig intra_only = config, inter_only = config;
   intra_only.p_out = 0, inter_only.p_in = 0;
   const double mean = sbm_expected_edges(config);
@@ -166,7 +167,7 @@ TEST(StochasticBlockModel, EdgeCountAndIntraFractionMatchExpectation) {
   // Large and sparse stays cheap: O(edges), not O(n^2) (10^6 nodes, ~3 * 10^6 edges).
   SbmConfig big_config = SbmConfig::from_expected_degrees(1000000, 10, 5.0, 1.0);
   big_config.feature_dim = 2;
-  const GraphDataset big = stochastic_block_model(big_config);
+  const NodeDataset big = stochastic_block_model(big_config);
   EXPECT_NEAR(static_cast<double>(big.graph.edge_count()), 3e6, 2e4);
 }
 
@@ -351,7 +352,7 @@ TEST(GraphAndGistBadInput, OneClearLineEach) {
   EXPECT_EQ(input_error_of([&] { stochastic_block_model(sbm); }),
             "stochastic block model: p_in = 1.500000 outside [0, 1]");
   const std::vector<std::pair<std::int64_t, std::int64_t>> edges = {{0, 1}, {1, 3}};
-  EXPECT_EQ(input_error_of([&] { graph_from_edges(3, edges); }),
+  EXPECT_EQ(input_error_of([&] { undirected_graph_from_edges(3, edges); }),
             "edge list: edge 1 (1, 3) has a node outside [0, 3)");
 }
 

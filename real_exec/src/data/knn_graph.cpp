@@ -1,5 +1,5 @@
 // Graphs in CSR, the GCN normalisation, kNN graphs of images and stochastic block models.
-#include "strata/real/data/graph.hpp"
+#include "strata/real/data/knn_graph.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -125,16 +125,16 @@ std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
   return splitmix64(seed ^ splitmix64(stream));
 }
 
-std::span<const std::int64_t> Graph::neighbours_of(std::int64_t node) const {
+std::span<const std::int64_t> UndirectedGraph::neighbours_of(std::int64_t node) const {
   STRATA_ASSERT(node >= 0 && node < node_count, "node " + std::to_string(node));
   return std::span<const std::int64_t>(neighbours)
       .subspan(static_cast<std::size_t>(row_offsets[node]), static_cast<std::size_t>(degree(node)));
 }
 
-Graph graph_from_edges(std::int64_t node_count,
-                       std::span<const std::pair<std::int64_t, std::int64_t>> edges) {
+UndirectedGraph undirected_graph_from_edges(std::int64_t node_count,
+                                            std::span<const std::pair<std::int64_t, std::int64_t>> edges) {
   STRATA_ASSERT(node_count >= 0, "graph of " + std::to_string(node_count) + " nodes");
-  Graph g;
+  UndirectedGraph g;
   g.node_count = node_count;
   std::vector<std::int64_t> count(static_cast<std::size_t>(node_count) + 1, 0);
   for (std::size_t e = 0; e < edges.size(); ++e) {
@@ -165,7 +165,7 @@ Graph graph_from_edges(std::int64_t node_count,
 }
 
 template <typename T>
-CsrMatrix<T> gcn_normalized_adjacency(const Graph& graph) {
+CsrMatrix<T> gcn_normalized_adjacency(const UndirectedGraph& graph) {
   CsrMatrix<T> a;
   a.rows = a.cols = graph.node_count;
   a.columns.reserve(graph.neighbours.size() + static_cast<std::size_t>(graph.node_count));
@@ -236,14 +236,14 @@ std::vector<std::int64_t> knn_cosine(Backend& backend, const Tensor<float>& poin
   return knn;
 }
 
-Graph knn_graph(std::int64_t node_count, std::int64_t k, std::span<const std::int64_t> knn) {
+UndirectedGraph knn_graph(std::int64_t node_count, std::int64_t k, std::span<const std::int64_t> knn) {
   STRATA_ASSERT(static_cast<std::int64_t>(knn.size()) == node_count * k, "kNN lists of the wrong size");
   std::vector<std::pair<std::int64_t, std::int64_t>> edges;
   edges.reserve(knn.size());
   for (std::int64_t i = 0; i < node_count; ++i) {
     for (std::int64_t j = 0; j < k; ++j) edges.emplace_back(i, knn[i * k + j]);
   }
-  return graph_from_edges(node_count, edges);
+  return undirected_graph_from_edges(node_count, edges);
 }
 
 NodeSplit random_node_split(std::int64_t node_count, double train_fraction, double validation_fraction,
@@ -278,8 +278,8 @@ LabelledImages load_fashion_mnist_all() {
   return all;
 }
 
-GraphDataset knn_image_dataset(Backend& backend, const LabelledImages& images,
-                               const KnnDatasetConfig& config) {
+NodeDataset knn_image_dataset(Backend& backend, const LabelledImages& images,
+                              const KnnDatasetConfig& config) {
   const std::int64_t size = config.subset_size == 0 ? images.count : config.subset_size;
   if (size < 0 || size > images.count) {
     bad_input("kNN data set", "subset of " + std::to_string(config.subset_size) +
@@ -289,7 +289,7 @@ GraphDataset knn_image_dataset(Backend& backend, const LabelledImages& images,
   std::vector<std::int64_t> chosen = shuffled_indices(images.count, rng);
   chosen.resize(static_cast<std::size_t>(size));
   std::sort(chosen.begin(), chosen.end());
-  GraphDataset data;
+  NodeDataset data;
   gather_batch(images, chosen, data.features, data.labels);
   data.classes = kFashionMnistClasses;
   data.source_index = std::move(chosen);
@@ -299,7 +299,7 @@ GraphDataset knn_image_dataset(Backend& backend, const LabelledImages& images,
   return data;
 }
 
-void standardize_features(GraphDataset& data) {
+void standardize_features(NodeDataset& data) {
   const std::vector<std::int64_t>& fit = data.split.train;
   const std::int64_t n = data.features.dim(0), f = data.features.dim(1);
   if (fit.empty()) return;
@@ -343,7 +343,7 @@ double sbm_expected_intra_fraction(const SbmConfig& c) {
   return total > 0.0 ? sbm_expected_edges(intra_only) / total : 0.0;
 }
 
-GraphDataset stochastic_block_model(const SbmConfig& c) {
+NodeDataset stochastic_block_model(const SbmConfig& c) {
   if (c.nodes < 1)
     bad_input("stochastic block model", "nodes = " + std::to_string(c.nodes) + " must be >= 1");
   if (c.classes < 1 || c.classes > c.nodes) {
@@ -367,8 +367,8 @@ GraphDataset stochastic_block_model(const SbmConfig& c) {
       draw_block_pair(start_a, size_a, start_b, size_b, a == b, a == b ? c.p_in : c.p_out, edge_rng, edges);
     }
   }
-  GraphDataset data;
-  data.graph = graph_from_edges(c.nodes, edges);
+  NodeDataset data;
+  data.graph = undirected_graph_from_edges(c.nodes, edges);
   data.classes = c.classes;
   data.labels.resize(static_cast<std::size_t>(c.nodes));
   data.source_index.resize(static_cast<std::size_t>(c.nodes));
@@ -388,8 +388,8 @@ GraphDataset stochastic_block_model(const SbmConfig& c) {
   return data;
 }
 
-template CsrMatrix<float> gcn_normalized_adjacency<float>(const Graph&);
-template CsrMatrix<double> gcn_normalized_adjacency<double>(const Graph&);
+template CsrMatrix<float> gcn_normalized_adjacency<float>(const UndirectedGraph&);
+template CsrMatrix<double> gcn_normalized_adjacency<double>(const UndirectedGraph&);
 template void spmm<float>(const CsrMatrix<float>&, std::int64_t, const float*, float*);
 template void spmm<double>(const CsrMatrix<double>&, std::int64_t, const double*, double*);
 
