@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "strata/real/kernels/shapes.hpp"
+
 namespace strata::real {
 namespace {
 
@@ -271,6 +273,34 @@ TEST(Kernels, SoftmaxCrossEntropyIsStableForLargeLogits) {
   std::vector<double> p(2);
   const std::int32_t label = 0;
   EXPECT_EQ(softmax_cross_entropy_forward<double>(1, 2, big.data(), &label, p.data()), 0.0);
+}
+
+// The shape checks the CPU and CUDA kernels share (shapes.hpp): each accepts the smallest shape
+// its kernel runs and refuses one step beyond it, as an invariant (std::logic_error).
+TEST(ShapeChecks, AcceptTheSmallestShapeAndRefuseOneBeyond) {
+  EXPECT_NO_THROW(check_linear_shape(LinearShape{0, 1, 1}));  // an empty microbatch runs nothing
+  EXPECT_THROW(check_linear_shape(LinearShape{1, 0, 1}), std::logic_error);
+  Conv2dShape conv{.batch = 1,
+                   .in_channels = 1,
+                   .height = 3,
+                   .width = 3,
+                   .out_channels = 1,
+                   .kernel_h = 5,
+                   .kernel_w = 5,
+                   .stride = 1,
+                   .padding = 1};  // 5x5 fits the 3x3 input padded to 5x5
+  EXPECT_NO_THROW(check_conv_shape(conv));
+  conv.padding = 0;
+  EXPECT_THROW(check_conv_shape(conv), std::logic_error);
+  EXPECT_NO_THROW(check_pool2x2_shape(Pool2dShape{.batch = 0, .channels = 1, .height = 2, .width = 2}));
+  EXPECT_THROW(check_pool2x2_shape(Pool2dShape{.batch = 1, .channels = 1, .height = 1, .width = 2}),
+               std::logic_error);
+  EXPECT_NO_THROW(check_softmax_shape(1, 1));
+  EXPECT_THROW(check_softmax_shape(0, 10), std::logic_error);
+  EXPECT_NO_THROW(check_length(0, "relu_forward"));
+  EXPECT_THROW(check_length(-1, "relu_forward"), std::logic_error);
+  EXPECT_NO_THROW(check_adam_step(1));
+  EXPECT_THROW(check_adam_step(0), std::logic_error);
 }
 
 }  // namespace

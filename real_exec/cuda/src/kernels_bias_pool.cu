@@ -3,6 +3,7 @@
 
 #include "launch.cuh"
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real::gpu {
@@ -104,8 +105,7 @@ void bias_gradient(CudaBackend& backend, std::int64_t outer, std::int64_t channe
 template <typename T>
 void maxpool2x2_forward(CudaBackend& backend, const Pool2dShape& shape, const T* x, T* y,
                         std::int64_t* argmax) {
-  STRATA_ASSERT(shape.batch >= 0 && shape.channels > 0 && shape.height >= 2 && shape.width >= 2,
-                "max-pool input " + std::to_string(shape.height) + "x" + std::to_string(shape.width));
+  check_pool2x2_shape(shape);
   const std::int64_t outputs = shape.output_size();
   if (outputs == 0) return;
   maxpool_forward_kernel<<<blocks_for(outputs), kBlockSize, 0, backend.activate()>>>(
@@ -116,8 +116,7 @@ void maxpool2x2_forward(CudaBackend& backend, const Pool2dShape& shape, const T*
 template <typename T>
 void maxpool2x2_backward(CudaBackend& backend, const Pool2dShape& shape, const T* dy,
                          const std::int64_t* argmax, T* dx) {
-  STRATA_ASSERT(shape.batch >= 0 && shape.channels > 0 && shape.height >= 2 && shape.width >= 2,
-                "max-pool input " + std::to_string(shape.height) + "x" + std::to_string(shape.width));
+  check_pool2x2_shape(shape);
   const std::int64_t inputs = shape.input_size(), outputs = shape.output_size();
   if (inputs == 0) return;
   const cudaStream_t stream = backend.activate();

@@ -8,6 +8,7 @@
 
 #include "launch.cuh"
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real::gpu {
@@ -72,16 +73,6 @@ __global__ void col2im_add_kernel(ConvGeometry g, const T* cols, T* image) {
   }
 }
 
-void check_conv(const Conv2dShape& s) {
-  STRATA_ASSERT(s.batch >= 0 && s.in_channels > 0 && s.out_channels > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-                    s.stride > 0 && s.padding >= 0,
-                "conv2d shape with a non-positive size, stride or negative padding");
-  STRATA_ASSERT(s.height + 2 * s.padding >= s.kernel_h && s.width + 2 * s.padding >= s.kernel_w,
-                "conv2d kernel " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) +
-                    " larger than the padded input " + std::to_string(s.height) + "x" +
-                    std::to_string(s.width));
-}
-
 // Column scratch of one convolution call, from the memory pool of the backend's stream: taken and
 // given back in stream order, so that, unlike cudaFree, releasing it does not wait for the GPU.
 template <typename T>
@@ -112,7 +103,7 @@ std::int64_t column_cols(const Conv2dShape& s) { return s.out_height() * s.out_w
 
 template <typename T>
 void im2col(CudaBackend& backend, const Conv2dShape& shape, const T* image, T* cols) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t total =
       shape.in_channels * shape.kernel_h * shape.kernel_w * shape.out_height() * shape.out_width();
   im2col_kernel<<<blocks_for(total), kBlockSize, 0, backend.activate()>>>(geometry_of(shape), image, cols);
@@ -121,7 +112,7 @@ void im2col(CudaBackend& backend, const Conv2dShape& shape, const T* image, T* c
 
 template <typename T>
 void col2im_add(CudaBackend& backend, const Conv2dShape& shape, const T* cols, T* image) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t total = shape.in_channels * shape.height * shape.width;
   if (total == 0) return;
   col2im_add_kernel<<<blocks_for(total), kBlockSize, 0, backend.activate()>>>(geometry_of(shape), cols,
@@ -132,7 +123,7 @@ void col2im_add(CudaBackend& backend, const Conv2dShape& shape, const T* cols, T
 template <typename T>
 void conv2d_forward(CudaBackend& backend, const Conv2dShape& shape, const T* x, const T* w, const T* b,
                     T* y) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;
@@ -149,7 +140,7 @@ void conv2d_forward(CudaBackend& backend, const Conv2dShape& shape, const T* x, 
 template <typename T>
 void conv2d_backward_data(CudaBackend& backend, const Conv2dShape& shape, const T* dy, const T* w, T* dx,
                           bool accumulate) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;
@@ -166,7 +157,7 @@ void conv2d_backward_data(CudaBackend& backend, const Conv2dShape& shape, const 
 template <typename T>
 void conv2d_backward_weight(CudaBackend& backend, const Conv2dShape& shape, const T* x, const T* dy, T* dw,
                             T* db, bool accumulate) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;

@@ -7,6 +7,7 @@
 #include "launch.cuh"
 #include "matrix_scale.hpp"
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real::gpu {
@@ -72,10 +73,6 @@ __global__ void scale_matrix_kernel(std::int64_t rows, std::int64_t cols, T beta
   }
 }
 
-void check_length(std::int64_t n, const char* kernel) {
-  STRATA_ASSERT(n >= 0, std::string(kernel) + " over " + std::to_string(n) + " elements");
-}
-
 }  // namespace
 
 template <typename T>
@@ -125,7 +122,7 @@ void sgd_momentum_step(CudaBackend& backend, const SgdConfig& config, std::int64
 template <typename T>
 void adam_step(CudaBackend& backend, const AdamConfig& config, std::int64_t step, std::int64_t n,
                const T* grad, T* m, T* v, T* weight) {
-  STRATA_ASSERT(step >= 1, "Adam step " + std::to_string(step) + " (steps count from 1)");
+  check_adam_step(step);
   check_length(n, "adam_step");
   if (n == 0) return;
   // kernels_optim.cpp's arrangement (PyTorch's): the bias corrections fold into a step size and

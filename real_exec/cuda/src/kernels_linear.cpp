@@ -4,23 +4,14 @@
 #include <string>
 
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real::gpu {
-namespace {
-
-void check_linear(const LinearShape& s) {
-  STRATA_ASSERT(s.batch >= 0 && s.in_features > 0 && s.out_features > 0,
-                "linear shape batch " + std::to_string(s.batch) + ", in " + std::to_string(s.in_features) +
-                    ", out " + std::to_string(s.out_features));
-}
-
-}  // namespace
-
 template <typename T>
 void linear_forward(CudaBackend& backend, const LinearShape& shape, const T* x, const T* w, const T* b,
                     T* y) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   if (b != nullptr) bias_broadcast(backend, m, n, 1, b, y, false);
   const T beta = b != nullptr ? T{1} : T{0};
@@ -30,7 +21,7 @@ void linear_forward(CudaBackend& backend, const LinearShape& shape, const T* x, 
 template <typename T>
 void linear_backward_data(CudaBackend& backend, const LinearShape& shape, const T* dy, const T* w, T* dx,
                           bool accumulate) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   backend.gemm(Transpose::no, Transpose::yes, m, k, n, T{1}, dy, n, w, n, accumulate ? T{1} : T{0}, dx, k);
 }
@@ -38,7 +29,7 @@ void linear_backward_data(CudaBackend& backend, const LinearShape& shape, const 
 template <typename T>
 void linear_backward_weight(CudaBackend& backend, const LinearShape& shape, const T* x, const T* dy, T* dw,
                             T* db, bool accumulate) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   // An empty batch makes a k = 0 GEMM, which still scales dW by beta, as BLAS does on the CPU.
   backend.gemm(Transpose::yes, Transpose::no, k, n, m, T{1}, x, k, dy, n, accumulate ? T{1} : T{0}, dw, n);

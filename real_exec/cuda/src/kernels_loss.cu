@@ -4,6 +4,7 @@
 
 #include "launch.cuh"
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real::gpu {
@@ -85,16 +86,12 @@ __global__ void softmax_xent_backward_kernel(std::int64_t total, std::int64_t cl
   }
 }
 
-void check_softmax(std::int64_t batch, std::int64_t classes) {
-  STRATA_ASSERT(batch > 0 && classes > 0, "softmax over an empty batch or no classes");
-}
-
 }  // namespace
 
 template <typename T>
 void softmax_cross_entropy_forward(CudaBackend& backend, std::int64_t batch, std::int64_t classes,
                                    const T* logits, const std::int32_t* labels, T* probs, T* loss) {
-  check_softmax(batch, classes);
+  check_softmax_shape(batch, classes);
   softmax_xent_forward_kernel<<<1, kBlockSize, 0, backend.activate()>>>(batch, classes, logits, labels, probs,
                                                                         loss);
   check_launch("softmax_xent_forward_kernel");
@@ -104,7 +101,7 @@ template <typename T>
 void softmax_cross_entropy_backward(CudaBackend& backend, std::int64_t batch, std::int64_t classes,
                                     const T* probs, const std::int32_t* labels, std::int64_t divisor,
                                     T* dlogits) {
-  check_softmax(batch, classes);
+  check_softmax_shape(batch, classes);
   STRATA_ASSERT(divisor >= 1, "softmax gradient divided by " + std::to_string(divisor));
   const std::int64_t total = batch * classes;
   const T inv_divisor = T{1} / static_cast<T>(divisor);

@@ -6,22 +6,13 @@
 #include <cmath>
 #include <string>
 
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
-namespace {
-
-void check_linear(const LinearShape& s) {
-  STRATA_ASSERT(s.batch >= 0 && s.in_features > 0 && s.out_features > 0,
-                "linear shape batch " + std::to_string(s.batch) + ", in " + std::to_string(s.in_features) +
-                    ", out " + std::to_string(s.out_features));
-}
-
-}  // namespace
-
 template <typename T>
 void linear_forward(Backend& backend, const LinearShape& shape, const T* x, const T* w, const T* b, T* y) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   // Broadcasting the bias into Y first lets the GEMM add X W on top (beta = 1) in one pass.
   if (b != nullptr) {
@@ -34,7 +25,7 @@ void linear_forward(Backend& backend, const LinearShape& shape, const T* x, cons
 template <typename T>
 void linear_backward_data(Backend& backend, const LinearShape& shape, const T* dy, const T* w, T* dx,
                           bool accumulate) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   backend.gemm(Transpose::no, Transpose::yes, m, k, n, T{1}, dy, n, w, n, accumulate ? T{1} : T{0}, dx, k);
 }
@@ -42,7 +33,7 @@ void linear_backward_data(Backend& backend, const LinearShape& shape, const T* d
 template <typename T>
 void linear_backward_weight(Backend& backend, const LinearShape& shape, const T* x, const T* dy, T* dw, T* db,
                             bool accumulate) {
-  check_linear(shape);
+  check_linear_shape(shape);
   const std::int64_t m = shape.batch, k = shape.in_features, n = shape.out_features;
   backend.gemm(Transpose::yes, Transpose::no, k, n, m, T{1}, x, k, dy, n, accumulate ? T{1} : T{0}, dw, n);
   if (db == nullptr) return;
@@ -74,8 +65,7 @@ void tanh_backward(std::int64_t n, const T* y, const T* dy, T* dx) {
 
 template <typename T>
 void maxpool2x2_forward(const Pool2dShape& shape, const T* x, T* y, std::int64_t* argmax) {
-  STRATA_ASSERT(shape.batch >= 0 && shape.channels > 0 && shape.height >= 2 && shape.width >= 2,
-                "max-pool input " + std::to_string(shape.height) + "x" + std::to_string(shape.width));
+  check_pool2x2_shape(shape);
   const std::int64_t h = shape.height, w = shape.width;
   const std::int64_t oh = shape.out_height(), ow = shape.out_width();
   std::int64_t out = 0;
@@ -105,7 +95,7 @@ void maxpool2x2_backward(const Pool2dShape& shape, const T* dy, const std::int64
 template <typename T>
 T softmax_cross_entropy_forward(std::int64_t batch, std::int64_t classes, const T* logits,
                                 const std::int32_t* labels, T* probs) {
-  STRATA_ASSERT(batch > 0 && classes > 0, "softmax over an empty batch or no classes");
+  check_softmax_shape(batch, classes);
   double total = 0.0;  // summed in double so a large float batch loses no precision
   for (std::int64_t i = 0; i < batch; ++i) {
     const T* row = logits + i * classes;
@@ -129,7 +119,7 @@ T softmax_cross_entropy_forward(std::int64_t batch, std::int64_t classes, const 
 template <typename T>
 void softmax_cross_entropy_backward(std::int64_t batch, std::int64_t classes, const T* probs,
                                     const std::int32_t* labels, T* dlogits) {
-  STRATA_ASSERT(batch > 0 && classes > 0, "softmax over an empty batch or no classes");
+  check_softmax_shape(batch, classes);
   const T inv_batch = T{1} / static_cast<T>(batch);
   for (std::int64_t i = 0; i < batch; ++i) {
     for (std::int64_t j = 0; j < classes; ++j) {

@@ -8,20 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
 namespace {
-
-void check_conv(const Conv2dShape& s) {
-  STRATA_ASSERT(s.batch >= 0 && s.in_channels > 0 && s.out_channels > 0 && s.kernel_h > 0 && s.kernel_w > 0 &&
-                    s.stride > 0 && s.padding >= 0,
-                "conv2d shape with a non-positive size, stride or negative padding");
-  STRATA_ASSERT(s.height + 2 * s.padding >= s.kernel_h && s.width + 2 * s.padding >= s.kernel_w,
-                "conv2d kernel " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) +
-                    " larger than the padded input " + std::to_string(s.height) + "x" +
-                    std::to_string(s.width));
-}
 
 std::int64_t column_rows(const Conv2dShape& s) { return s.in_channels * s.kernel_h * s.kernel_w; }
 std::int64_t column_cols(const Conv2dShape& s) { return s.out_height() * s.out_width(); }
@@ -76,7 +67,7 @@ void col2im_add(const Conv2dShape& s, const T* cols, T* image) {
 
 template <typename T>
 void conv2d_forward(Backend& backend, const Conv2dShape& shape, const T* x, const T* w, const T* b, T* y) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;
@@ -98,7 +89,7 @@ void conv2d_forward(Backend& backend, const Conv2dShape& shape, const T* x, cons
 template <typename T>
 void conv2d_backward_data(Backend& backend, const Conv2dShape& shape, const T* dy, const T* w, T* dx,
                           bool accumulate) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;
@@ -115,7 +106,7 @@ void conv2d_backward_data(Backend& backend, const Conv2dShape& shape, const T* d
 template <typename T>
 void conv2d_backward_weight(Backend& backend, const Conv2dShape& shape, const T* x, const T* dy, T* dw, T* db,
                             bool accumulate) {
-  check_conv(shape);
+  check_conv_shape(shape);
   const std::int64_t rows = column_rows(shape), cols_n = column_cols(shape);
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;

@@ -6,6 +6,7 @@
 #include <numbers>
 #include <string>
 
+#include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
@@ -31,7 +32,7 @@ void sgd_momentum_step(const SgdConfig& config, std::int64_t n, const T* grad, T
 template <typename T>
 void adam_step(const AdamConfig& config, std::int64_t step, std::int64_t n, const T* grad, T* m, T* v,
                T* weight) {
-  STRATA_ASSERT(step >= 1, "Adam step " + std::to_string(step) + " (steps count from 1)");
+  check_adam_step(step);
   const double correction1 = 1.0 - std::pow(config.beta1, static_cast<double>(step));
   const double correction2 = 1.0 - std::pow(config.beta2, static_cast<double>(step));
   // PyTorch's arrangement of the same formula: the bias corrections fold into a step size and

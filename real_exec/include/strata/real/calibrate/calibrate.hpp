@@ -23,16 +23,8 @@
 //   per size, the fastest of 3 runs' medians), fitted to α + β·bytes by least squares weighted
 //   for relative error.
 //
-// Fitting (fit_calibration): the host's peaks are raised to the fastest rate any task reached
-// (a kernel on cache-resident data beats the DRAM triad), so every efficiency is in (0, 1].
-// GEMM-like kinds (linear, conv, attention) get a FLOP efficiency and memory efficiency 1;
-// the other kinds a memory efficiency and FLOP efficiency 1. Then neither roof of a task exceeds
-// its measured time, and its predicted time is its measured time up to the spread of its key.
-// Keys are kind/dtype/shape (each measured shape: the median over its tasks), kind/dtype/decade
-// (for shapes near the measured ones) and kind/dtype (the median over all the kind's tasks), the
-// shape being the FLOPs of a task that has any and its bytes otherwise, as the cost model looks
-// tasks up. Every compute kind gets the one-worker dispatch overhead plus the task floor as its
-// per-task overhead; the efficiencies are fitted to what is left of each task's time.
+// Fitting the samples into a Calibration is the cost model's business: models/cost/
+// calibration_fit.hpp (fit_calibration, fit_transport), whose sample types these functions fill.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/models/cost/calibration_fit.hpp"
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/exec/task_runner.hpp"
@@ -48,37 +41,14 @@
 
 namespace strata::real {
 
-struct MachinePeaks {
-  std::string host;      // gethostname
-  int cores = 0;         // hardware threads usable as worker slots
-  double gemm_fp32 = 0;  // FLOP/s, one core
-  double gemm_fp64 = 0;  // FLOP/s, one core
-  double triad_bw = 0;   // B/s, one core
-};
-
-struct TaskSample {
-  std::string plan;  // the Plan's model and strategy
-  std::string id;    // task id
-  TaskKind kind = TaskKind::fixed;
-  DType dtype = DType::fp32;
-  double flops = 0;    // FLOP
-  double bytes = 0;    // B read + written
-  double seconds = 0;  // median kernel time
-};
-
-struct DispatchOverhead {
-  double same_thread_s = 0;  // s per task beyond its kernel, one worker
-  double handoff_s = 0;      // s per task when each task wakes the other worker's thread
-  double task_floor_s = 0;   // s, the 10th percentile time of a near-empty task: the executor's floor
-                             // (tens of ns on a CPU; a GPU's launch and stream synchronize)
-};
-
-struct TransportSample {
-  std::string transport;
-  std::string op;      // "p2p" or "allreduce"
-  double bytes = 0;    // B per message (allreduce: the reduced buffer)
-  double seconds = 0;  // median
-};
+// The sample types and the fits are the cost model's (models/cost/calibration_fit.hpp); named
+// here too so that callers of the measurements find them beside them.
+using ::strata::DispatchOverhead;
+using ::strata::fit_calibration;
+using ::strata::fit_transport;
+using ::strata::MachinePeaks;
+using ::strata::TaskSample;
+using ::strata::TransportSample;
 
 // Called with what is being measured as work advances (for a progress line); may be empty.
 using Progress = std::function<void(const std::string& what)>;
@@ -103,13 +73,6 @@ PlanTimer thread_plan_timer();
 // Runs the Plan's workers as threads of this process on what `executor` builds (the GPU
 // executor's device-to-device copies, say), after one warm-up run.
 PlanTimer executor_plan_timer(ExecutorFactory<float> executor);
-
-// α–β per op from the samples of one transport: least squares weighted by 1/time², so each size
-// counts by its relative error and α is not left to the largest messages.
-TransportCalibration fit_transport(const std::vector<TransportSample>& samples);
-
-Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSample>& tasks,
-                            const DispatchOverhead& dispatch);
 
 // The Plans whose tasks `strata calibrate` measures: MLP and LeNet-5 on one worker at batch 64,
 // 32 and 16, fp32, Adam; then, on the CPU only, pdADMM's layer updates (784-256-256-10, 2,000

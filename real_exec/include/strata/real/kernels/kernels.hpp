@@ -11,7 +11,8 @@
 // - A bias pointer may be null: the layer has no bias and the bias gradient is skipped.
 // - Inputs and outputs must not overlap unless a kernel says so (the element-wise activations
 //   and the optimizer steps may run in place).
-// - Shapes are checked with STRATA_ASSERT; a violation is a bug in the caller, not bad input.
+// - Shapes are checked with STRATA_ASSERT (shapes.hpp, the checks the CUDA kernels share); a
+//   violation is a bug in the caller, not bad input.
 // Ownership: kernels borrow everything and keep nothing; scratch space (im2col columns) is
 // allocated per call. Thread safety: kernels are reentrant; the Backend decides the rest.
 #pragma once
