@@ -1,7 +1,7 @@
 // pdADMM's iteration (admm.hpp) on kAdmmWorkers worker threads, for strata_bench_solvers.
 //
-// admm.hpp's iterate_parallel(threads = true) starts one thread per layer, more threads than
-// cores on a small machine; this driver runs the same Jacobi iteration on a fixed number of
+// reference/admm_train.hpp's iterate_parallel(threads = true) starts one thread per layer, more
+// threads than cores on a small machine; this driver runs the same Jacobi iteration on a fixed number of
 // workers, built from admm.hpp's public per-layer updates. Layer l lives on worker
 // floor(l * W / L), as lower_admm places it. Every backward phase runs (each worker its layers),
 // then, after a barrier, every forward phase. Only what crosses a worker boundary travels as a
