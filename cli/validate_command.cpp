@@ -251,6 +251,7 @@ int validate_speedup(const Plan& plan, const ValidateOptions& o, Simulation sim)
   CommonFlags one = o.flags;
   one.workers = 1;
   one.strategy.clear();
+  one.forced = {"--workers", "--strategy"};  // over a --spec too
   const Plan baseline = plan_to_run(one, "");
   print_header(plan, o);
   const std::vector<Measured> m = measure({&plan, &baseline}, o, nullptr);
