@@ -139,8 +139,14 @@ TEST_F(Spec, BadSpecsAndUnknownKeysAreOneLine) {
 
 // --set lr is a key of the table, so every command takes it.
 TEST_F(Spec, RunAndValidateAcceptTheLearningRate) {
-  const Outcome r = run("run --model mlp --epochs 1 --no-pin --set lr=0.01 --optimizer sgd");
+  const Outcome r = run("run --model mlp --epochs 1 --no-pin --set lr=0.01 --optimizer sgd --trace m.json");
   ASSERT_EQ(r.rc, 0) << r.err;
+  // The measured trace records the run's spec, learning rate and batch (64 per rank) included.
+  ASSERT_EQ(run("spec --from m.json -o from-trace.json").rc, 0);
+  const strata::Experiment measured = strata::read_experiment(path("from-trace.json"));
+  EXPECT_DOUBLE_EQ(*measured.learning_rate, 0.01);
+  EXPECT_EQ(measured.optimizer, strata::Optimizer::sgd);
+  EXPECT_EQ(measured.global_batch, 64);
   std::ofstream(path("c.json")) << R"({"schema_version": 2, "format": "strata-calibration",
     "flops_efficiency": {"linear_fwd/fp32": 0.5},
     "transports": {"threads": {"p2p_alpha_s": 2e-5, "p2p_beta_s_per_byte": 1e-10, "allreduce_alpha_s": 1e-5,
@@ -153,6 +159,15 @@ TEST_F(Spec, RunAndValidateAcceptTheLearningRate) {
   const nlohmann::json j = nlohmann::json::parse(slurp(path("v.json")));
   EXPECT_DOUBLE_EQ(j.at("experiment").at("optimizer").at("lr").get<double>(), 0.01);
   ASSERT_EQ(run("spec --from v.json -o s.json").rc, 0);
+}
+
+TEST_F(Spec, CompareSolversTakesTheModelOfASpec) {
+  ASSERT_EQ(run("spec --model mlp --set sizes=784,64,32,10 -o s.json").rc, 0);
+  const Outcome r = run("compare-solvers --spec s.json --workers 2 --epochs 0 --platform " + kSource +
+                        "/platforms/a100-node-8.xml");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* row : {"backprop dp=2 ", "backprop pp=2 1f1b ", "ampnet ", "local ", "pdadmm "})
+    EXPECT_NE(r.out.find(std::string("\n") + row), std::string::npos) << row << "\n" << r.out;
 }
 
 // The shipped examples load and run (examples/README.md has the command of each).
