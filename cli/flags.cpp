@@ -126,9 +126,8 @@ void match_sites_and_workers(const CommonFlags& flags, const Overrider& over, Ex
                                    [](const std::string& pair) { return pair.rfind("m=", 0) == 0; });
   const bool workers_given = (over.applies("--workers") && flags.workers > 0) ||
                              (over.applies("--strategy") && !flags.strategy.empty());
-  if (!over.from_spec() && !workers_given) {
-    e.dp = e.solver.subnets, e.tp = 1, e.pp = 1;
-  } else if (over.from_spec() && m_given && !workers_given) {
+  // Without a spec the default m sets the workers; over a spec only a given m does.
+  if (!workers_given && (!over.from_spec() || m_given)) {
     e.dp = e.solver.subnets, e.tp = 1, e.pp = 1;
   } else if (workers_given && !m_given) {
     StrategyConfig c;

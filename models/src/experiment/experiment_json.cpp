@@ -1,6 +1,7 @@
 // Experiment <-> JSON (schema in experiment.hpp). The --set keys are written and read through
 // the key table, so a file and the flags are held to the same ranges.
 #include <algorithm>
+#include <limits>
 
 #include "set_table.hpp"
 #include "strata/traces/error.hpp"
@@ -48,7 +49,7 @@ class Reader {
 
   std::string text(const Json& j, const std::string& pointer, const std::vector<std::string>& choices) const {
     if (!j.is_string()) fail(pointer, "expected a string");
-    const auto v = j.get<std::string>();
+    auto v = j.get<std::string>();
     if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
       std::string list;
       for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;

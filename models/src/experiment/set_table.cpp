@@ -15,8 +15,8 @@ namespace detail {
 namespace {
 
 constexpr double kMaxInt = 1e9;
-const std::vector<std::string> kAlgos = {"ring", "tree", "halving_doubling", "hierarchical"};
-const std::vector<Solver> kAdmm = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
+const std::vector<std::string> algorithm_names = {"ring", "tree", "halving_doubling", "hierarchical"};
+const std::vector<Solver> admm_solvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -76,10 +76,10 @@ std::vector<SetKey> make_table() {
   t.push_back(model_count("avg_degree", "neighbours", "mean neighbours per node (gcn), below nodes"));
   t.push_back(real("bucket_mb", SetSection::strategy, 0, false, 1e6, false, "MB",
                    "data-parallel gradient bucket (10^6 B); 0 = one bucket per block"));
-  t.push_back(
-      choice("dp_algo", SetSection::strategy, kAlgos, "algorithm", "data-parallel allreduce algorithm"));
-  t.push_back(
-      choice("tp_algo", SetSection::strategy, kAlgos, "algorithm", "tensor-parallel allreduce algorithm"));
+  t.push_back(choice("dp_algo", SetSection::strategy, algorithm_names, "algorithm",
+                     "data-parallel allreduce algorithm"));
+  t.push_back(choice("tp_algo", SetSection::strategy, algorithm_names, "algorithm",
+                     "tensor-parallel allreduce algorithm"));
   t.push_back(integer("replicas", SetSection::strategy, 0, "replicas",
                       "data-parallel replicas lowered (0 = all; the rest assumed identical)"));
   t.push_back(integer("max_active_keys", SetSection::solver, 1, "instances", "AMPNet instances in flight",
@@ -91,10 +91,12 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("chunks", SetSection::solver, 1, "chunks", "chunks with local heads", {Solver::local}));
   t.push_back(choice("variant", SetSection::solver, {"greedy", "chunked", "overlapping"}, "variant",
                      "local parallelism variant", {Solver::local}));
-  t.push_back(real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", kAdmm));
   t.push_back(
-      real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations", kAdmm));
-  t.push_back(integer("admm_iterations", SetSection::solver, 1, "sweeps", "ADMM sweeps per Plan", kAdmm));
+      real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", admm_solvers));
+  t.push_back(real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations",
+                   admm_solvers));
+  t.push_back(
+      integer("admm_iterations", SetSection::solver, 1, "sweeps", "ADMM sweeps per Plan", admm_solvers));
   SetKey bits =
       integer("quant_bits", SetSection::solver, 1, "bits", "grid of the quantized p", {Solver::pdadmm_g_q});
   bits.max = 8, bits.max_reason = "p is sent as int8, so at most 8 bits";
@@ -159,7 +161,7 @@ Access algo(CollectiveAlgo Experiment::*field) {
 }
 
 const std::map<std::string, Access>& accessors() {
-  static const std::map<std::string, Access> kAccess = [] {
+  static const std::map<std::string, Access> access = [] {
     std::map<std::string, Access> a;
     a["layers"] = model_int(&ModelParameters::layers);
     a["hidden"] = model_int(&ModelParameters::hidden);
@@ -207,7 +209,7 @@ const std::map<std::string, Access>& accessors() {
     a["eps"] = number(&AdamConfig::eps, &Experiment::adam);
     return a;
   }();
-  return kAccess;
+  return access;
 }
 
 std::string number_text(double v) { return nlohmann::json(v).dump(); }
@@ -339,8 +341,8 @@ std::string_view to_string(SetSection section) {
 }
 
 const std::vector<SetKey>& set_keys() {
-  static const std::vector<SetKey> kTable = detail::make_table();
-  return kTable;
+  static const std::vector<SetKey> table = detail::make_table();
+  return table;
 }
 
 std::vector<std::string> accepted_keys(const std::string& model, Solver solver) {

@@ -18,6 +18,7 @@ int run_mpirun(int processes, const std::string& program, const std::vector<std:
   if (::geteuid() == 0) argv_text.insert(argv_text.begin() + 1, "--allow-run-as-root");
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_text.size() + 1);
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
