@@ -20,7 +20,7 @@
 //    "solver": {"name":"backprop", <the keys of that solver>},
 //    "optimizer": {"kind","lr","momentum","beta1","beta2","eps"},
 //    "dtype", "global_batch", "microbatches", "iterations", "epochs", "seed"}
-// from_json refuses unknown fields, wrong types and out-of-range values with one line naming
+// experiment_from_json refuses unknown fields, wrong types and out-of-range values with one line naming
 // the JSON pointer (`s.json: /strategy/dp: expected an integer`), and a newer schema_version.
 //
 // Canonical form (canonical_json): every field present with the defaults filled in (dtype "auto"
