@@ -67,6 +67,7 @@ std::vector<Row> rows_for(const CompareOptions& o) {
     }
     r.flags.strategy = strategy;
     r.flags.workers = strategy.empty() ? w : 0;
+    r.flags.forced = {"--solver", "--strategy", "--workers", "--schedule"};
     rows.push_back(std::move(r));
   };
   add("backprop dp=" + std::to_string(w), "backprop", "dp=" + std::to_string(w));
@@ -223,18 +224,22 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
                                  "measured time per epoch, accuracy, bytes, memory");
   auto o = std::make_shared<CompareOptions>();
   o->flags.model = "mlp";
-  cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)");
-  cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--spec", o->flags.spec,
+                  "experiment spec JSON (model, settings); flags given too override it");
+  o->flags.track(cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)"));
+  o->flags.track(cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
+                     ->check(CLI::PositiveNumber));
   cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML the predictions use")->required();
   cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--svg", o->svg, "accuracy against time plot");
-  cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"}));
-  cmd->add_option("--seed", o->flags.seed, "seed of every random choice");
-  cmd->add_option("--set", o->flags.sets, "key=value model or solver hyperparameter (repeatable)");
+  o->flags.track(cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")
+                     ->check(CLI::IsMember({"sgd", "adam"})));
+  o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice"));
+  o->flags.track(
+      cmd->add_option("--set", o->flags.sets, "key=value model, solver or optimizer setting (repeatable)"));
   add_replay_flags(*cmd, o->replay);
   cmd->callback([&action, o] {
     action = [o] {

@@ -36,15 +36,19 @@ void add_explore_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       ExploreOptions options;
-      options.model = o->flags.model;
       options.platform = resolve_platform(o->flags.platform);
       CommonFlags flags = o->flags;
-      flags.workers = 0;                 // the explorer chooses dp/tp/pp
-      build_model(flags, options.base);  // checks the model and --set; dtype, optimizer, batch, ...
-      StrategyConfig ignored;
-      options.model_overrides = apply_sets(o->flags.sets, ignored);
-      options.workers = o->flags.workers;
+      flags.workers = 0;  // the explorer chooses dp/tp/pp
+      const Experiment e = experiment_of(flags);
+      if (e.solver.solver != Solver::backprop)
+        throw InputError("--solver " + flags.solver + ": this command runs backprop only");
+      options.model = e.model;
+      options.base = strategy_of(e, model_of(e));  // dtype, optimizer, batch, ...
+      for (const std::string& key : model_keys(e.model))
+        if (const std::string value = set_value_text(e, key); !value.empty())
+          options.model_overrides[key] = value;
       if (o->flags.workers < 0) throw InputError("--workers: negative value");
+      options.workers = o->flags.workers > 0 || o->flags.spec.empty() ? o->flags.workers : e.workers();
       options.top_k = o->top;
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay = replay_options(o->replay);

@@ -1,6 +1,7 @@
 #include "flags.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "strata/traces/error.hpp"
@@ -8,48 +9,183 @@
 namespace strata::cli {
 namespace {
 
-CollectiveAlgo parse_algo_flag(const std::string& key, const std::string& value) {
-  auto algo = parse_collective_algo(value);
-  if (!algo || *algo == CollectiveAlgo::none)
-    throw InputError("--set " + key + ": unknown algorithm '" + value +
-                     "' (known: ring, tree, halving_doubling, hierarchical)");
-  return *algo;
+// Applies the flags given on top of a spec file and says on stderr what each one changed.
+class Overrider {
+ public:
+  Overrider(const CommonFlags& flags, std::string source)
+      : flags_(flags), source_(std::move(source)), from_spec_(!source_.empty()) {}
+
+  bool from_spec() const { return from_spec_; }
+
+  // Whether `flag` applies: every flag without a spec, only those given with one.
+  bool applies(const std::string& flag) const { return !from_spec_ || flags_.given(flag); }
+
+  void note(const std::string& flag, const std::string& field, const std::string& before,
+            const std::string& after) const {
+    if (from_spec_ && before != after)
+      std::fprintf(stderr, "spec %s: %s overrides %s (%s -> %s)\n", source_.c_str(), flag.c_str(),
+                   field.c_str(), before.empty() ? "preset" : before.c_str(), after.c_str());
+  }
+
+  template <typename T>
+  void number(const std::string& flag, const std::string& field, T& target, T value) const {
+    if (!applies(flag)) return;
+    note(flag, field, std::to_string(target), std::to_string(value));
+    target = value;
+  }
+
+  void text(const std::string& flag, const std::string& field, std::string& target,
+            const std::string& value) const {
+    if (!applies(flag)) return;
+    note(flag, field, target, value);
+    target = value;
+  }
+
+ private:
+  const CommonFlags& flags_;
+  std::string source_;
+  bool from_spec_;
+};
+
+std::string strategy_text(const Experiment& e) {
+  return "dp=" + std::to_string(e.dp) + ",tp=" + std::to_string(e.tp) + ",pp=" + std::to_string(e.pp);
+}
+
+void apply_model_and_solver(const CommonFlags& flags, const Overrider& over, Experiment& e) {
+  if (over.applies("--model") && !flags.model.empty()) over.text("--model", "model", e.model, flags.model);
+  if (!over.applies("--solver")) return;
+  const std::optional<Solver> which = parse_solver(flags.solver);
+  if (!which) {
+    std::string known;
+    for (const std::string& name : solver_names()) known += (known.empty() ? "" : ", ") + name;
+    throw InputError("--solver: unknown solver '" + flags.solver + "' (known: " + known + ")");
+  }
+  over.note("--solver", "solver", std::string(to_string(e.solver.solver)), flags.solver);
+  e.solver.solver = *which;
+}
+
+// --strategy and --workers (dp of N workers when no --strategy), checked against each other.
+void apply_strategy(const CommonFlags& flags, const Overrider& over, Experiment& e) {
+  if (flags.workers < 0) throw InputError("--workers: negative value");
+  const bool strategy = over.applies("--strategy") && !flags.strategy.empty();
+  const bool workers = over.applies("--workers") && flags.workers > 0;
+  if (strategy || workers) {
+    StrategyConfig c;
+    if (strategy)
+      parse_strategy(flags.strategy, c);
+    else
+      c.dp = flags.workers;
+    if (flags.workers > 0 && c.workers() != flags.workers)
+      throw InputError("--strategy " + c.to_string() + ": dp·tp·pp = " + std::to_string(c.workers()) +
+                       " does not equal --workers " + std::to_string(flags.workers));
+    const std::string before = strategy_text(e);
+    e.dp = c.dp, e.tp = c.tp, e.pp = c.pp;
+    over.note(strategy ? "--strategy" : "--workers", "strategy", before, strategy_text(e));
+  }
+  if (over.applies("--schedule")) {
+    std::string schedule(to_string(e.schedule));
+    over.text("--schedule", "schedule", schedule, flags.schedule);
+    e.schedule = *parse_pipeline_schedule(schedule);
+  }
+}
+
+void apply_scalars(const CommonFlags& flags, const Overrider& over, Experiment& e) {
+  if (flags.microbatches < 0) throw InputError("--microbatches: negative value");
+  if (flags.global_batch < 0) throw InputError("--global-batch: negative value");
+  over.number("--microbatches", "microbatches", e.microbatches, flags.microbatches);
+  over.number("--global-batch", "global_batch", e.global_batch, flags.global_batch);
+  over.number("--iterations", "iterations", e.iterations, flags.iterations);
+  over.number("--epochs", "epochs", e.epochs, flags.epochs);
+  over.number("--seed", "seed", e.seed, flags.seed);
+  if (over.applies("--dtype")) {
+    std::string dtype = e.dtype ? std::string(to_string(*e.dtype)) : "auto";
+    over.text("--dtype", "dtype", dtype, flags.dtype);
+    e.dtype = dtype == "auto" ? std::nullopt : parse_dtype(dtype);
+  }
+  if (over.applies("--optimizer")) {
+    std::string kind(to_string(e.optimizer));
+    over.text("--optimizer", "optimizer", kind, flags.optimizer);
+    e.optimizer = *parse_optimizer(kind);
+  }
+}
+
+void apply_sets(const CommonFlags& flags, const Overrider& over, Experiment& e) {
+  for (const std::string& pair : flags.sets) {
+    const std::string key = pair.substr(0, pair.find('='));
+    const std::string before = set_value_text(e, key);
+    apply_set(e, pair);
+    over.note("--set " + key, key, before, set_value_text(e, key));
+  }
 }
 
 // GIST runs one sub-GCN per worker: `--set m=M` alone gives M workers, `--workers N` alone N
 // sub-GCNs, neither the default m; both must agree (check_gist says so when they do not).
-void match_sites_and_workers(const CommonFlags& flags, StrategyConfig& config, SolverConfig& solver) {
+void match_sites_and_workers(const CommonFlags& flags, const Overrider& over, Experiment& e) {
+  if (e.solver.solver != Solver::gist) return;
   const bool m_given = std::any_of(flags.sets.begin(), flags.sets.end(),
                                    [](const std::string& pair) { return pair.rfind("m=", 0) == 0; });
-  if (flags.workers == 0 && flags.strategy.empty())
-    config.dp = solver.subnets;
-  else if (!m_given)
-    solver.subnets = solver_stages(config);
+  const bool workers_given = (over.applies("--workers") && flags.workers > 0) ||
+                             (over.applies("--strategy") && !flags.strategy.empty());
+  // Without a spec the default m sets the workers; over a spec only a given m does.
+  if (!workers_given && (!over.from_spec() || m_given)) {
+    e.dp = e.solver.subnets, e.tp = 1, e.pp = 1;
+  } else if (workers_given && !m_given) {
+    StrategyConfig c;
+    c.dp = e.dp, c.tp = e.tp, c.pp = e.pp;
+    e.solver.subnets = solver_stages(c);
+  }
+}
+
+void default_batch(Experiment& e, std::int64_t per_worker) {
+  if (e.global_batch != 0 || per_worker <= 0) return;
+  // The ADMM solvers train full batch (their default: a 10,000-sample subset), GIST and every GCN
+  // full-graph (all the graph's nodes), not per worker.
+  const Solver s = e.solver.solver;
+  if (s == Solver::dladmm || s == Solver::pdadmm || s == Solver::pdadmm_g_q || s == Solver::gist) return;
+  if (model_of(e).family == "gcn") return;
+  e.global_batch = per_worker * (s == Solver::backprop ? e.dp : 1);
 }
 
 }  // namespace
 
+bool CommonFlags::given(const std::string& flag) const {
+  if (std::find(forced.begin(), forced.end(), flag) != forced.end()) return true;
+  const auto it = options.find(flag);
+  return it != options.end() && it->second->count() > 0;
+}
+
+void CommonFlags::track(const CLI::Option* option) {
+  for (const std::string& name : option->get_lnames()) options["--" + name] = option;
+}
+
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
-  app.add_option("--model", flags.model, "model from the zoo (see `strata models`)")->capture_default_str();
-  app.add_option("--workers,--gpus", flags.workers, "number of workers (GPUs)");
+  app.add_option("--spec", flags.spec, "experiment spec JSON (strata spec); flags given too override it");
+  flags.track(app.add_option("--model", flags.model, "model from the zoo (see `strata models`)")
+                  ->capture_default_str());
+  flags.track(app.add_option("--workers,--gpus", flags.workers, "number of workers (GPUs)"));
   if (with_strategy) {
-    app.add_option("--strategy", flags.strategy, "parallel configuration, e.g. dp=2,tp=2,pp=2");
-    app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")
-        ->check(CLI::IsMember({"gpipe", "1f1b"}));
-    app.add_option("--microbatches", flags.microbatches,
-                   "microbatches per replica and iteration (default: pp)");
-    app.add_option("--iterations", flags.iterations, "training iterations in the Plan")
-        ->check(CLI::PositiveNumber);
+    flags.track(app.add_option("--strategy", flags.strategy, "parallel configuration, e.g. dp=2,tp=2,pp=2"));
+    flags.track(app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")
+                    ->check(CLI::IsMember({"gpipe", "1f1b"})));
+    flags.track(app.add_option("--microbatches", flags.microbatches,
+                               "microbatches per replica and iteration (default: pp)"));
+    flags.track(app.add_option("--iterations", flags.iterations, "training iterations in the Plan")
+                    ->check(CLI::PositiveNumber));
   }
-  app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration");
-  app.add_option("--dtype", flags.dtype, "fp32 | bf16 | fp16 (default: bf16 for GPT, fp32 otherwise)")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16", "fp64"}));
-  app.add_option("--optimizer", flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"}));
-  app.add_option("--seed", flags.seed, "seed of every random choice");
-  app.add_option("--set", flags.sets, "key=value model or solver hyperparameter (repeatable)");
-  app.add_option("--solver", flags.solver,
-                 "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist "
-                 "(docs/solvers.md)");
+  flags.track(app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration"));
+  flags.track(
+      app.add_option("--dtype", flags.dtype, "fp32 | bf16 | fp16 (default: bf16 for GPT, fp32 otherwise)")
+          ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16", "fp64"})));
+  flags.track(
+      app.add_option("--optimizer", flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"})));
+  flags.track(app.add_option("--seed", flags.seed, "seed of every random choice"));
+  flags.track(app.add_option(
+      "--set", flags.sets,
+      "key=value model, solver or optimizer setting (repeatable; strata spec --help lists them)"));
+  flags.track(
+      app.add_option("--solver", flags.solver,
+                     "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist "
+                     "(docs/solvers.md)"));
 }
 
 void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
@@ -70,60 +206,38 @@ ReplayOptions replay_options(const ReplayFlags& flags) {
   return options;
 }
 
-std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config) {
-  std::map<std::string, std::string> model_overrides;
-  for (const std::string& pair : sets) {
-    auto eq = pair.find('=');
-    if (eq == std::string::npos || eq == 0) throw InputError("--set '" + pair + "': expected key=value");
-    std::string key = pair.substr(0, eq);
-    std::string value = pair.substr(eq + 1);
-    if (key == "bucket_mb") {
-      double mb = 0;
-      try {
-        mb = std::stod(value);
-      } catch (const std::exception&) {
-        throw InputError("--set bucket_mb: '" + value + "' is not a number");
-      }
-      if (mb < 0) throw InputError("--set bucket_mb: negative size " + value);
-      config.bucket_bytes = mb * 1e6;
-    } else if (key == "replicas") {
-      try {
-        config.lowered_replicas = std::stoi(value);
-      } catch (const std::exception&) {
-        throw InputError("--set replicas: '" + value + "' is not an integer");
-      }
-    } else if (key == "dp_algo") {
-      config.dp_algo = parse_algo_flag(key, value);
-    } else if (key == "tp_algo") {
-      config.tp_algo = parse_algo_flag(key, value);
-    } else {
-      model_overrides[key] = value;
-    }
-  }
-  return model_overrides;
+Experiment experiment_on(Experiment base, const std::string& source, const CommonFlags& flags,
+                         std::int64_t global_batch_per_worker) {
+  Experiment e = std::move(base);
+  const Overrider over(flags, source);
+  apply_model_and_solver(flags, over, e);
+  if (e.model.empty()) throw InputError("--model: required (see `strata models`)");
+  apply_strategy(flags, over, e);
+  apply_scalars(flags, over, e);
+  apply_sets(flags, over, e);
+  match_sites_and_workers(flags, over, e);
+  default_batch(e, global_batch_per_worker);
+  return e;
 }
 
-StrategyConfig build_config(const CommonFlags& flags, const Model* model) {
-  StrategyConfig c;
-  if (!flags.strategy.empty())
-    parse_strategy(flags.strategy, c);
-  else if (flags.workers > 0)
-    c.dp = flags.workers;
-  if (flags.workers > 0 && c.workers() != flags.workers)
-    throw InputError("--strategy " + c.to_string() + ": dp·tp·pp = " + std::to_string(c.workers()) +
-                     " does not equal --workers " + std::to_string(flags.workers));
-  c.schedule = flags.schedule == "gpipe" ? PipelineSchedule::gpipe : PipelineSchedule::one_f_one_b;
-  c.microbatches = flags.microbatches;
-  c.global_batch = flags.global_batch;
-  if (flags.microbatches < 0) throw InputError("--microbatches: negative value");
-  if (flags.global_batch < 0) throw InputError("--global-batch: negative value");
-  std::string dtype = flags.dtype;
-  if (dtype == "auto") dtype = model != nullptr && model->family == "gpt" ? "bf16" : "fp32";
-  c.dtype = *parse_dtype(dtype);
-  c.optimizer = flags.optimizer == "sgd" ? Optimizer::sgd : Optimizer::adam;
-  c.seed = flags.seed;
-  c.iterations = flags.iterations;
-  return c;
+Experiment experiment_of(const CommonFlags& flags, std::int64_t global_batch_per_worker) {
+  if (flags.spec.empty()) return experiment_on(Experiment{}, "", flags, global_batch_per_worker);
+  return experiment_on(read_experiment(flags.spec), flags.spec, flags, global_batch_per_worker);
+}
+
+Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig* solver) {
+  const Experiment e = experiment_of(flags);
+  Model model = model_of(e);
+  config = strategy_of(e, model);
+  if (solver != nullptr)
+    *solver = e.solver;
+  else if (e.solver.solver != Solver::backprop)
+    throw InputError("--solver " + flags.solver + ": this command runs backprop only");
+  return model;
+}
+
+Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) {
+  return lower(experiment_of(flags, global_batch_per_worker));
 }
 
 std::string resolve_platform(const std::string& path) {
@@ -131,42 +245,6 @@ std::string resolve_platform(const std::string& path) {
   if (path.empty() || fs::exists(path)) return path;
   const fs::path shipped = fs::path(STRATA_PLATFORMS_DIR) / fs::path(path).filename();
   return fs::exists(shipped) ? shipped.string() : path;
-}
-
-Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig* solver) {
-  if (flags.model.empty()) throw InputError("--model: required (see `strata models`)");
-  const std::optional<Solver> which = parse_solver(flags.solver);
-  if (!which) {
-    std::string known;
-    for (const std::string& name : solver_names()) known += (known.empty() ? "" : ", ") + name;
-    throw InputError("--solver: unknown solver '" + flags.solver + "' (known: " + known + ")");
-  }
-  StrategyConfig scratch;
-  auto overrides = apply_sets(flags.sets, scratch);
-  SolverConfig parsed = parse_solver_config(*which, overrides);
-  Model model = make_model(flags.model, overrides);
-  config = build_config(flags, &model);
-  apply_sets(flags.sets, config);
-  if (parsed.solver == Solver::gist) match_sites_and_workers(flags, config, parsed);
-  if (solver != nullptr)
-    *solver = parsed;
-  else if (*which != Solver::backprop)
-    throw InputError("--solver " + flags.solver + ": this command runs backprop only");
-  return model;
-}
-
-Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) {
-  StrategyConfig config;
-  SolverConfig solver;
-  Model model = build_model(flags, config, &solver);
-  // The ADMM solvers train full batch (their default: a 10,000-sample subset), GIST and every GCN
-  // full-graph (all the graph's nodes), not per worker.
-  const bool full_batch = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm ||
-                          solver.solver == Solver::pdadmm_g_q || solver.solver == Solver::gist ||
-                          model.family == "gcn";
-  if (config.global_batch == 0 && global_batch_per_worker > 0 && !full_batch)
-    config.global_batch = global_batch_per_worker * (solver.solver == Solver::backprop ? config.dp : 1);
-  return lower_solver(model, config, solver);
 }
 
 }  // namespace strata::cli

@@ -1,5 +1,6 @@
-// Flags that mean the same thing in every strata subcommand, and how they become a Model and a
-// StrategyConfig.
+// Flags that mean the same thing in every strata subcommand, and how they become an Experiment
+// (models/experiment.hpp): `--spec FILE.json` first, then every flag given on the command line
+// on top of it (each override said on stderr), then lower() for the Plan.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,14 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "strata/models/lowering/strategy.hpp"
-#include "strata/models/solvers/solver.hpp"
-#include "strata/models/zoo/zoo.hpp"
+#include "strata/models/experiment.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata::cli {
 
 struct CommonFlags {
+  std::string spec;  // --spec FILE.json
   std::string model;
   int workers = 0;
   std::string strategy;
@@ -27,7 +27,16 @@ struct CommonFlags {
   std::string platform;
   std::vector<std::string> sets;
   int iterations = 1;
+  int epochs = 5;  // strata run, compare-solvers
   std::string solver = "backprop";
+  // The options registered for these fields, by flag name ("--model"), to tell which were given.
+  std::map<std::string, const CLI::Option*> options;
+  // Flags a command sets itself (compare-solvers' rows): they override a spec as if given.
+  std::vector<std::string> forced;
+
+  bool given(const std::string& flag) const;
+  // Registers `option` as the flag of one of the fields above (for commands that add their own).
+  void track(const CLI::Option* option);
 };
 
 // Flags of every subcommand that replays on SimGrid (simulate, explore).
@@ -41,27 +50,31 @@ void add_replay_flags(CLI::App& app, ReplayFlags& flags);
 // Replay options from the flags (reads the calibration file). Throws InputError.
 ReplayOptions replay_options(const ReplayFlags& flags);
 
-// Adds the shared flags to a subcommand; `with_strategy` adds --strategy/--schedule/--microbatches.
+// Adds --spec and the shared flags to a subcommand; `with_strategy` adds --strategy, --schedule,
+// --microbatches and --iterations.
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
 
-// Splits --set key=value pairs: strategy keys (bucket_mb, dp_algo, tp_algo, replicas = DP
-// replicas lowered, see StrategyConfig::lowered_replicas) go into `config`,
-// the rest are model hyperparameters. Throws InputError on a pair without '='.
-std::map<std::string, std::string> apply_sets(const std::vector<std::string>& sets, StrategyConfig& config);
+// The Experiment the flags describe: the --spec file's, with every flag given on top (each
+// override printed to stderr: "spec s.json: --microbatches overrides microbatches (4 -> 8)");
+// without --spec, the flags alone. `global_batch_per_worker`, when > 0 and no batch was given,
+// sets it: per data-parallel rank for backprop, per instance or step for the other solvers
+// (the ADMM solvers, GIST and every GCN train full batch and keep their default).
+Experiment experiment_of(const CommonFlags& flags, std::int64_t global_batch_per_worker = 0);
 
-// Builds the model and the configuration from the flags (checks dp·tp·pp against --workers); the
-// solver's --set keys go into `solver` (or are refused as model hyperparameters when null).
+// The flags given on top of `base` (read from `source`, named in the override lines).
+Experiment experiment_on(Experiment base, const std::string& source, const CommonFlags& flags,
+                         std::int64_t global_batch_per_worker = 0);
+
+// The model and strategy of the flags' Experiment; the solver settings go into `solver` (or a
+// solver other than backprop is refused when null).
 Model build_model(const CommonFlags& flags, StrategyConfig& config, SolverConfig* solver = nullptr);
 
-// The Plan the flags describe: the model under --solver (backprop: the --strategy lowering).
-// `global_batch_per_worker`, when > 0 and no --global-batch was given, sets the batch: per
-// data-parallel rank for backprop, per instance or step for the other solvers.
+// lower(experiment_of(flags, global_batch_per_worker)).
 Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker = 0);
 
 // A platform given as a path that does not exist here but names a shipped platform
 // ("a100-cluster-64.xml" or "platforms/a100-cluster-64.xml") resolves to the shipped file, so
 // the defaults work from any directory.
 std::string resolve_platform(const std::string& path);
-StrategyConfig build_config(const CommonFlags& flags, const Model* model);
 
 }  // namespace strata::cli

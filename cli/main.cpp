@@ -1,8 +1,14 @@
 // strata: a simulator and performance model of parallel deep-learning training.
+#include <unistd.h>
+
 #include <iostream>
 
 #include "commands.hpp"
 #include "strata/traces/error.hpp"
+
+namespace strata::cli {
+bool progress_wanted() { return ::isatty(STDERR_FILENO) != 0; }
+}  // namespace strata::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: what-if simulation of parallel deep-learning training"};
@@ -17,6 +23,7 @@ int main(int argc, char** argv) {
   strata::cli::add_calibrate_command(app, action);
   strata::cli::add_validate_command(app, action);
   strata::cli::add_compare_solvers_command(app, action);
+  strata::cli::add_spec_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,8 +19,12 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
     real::check_kernels(plan, plan_path);
     return plan;
   }
-  Plan plan = build_plan(flags, 64);  // 64 samples per rank (per instance for AMPNet)
-  real::check_kernels(plan, "plan of " + flags.model);
+  return plan_to_run(experiment_of(flags, kRunBatchPerWorker));
+}
+
+Plan plan_to_run(const Experiment& experiment) {
+  Plan plan = lower(experiment);
+  real::check_kernels(plan, "plan of " + experiment.model);
   return plan;
 }
 

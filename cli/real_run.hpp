@@ -14,9 +14,15 @@
 
 namespace strata::cli {
 
+// Samples per data-parallel rank (per instance for AMPNet) of a run lowered from flags without
+// --global-batch.
+inline constexpr std::int64_t kRunBatchPerWorker = 64;
+
 // The Plan of --plan, or lowered from the flags with 64 samples per data-parallel rank unless
 // --global-batch says otherwise; refused (InputError) when a kind has no real kernel.
 Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
+// The Plan of `experiment`, refused (InputError) when a kind has no real kernel.
+Plan plan_to_run(const Experiment& experiment);
 
 // Throws InputError unless `transport` is threads or mpi.
 void check_transport(const std::string& transport);

@@ -32,33 +32,35 @@ struct RunOptions {
   int epochs = 5;
   bool no_pin = false;
   std::string init = "auto";
-  std::string log;        // CSV of accuracy against epoch and wall-clock seconds
-  bool lr_given = false;  // --set lr=: else GCN Plans take gcn.hpp's 0.01
+  std::string log;            // CSV of accuracy against epoch and wall-clock seconds
+  nlohmann::json experiment;  // canonical spec of the run (null for --plan)
 };
 
-// Optimizer settings (--set lr=, momentum=) are the trainer's, not the model's: take them out.
-real::OptimizerSettings take_optimizer_sets(std::vector<std::string>& sets, const std::string& optimizer) {
-  real::OptimizerSettings s;
-  s.learning_rate = optimizer == "sgd" ? 0.01 : 1e-3;
-  std::vector<std::string> rest;
-  for (const std::string& kv : sets) {
-    const auto eq = kv.find('=');
-    const std::string key = kv.substr(0, eq);
-    if (eq == std::string::npos || (key != "lr" && key != "momentum")) {
-      rest.push_back(kv);
-      continue;
-    }
-    double value = 0;
-    try {
-      value = std::stod(kv.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw InputError("--set " + kv + ": not a number");
-    }
-    if (!(value >= 0)) throw InputError("--set " + kv + ": must be >= 0");
-    (key == "lr" ? s.learning_rate : s.momentum) = value;
+// The optimizer of a --plan run: --optimizer and the optimizer keys of --set (lr, momentum,
+// beta1, beta2, eps; the Plan fixes everything else), parsed by the experiment's key table.
+real::OptimizerSettings plan_optimizer(const CommonFlags& flags, const Plan& plan) {
+  Experiment e;
+  e.model = plan.info.model;
+  e.optimizer = *parse_optimizer(flags.optimizer);
+  for (const std::string& pair : flags.sets) {
+    const SetKey* key = nullptr;
+    for (const SetKey& k : set_keys())
+      if (k.name == pair.substr(0, pair.find('='))) key = &k;
+    if (key != nullptr && key->section == SetSection::optimizer) apply_set(e, pair);
   }
-  sets = rest;
+  real::OptimizerSettings s;
+  s.kind = e.optimizer;
+  s.learning_rate = e.learning_rate.value_or(default_learning_rate(e.optimizer, real::is_gcn_plan(plan)));
+  s.momentum = e.momentum;
+  s.adam = e.adam;
   return s;
+}
+
+// A measured trace that records what was run.
+Trace recorded(Trace trace, const RunOptions& o, const Plan& plan) {
+  trace.experiment = o.experiment;
+  trace.experiment_hash = plan.info.experiment_hash;
+  return trace;
 }
 
 void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
@@ -99,9 +101,10 @@ int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, Solver
   if (!o.trace.empty()) {
     const std::vector<real::TaskTiming> timings = trainer.run();
     if (report) {
-      write_trace(
-          real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy),
-          o.trace);
+      write_trace(recorded(real::measured_trace(plan, timings, real::host_name(),
+                                                plan.info.model + " " + plan.info.strategy),
+                           o, plan),
+                  o.trace);
       std::printf("measured trace of one more Plan run -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
     }
   }
@@ -173,10 +176,9 @@ std::string gcn_round(const real::GcnPlanShape& shape, const Plan& plan) {
 // the Plan's node count (gcn_plan.hpp). A round (GIST's, or one backprop step) is an epoch of
 // --epochs: every node is seen; a Plan run is its iterations' rounds, run ceil(E / rounds) times.
 template <typename T>
-int train_gcn(const Plan& plan, const RunOptions& o, real::OptimizerSettings optimizer,
+int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
               real::Transport<T>& transport) {
   if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
-  if (!o.lr_given) optimizer.learning_rate = 0.01;  // gcn.hpp's Adam step
   const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
   real::CpuBackend backend;
@@ -281,9 +283,10 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
     for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
     trainer.train_batch(train_set, first, &timings);
     if (report) {
-      write_trace(
-          real::measured_trace(plan, timings, real::host_name(), plan.info.model + " " + plan.info.strategy),
-          o.trace);
+      write_trace(recorded(real::measured_trace(plan, timings, real::host_name(),
+                                                plan.info.model + " " + plan.info.strategy),
+                           o, plan),
+                  o.trace);
       std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
     }
   }
@@ -317,8 +320,8 @@ void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   add_common_flags(*cmd, o->flags, true);
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
-  cmd->add_option("--epochs", o->epochs, "passes over the 60,000 training images")
-      ->check(CLI::PositiveNumber);
+  o->flags.track(cmd->add_option("--epochs", o->flags.epochs, "passes over the 60,000 training images")
+                     ->check(CLI::PositiveNumber));
   cmd->add_option("--log", o->log, "write accuracy against epoch and seconds (CSV, rewritten each epoch)");
   cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
   cmd->add_option("--transport", o->transport,
@@ -336,10 +339,19 @@ void add_run_command(CLI::App& app, Action& action) {
       check_device(o->device, o->transport);
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
-      o->lr_given = std::any_of(o->flags.sets.begin(), o->flags.sets.end(),
-                                [](const std::string& kv) { return kv.rfind("lr=", 0) == 0; });
-      const real::OptimizerSettings optimizer = take_optimizer_sets(o->flags.sets, o->flags.optimizer);
-      const Plan plan = plan_to_run(o->flags, o->plan);
+      real::OptimizerSettings optimizer;
+      Plan plan;
+      if (o->plan.empty()) {
+        const Experiment e = experiment_of(o->flags, kRunBatchPerWorker);
+        plan = plan_to_run(e);
+        optimizer = optimizer_of(e);
+        o->experiment = canonical_json(e);
+        o->epochs = e.epochs;
+      } else {
+        plan = plan_to_run(o->flags, o->plan);
+        optimizer = plan_optimizer(o->flags, plan);
+        o->epochs = o->flags.epochs;
+      }
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

@@ -1,9 +1,7 @@
 // α–β of the real_exec transports, measured by running small send/recv and allreduce Plans
 // through the Plan interpreter (real_exec/calibrate.hpp). The MPI transport needs two OpenMPI
-// processes: `strata calibrate` starts them with mpirun, running `strata calibrate --mpi-probe F`,
-// whose rank 0 writes the fitted figures to F.
-#include <spawn.h>
-#include <sys/wait.h>
+// processes: `strata calibrate` starts them with mpirun (real/transport/mpirun.hpp), running `strata
+// calibrate --mpi-probe F`, whose rank 0 writes the fitted figures to F.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +12,9 @@
 #include "real_run.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
 #include "strata/real/exec/interpreter.hpp"
+#include "strata/real/transport/mpirun.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
-
-extern char** environ;
 
 namespace strata::cli {
 
@@ -73,26 +70,14 @@ TransportCalibration measure_transport_calibration(const std::string& transport)
 #if !STRATA_HAVE_MPI
   throw_no_mpi();
 #else
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string out =
       (std::filesystem::temp_directory_path() / ("strata-mpi-probe-" + std::to_string(::getpid()) + ".json"))
           .string();
-  // --oversubscribe: 2 processes may be more than the cores; --allow-run-as-root: containers.
-  std::vector<std::string> args{"mpirun", "-q", "--oversubscribe", "-np", "2", self, "calibrate",
-                                "-o",     out,  "--mpi-probe"};
-  if (::geteuid() == 0) args.insert(args.begin() + 1, "--allow-run-as-root");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (::posix_spawnp(&pid, "mpirun", nullptr, nullptr, argv.data(), environ) != 0)
-    throw InputError("--transport mpi: cannot start mpirun (install openmpi-bin)");
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  const int status = real::run_mpirun(2, real::self_executable(), {"calibrate", "-o", out, "--mpi-probe"});
+  if (status != 0) {
     std::filesystem::remove(out);
     throw InputError("--transport mpi: the 2-process MPI measurement failed (mpirun exit status " +
-                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128) + ")");
+                     std::to_string(status) + ")");
   }
   const Calibration probe = load_calibration(out);
   std::filesystem::remove(out);

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "flags.hpp"
@@ -43,7 +42,8 @@ struct ValidateOptions {
   std::string svg = "validation.svg";
   std::string json;
   bool no_pin = false;
-  bool speedup = false;  // also the same flags on 1 worker, runs alternated
+  bool speedup = false;       // also the same flags on 1 worker, runs alternated
+  nlohmann::json experiment;  // canonical spec of what runs (null for --plan)
 };
 
 double span_of(const Trace& t) {
@@ -180,12 +180,12 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     throw;
   }
   if (generated) std::filesystem::remove(platform);
+  sim.trace.experiment = o.experiment;
+  sim.trace.experiment_hash = plan.info.experiment_hash;
   const double predicted = sim.report.iteration_time_s;
   if (predicted_s != nullptr) *predicted_s = predicted;
-  const double measured = median(m.iteration_s);
-  std::vector<double> sorted = m.iteration_s;
-  std::sort(sorted.begin(), sorted.end());
-  const double p10 = sorted[sorted.size() / 10], p90 = sorted[(sorted.size() * 9) / 10];
+  const MeasuredSpread spread = measured_spread(m.iteration_s);
+  const double measured = spread.median, p10 = spread.p10, p90 = spread.p90;
   const TraceComparison cmp = compare_traces(sim.trace, m.runs);
 
   std::printf("platform %s, calibration %s\n",
@@ -220,28 +220,11 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
   }
   if (!o.json.empty()) {
-    nlohmann::ordered_json j;
-    j["model"] = plan.info.model;
-    j["strategy"] = plan.info.strategy;
-    j["schedule"] = plan.info.schedule;
-    j["transport"] = o.transport;
-    j["device"] = o.device;
-    j["workers"] = plan.num_workers();
-    j["iterations"] = o.iterations;
-    j["iteration_predicted_s"] = predicted;
-    j["iteration_measured_s"] = measured;
-    j["iteration_measured_p10_s"] = p10;
-    j["iteration_measured_p90_s"] = p90;
-    j["iteration_error"] = (predicted - measured) / measured;
-    j["compute_median_abs_error"] = cmp.compute_median_abs_error;
-    j["compute_p90_abs_error"] = cmp.compute_p90_abs_error;
-    for (const KindComparison& k : cmp.kinds)
-      j["kinds"][std::string(to_string(k.kind))] = {{"tasks", k.tasks},
-                                                    {"median_abs_error", k.median_abs_error},
-                                                    {"p90_abs_error", k.p90_abs_error},
-                                                    {"predicted_total_s", k.predicted_total_s},
-                                                    {"measured_total_s", k.measured_total_s}};
-    write_file_atomically(o.json, j.dump(1) + "\n");
+    const ValidationRun run{
+        plan.info.model,          plan.info.strategy, plan.info.schedule, o.transport,   o.device,
+        plan.num_workers(),       o.iterations,       predicted,          m.iteration_s, o.experiment,
+        plan.info.experiment_hash};
+    write_file_atomically(o.json, validation_json(run, cmp).dump(1) + "\n");
   }
   return 0;
 }
@@ -268,6 +251,7 @@ int validate_speedup(const Plan& plan, const ValidateOptions& o, Simulation sim)
   CommonFlags one = o.flags;
   one.workers = 1;
   one.strategy.clear();
+  one.forced = {"--workers", "--strategy"};  // over a --spec too
   const Plan baseline = plan_to_run(one, "");
   print_header(plan, o);
   const std::vector<Measured> m = measure({&plan, &baseline}, o, nullptr);
@@ -336,7 +320,14 @@ void add_validate_command(CLI::App& app, Action& action) {
       if (o->speedup && !o->plan.empty())
         throw InputError(
             "--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");
-      const Plan plan = plan_to_run(o->flags, o->plan);
+      Plan plan;
+      if (o->plan.empty()) {
+        const Experiment e = experiment_of(o->flags, kRunBatchPerWorker);
+        o->experiment = canonical_json(e);
+        plan = plan_to_run(e);
+      } else {
+        plan = plan_to_run(o->flags, o->plan);
+      }
       Simulation sim = prepare_simulation(*o);
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));

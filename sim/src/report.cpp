@@ -98,6 +98,7 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
                    const ReplayFacts& facts) {
   Report r;
   r.model = plan.info.model;
+  r.experiment_hash = plan.info.experiment_hash;
   r.strategy = plan.info.strategy;
   r.schedule = plan.info.schedule;
   if (plan.info.schedule == "ampnet" || plan.info.schedule == "local")
@@ -243,6 +244,9 @@ nlohmann::json report_to_json(const Report& r) {
                        {"idle_s", w.idle_s},
                        {"peak_memory_bytes", w.peak_memory_bytes}});
   j["per_worker"] = workers;
+  j["strata_version"] = strata_version();
+  j["experiment_hash"] = r.experiment_hash;
+  j["experiment"] = r.experiment;
   return nlohmann::json::parse(j.dump());
 }
 
@@ -277,6 +281,8 @@ Report report_from_json(const nlohmann::json& j) {
   r.cost_usd = j.value("cost_usd", 0.0);
   r.tasks = j.value("tasks", std::size_t{0});
   r.flows = j.value("flows", std::size_t{0});
+  r.experiment_hash = j.value("experiment_hash", "");
+  if (j.contains("experiment")) r.experiment = j.at("experiment");
   return r;
 }
 

@@ -190,4 +190,40 @@ std::string comparison_svg(const TraceComparison& comparison, const std::string&
   return svg;
 }
 
+MeasuredSpread measured_spread(const std::vector<double>& seconds) {
+  STRATA_ASSERT(!seconds.empty(), "no measured iteration");
+  std::vector<double> sorted = seconds;
+  std::sort(sorted.begin(), sorted.end());
+  return {median(seconds), sorted[sorted.size() / 10], sorted[(sorted.size() * 9) / 10]};
+}
+
+nlohmann::ordered_json validation_json(const ValidationRun& run, const TraceComparison& cmp) {
+  const MeasuredSpread m = measured_spread(run.measured_s);
+  nlohmann::ordered_json j;
+  j["model"] = run.model;
+  j["strategy"] = run.strategy;
+  j["schedule"] = run.schedule;
+  j["transport"] = run.transport;
+  j["device"] = run.device;
+  j["workers"] = run.workers;
+  j["iterations"] = run.iterations;
+  j["iteration_predicted_s"] = run.predicted_s;
+  j["iteration_measured_s"] = m.median;
+  j["iteration_measured_p10_s"] = m.p10;
+  j["iteration_measured_p90_s"] = m.p90;
+  j["iteration_error"] = (run.predicted_s - m.median) / m.median;
+  j["compute_median_abs_error"] = cmp.compute_median_abs_error;
+  j["compute_p90_abs_error"] = cmp.compute_p90_abs_error;
+  for (const KindComparison& k : cmp.kinds)
+    j["kinds"][std::string(to_string(k.kind))] = {{"tasks", k.tasks},
+                                                  {"median_abs_error", k.median_abs_error},
+                                                  {"p90_abs_error", k.p90_abs_error},
+                                                  {"predicted_total_s", k.predicted_total_s},
+                                                  {"measured_total_s", k.measured_total_s}};
+  j["strata_version"] = strata_version();
+  j["experiment_hash"] = run.experiment_hash;
+  j["experiment"] = run.experiment;
+  return j;
+}
+
 }  // namespace strata

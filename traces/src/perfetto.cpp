@@ -79,6 +79,14 @@ void add_trace(const Trace& trace, const std::string& label, std::int64_t group,
   for (const TraceRecord& r : sorted.records) events.push_back(complete_event(r, group));
 }
 
+// The trace event format's top-level "metadata" dictionary: what was run, when the trace says.
+void add_experiment(const Trace& trace, OrderedJson& doc) {
+  if (trace.experiment_hash.empty()) return;
+  doc["metadata"]["strata_version"] = strata_version();
+  doc["metadata"]["experiment_hash"] = trace.experiment_hash;
+  doc["metadata"]["experiment"] = trace.experiment;
+}
+
 // Events are built apart and moved in: a reference into an ordered_json object is invalidated
 // by the next key inserted.
 OrderedJson chrome_document(const Trace& trace) {
@@ -88,6 +96,7 @@ OrderedJson chrome_document(const Trace& trace) {
   doc["traceEvents"] = std::move(events);
   doc["otherData"]["executor"] = trace.executor;
   doc["otherData"]["source"] = trace.source;
+  add_experiment(trace, doc);
   return doc;
 }
 
@@ -105,6 +114,11 @@ OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
   OrderedJson doc;
   doc["traceEvents"] = std::move(events);
   doc["otherData"]["groups"] = std::move(groups);
+  for (const LabelledTrace& t : traces)
+    if (!t.trace->experiment_hash.empty()) {
+      add_experiment(*t.trace, doc);
+      break;
+    }
   return doc;
 }
 

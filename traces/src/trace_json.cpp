@@ -3,6 +3,9 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+
+std::string_view strata_version() { return STRATA_VERSION; }
+
 namespace {
 
 // The file keeps fields in the documented order (id first), which plain nlohmann::json would sort.
@@ -34,6 +37,9 @@ OrderedJson trace_document(const Trace& trace) {
   doc["format"] = kFormat;
   doc["executor"] = trace.executor;
   doc["source"] = trace.source;
+  doc["strata_version"] = strata_version();
+  doc["experiment_hash"] = trace.experiment_hash;
+  doc["experiment"] = trace.experiment;
   OrderedJson& records = doc["records"] = OrderedJson::array();
   for (const TraceRecord& r : sorted.records) records.push_back(record_to_json(r));
   return doc;
@@ -68,8 +74,11 @@ TraceRecord read_record(const JsonNode& node) {
 Trace trace_from_json(const nlohmann::json& doc, const std::string& source) {
   JsonNode root(doc, source);
   check_file_header(root, kFormat, kTraceSchemaVersion);
-  root.reject_unknown_fields({"schema_version", "format", "executor", "source", "records"});
+  root.reject_unknown_fields({"schema_version", "format", "executor", "source", "strata_version",
+                              "experiment_hash", "experiment", "records"});
   Trace trace;
+  if (std::optional<JsonNode> hash = root.find("experiment_hash")) trace.experiment_hash = hash->as_string();
+  if (doc.contains("experiment")) trace.experiment = doc.at("experiment");
   if (std::optional<JsonNode> executor = root.find("executor")) trace.executor = executor->as_string();
   if (std::optional<JsonNode> src = root.find("source")) trace.source = src->as_string();
   JsonNode records = root.at("records");

@@ -1,10 +1,10 @@
 // Solver names, their --set keys and checks, and the dispatch to each solver's lowering.
 #include "strata/models/solvers/solver.hpp"
 
+#include <algorithm>
 #include <array>
-#include <cmath>
-#include <functional>
 
+#include "strata/models/experiment.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -12,45 +12,6 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
                                                           "pdadmm",   "pdadmm-g-q", "gist"};
-
-std::string flag(const std::string& key) { return "--set " + key; }
-
-// Takes `key` out of `sets` when present and hands its value to `read`.
-void take(std::map<std::string, std::string>& sets, const std::string& key,
-          const std::function<void(const std::string&)>& read) {
-  auto it = sets.find(key);
-  if (it == sets.end()) return;
-  const std::string value = it->second;
-  sets.erase(it);
-  read(value);
-}
-
-int parse_int(const std::string& key, const std::string& value, int lowest) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size()) throw InputError(flag(key) + ": '" + value + "' is not an integer");
-  if (v < lowest || v > 1'000'000'000)
-    throw InputError(flag(key) + ": must be >= " + std::to_string(lowest) + ", got " + value);
-  return static_cast<int>(v);
-}
-
-double parse_positive(const std::string& key, const std::string& value) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size()) throw InputError(flag(key) + ": '" + value + "' is not a number");
-  if (!(v > 0) || !std::isfinite(v)) throw InputError(flag(key) + ": must be > 0, got " + value);
-  return v;
-}
 
 }  // namespace
 
@@ -80,68 +41,29 @@ std::string_view to_string(LocalVariant variant) {
 }
 
 SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets) {
-  SolverConfig c;
-  c.solver = solver;
-  switch (solver) {
-    case Solver::backprop:
-      break;
-    case Solver::ampnet:
-      take(sets, "max_active_keys",
-           [&](const std::string& v) { c.max_active_keys = parse_int("max_active_keys", v, 1); });
-      take(sets, "min_update_frequency",
-           [&](const std::string& v) { c.min_update_frequency = parse_int("min_update_frequency", v, 1); });
-      take(sets, "instances", [&](const std::string& v) { c.instances = parse_int("instances", v, 1); });
-      break;
-    case Solver::local:
-      take(sets, "instances", [&](const std::string& v) { c.instances = parse_int("instances", v, 1); });
-      take(sets, "chunks", [&](const std::string& v) { c.chunks = parse_int("chunks", v, 1); });
-      take(sets, "variant", [&](const std::string& v) {
-        if (v == "greedy")
-          c.local_variant = LocalVariant::greedy;
-        else if (v == "chunked")
-          c.local_variant = LocalVariant::chunked;
-        else if (v == "overlapping")
-          c.local_variant = LocalVariant::overlapping;
-        else
-          throw InputError(flag("variant") + ": unknown variant '" + v +
-                           "' (known: greedy, chunked, overlapping)");
-      });
-      break;
-    case Solver::dladmm:
-    case Solver::pdadmm:
-    case Solver::pdadmm_g_q:
-      take(sets, "rho", [&](const std::string& v) { c.rho = parse_positive("rho", v); });
-      take(sets, "nu", [&](const std::string& v) { c.nu = parse_positive("nu", v); });
-      take(sets, "admm_iterations",
-           [&](const std::string& v) { c.admm_iterations = parse_int("admm_iterations", v, 1); });
-      if (solver == Solver::pdadmm_g_q)
-        take(sets, "quant_bits", [&](const std::string& v) {
-          c.quant_bits = parse_int("quant_bits", v, 1);
-          if (c.quant_bits > 8)
-            throw InputError(flag("quant_bits") + ": p is sent as int8, so at most 8 bits, got " + v);
-        });
-      break;
-    case Solver::gist:
-      take(sets, "m", [&](const std::string& v) { c.subnets = parse_int("m", v, 1); });
-      take(sets, "zeta", [&](const std::string& v) { c.local_steps = parse_int("zeta", v, 1); });
-      break;
+  Experiment e;
+  e.solver.solver = solver;
+  for (auto it = sets.begin(); it != sets.end();) {
+    if (!is_solver_key(it->first, solver)) {
+      ++it;
+      continue;
+    }
+    apply_set(e, it->first, it->second);
+    it = sets.erase(it);
   }
-  return c;
+  return e.solver;
 }
 
 bool is_solver_key(const std::string& key, Solver solver) {
-  std::map<std::string, std::string> one = {{key, "1"}};
-  try {
-    parse_solver_config(solver, one);
-  } catch (const InputError&) {
-    return true;  // the solver took the key and refused the value
-  }
-  return one.empty();
+  for (const SetKey& k : set_keys())
+    if (k.name == key && k.section == SetSection::solver)
+      return std::find(k.solvers.begin(), k.solvers.end(), solver) != k.solvers.end();
+  return false;
 }
 
 bool is_solver_key(const std::string& key) {
-  for (std::size_t i = 0; i < kSolverNames.size(); ++i)
-    if (is_solver_key(key, static_cast<Solver>(i))) return true;
+  for (const SetKey& k : set_keys())
+    if (k.name == key && k.section == SetSection::solver) return true;
   return false;
 }
 

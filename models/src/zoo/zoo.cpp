@@ -2,10 +2,10 @@
 // The vision presets are built in zoo_vision.cpp, the GPT family in zoo_gpt.cpp.
 #include "strata/models/zoo/zoo.hpp"
 
+#include "strata/models/experiment.hpp"
+
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <limits>
 
 #include "strata/traces/error.hpp"
 
@@ -23,89 +23,42 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// The --set values given for one model. Construction rejects keys the model does not know,
-// so a typo never silently leaves a preset unchanged.
-class Overrides {
- public:
-  Overrides(const std::string& model, const std::map<std::string, std::string>& values,
-            const std::vector<std::string>& known)
-      : values_(values) {
-    for (const auto& [key, value] : values) {
-      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-      throw InputError("--set " + key + ": unknown hyperparameter for model '" + model + "' (" +
-                       (known.empty() ? std::string("it has none") : "known: " + join(known)) + ")");
-    }
-  }
+[[noreturn]] void fail(const std::string& key, const std::string& value, const std::string& problem) {
+  throw InputError("--set " + key + "=" + value + ": " + problem);
+}
 
-  std::int32_t positive_int(const std::string& key, std::int32_t fallback) const {
-    auto it = values_.find(key);
-    if (it == values_.end()) return fallback;
-    return parse_positive(key, it->second, it->second);
-  }
+// A preset's parameter: the one given, or the preset's own.
+template <typename T>
+T given_or(const std::optional<T>& given, T preset) {
+  return given ? *given : preset;
+}
 
-  // A comma-separated list of at least `min_count` positive integers, e.g. sizes=784,256,10.
-  std::vector<std::int64_t> int_list(const std::string& key, std::vector<std::int64_t> fallback,
-                                     std::size_t min_count) const {
-    auto it = values_.find(key);
-    if (it == values_.end()) return fallback;
-    std::vector<std::int64_t> out;
-    std::string_view rest = it->second;
-    while (true) {
-      auto comma = rest.find(',');
-      out.push_back(parse_positive(key, it->second, rest.substr(0, comma)));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-    if (out.size() < min_count)
-      fail(key, it->second, "needs at least " + std::to_string(min_count) + " values");
-    return out;
-  }
-
-  [[noreturn]] static void fail(const std::string& key, const std::string& value,
-                                const std::string& problem) {
-    throw InputError("--set " + key + "=" + value + ": " + problem);
-  }
-
- private:
-  static std::int32_t parse_positive(const std::string& key, const std::string& value,
-                                     std::string_view text) {
-    std::int64_t number = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc() || end != text.data() + text.size() || number <= 0 ||
-        number > std::numeric_limits<std::int32_t>::max())
-      fail(key, value, std::string("'").append(text) + "' is not a positive integer");
-    return static_cast<std::int32_t>(number);
-  }
-
-  const std::map<std::string, std::string>& values_;
-};
-
-Model build_gpt(const std::string& name, const Overrides& set, const GptConfig& preset) {
+Model build_gpt(const std::string& name, const ModelParameters& set, const GptConfig& preset) {
   GptConfig config;
-  config.layers = set.positive_int("layers", preset.layers);
-  config.hidden = set.positive_int("hidden", preset.hidden);
-  config.heads = set.positive_int("heads", preset.heads);
-  config.seq = set.positive_int("seq", preset.seq);
-  config.vocab = set.positive_int("vocab", preset.vocab);
+  config.layers = given_or(set.layers, preset.layers);
+  config.hidden = given_or(set.hidden, preset.hidden);
+  config.heads = given_or(set.heads, preset.heads);
+  config.seq = given_or(set.seq, preset.seq);
+  config.vocab = given_or(set.vocab, preset.vocab);
   if (config.hidden % config.heads != 0)
-    Overrides::fail("hidden", std::to_string(config.hidden),
-                    "not divisible by heads (" + std::to_string(config.heads) + ")");
+    fail("hidden", std::to_string(config.hidden),
+         "not divisible by heads (" + std::to_string(config.heads) + ")");
   return make_gpt(name, config);
 }
 
 // Vision inputs shrink by a fixed factor through the network; `multiple` keeps every
 // stride-2 stage exact.
-std::int32_t image_side(const Overrides& set, std::int32_t fallback, std::int32_t multiple,
+std::int32_t image_side(const ModelParameters& set, std::int32_t fallback, std::int32_t multiple,
                         std::int32_t minimum, const std::string& model) {
-  std::int32_t side = set.positive_int("image", fallback);
+  std::int32_t side = given_or(set.image, fallback);
   if (side % multiple != 0 || side < minimum)
-    Overrides::fail("image", std::to_string(side),
-                    model + " needs a multiple of " + std::to_string(multiple) + " of at least " +
-                        std::to_string(minimum));
+    fail("image", std::to_string(side),
+         model + " needs a multiple of " + std::to_string(multiple) + " of at least " +
+             std::to_string(minimum));
   return side;
 }
 
-using Build = Model (*)(const std::string& name, const Overrides& set);
+using Build = Model (*)(const std::string& name, const ModelParameters& set);
 
 struct Preset {
   std::string name;
@@ -119,58 +72,57 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"mlp",
        {"sizes"},
-       [](const std::string& name, const Overrides& set) {
-         return make_mlp(name, set.int_list("sizes", {784, 256, 128, 10}, 2));
+       [](const std::string& name, const ModelParameters& set) {
+         return make_mlp(name, given_or(set.sizes, std::vector<std::int64_t>{784, 256, 128, 10}));
        }},
       {"lenet5",
        {"image"},
-       [](const std::string&, const Overrides& set) {
+       [](const std::string&, const ModelParameters& set) {
          return make_lenet5(image_side(set, 28, 4, 12, "lenet5"));
        }},
       {"vgg16",
        {"image"},
-       [](const std::string&, const Overrides& set) {
+       [](const std::string&, const ModelParameters& set) {
          return make_vgg16(image_side(set, 224, 32, 32, "vgg16"));
        }},
       {"resnet50",
        {"image"},
-       [](const std::string&, const Overrides& set) {
+       [](const std::string&, const ModelParameters& set) {
          return make_resnet50(image_side(set, 224, 32, 32, "resnet50"));
        }},
       {"gpt2-small", kGptKeys,
-       [](const std::string& name, const Overrides& set) {
+       [](const std::string& name, const ModelParameters& set) {
          return build_gpt(name, set, {12, 768, 12, 1024, 50257});
        }},
       {"gpt3-1.3b", kGptKeys,
-       [](const std::string& name, const Overrides& set) {
+       [](const std::string& name, const ModelParameters& set) {
          return build_gpt(name, set, {24, 2048, 16, 2048, 50257});
        }},
       // GPT-3's table gives d_model 5140 with 40 heads; 5120 (as Megatron uses) divides evenly.
       {"gpt3-13b", kGptKeys,
-       [](const std::string& name, const Overrides& set) {
+       [](const std::string& name, const ModelParameters& set) {
          return build_gpt(name, set, {40, 5120, 40, 2048, 50257});
        }},
       {"gpt3-175b", kGptKeys,
-       [](const std::string& name, const Overrides& set) {
+       [](const std::string& name, const ModelParameters& set) {
          return build_gpt(name, set, {96, 12288, 96, 2048, 50257});
        }},
       {"anchor-96",
        {"layers"},
-       [](const std::string& name, const Overrides& set) {
-         return make_anchor(name, set.positive_int("layers", 96));
+       [](const std::string& name, const ModelParameters& set) {
+         return make_anchor(name, given_or(set.layers, 96));
        }},
       {"gcn",
        {"sizes", "nodes", "avg_degree"},
-       [](const std::string& name, const Overrides& set) {
+       [](const std::string& name, const ModelParameters& set) {
          const GcnConfig preset;
          GcnConfig config;
-         config.sizes = set.int_list("sizes", preset.sizes, 2);
-         config.nodes = set.positive_int("nodes", static_cast<std::int32_t>(preset.nodes));
-         config.avg_degree = set.positive_int("avg_degree", preset.avg_degree);
+         config.sizes = given_or(set.sizes, preset.sizes);
+         config.nodes = given_or(set.nodes, preset.nodes);
+         config.avg_degree = given_or(set.avg_degree, preset.avg_degree);
          if (config.avg_degree >= config.nodes)
-           Overrides::fail(
-               "avg_degree", std::to_string(config.avg_degree),
-               "a node has at most nodes - 1 = " + std::to_string(config.nodes - 1) + " neighbours");
+           fail("avg_degree", std::to_string(config.avg_degree),
+                "a node has at most nodes - 1 = " + std::to_string(config.nodes - 1) + " neighbours");
          return make_gcn(name, config);
        }},
   };
@@ -285,13 +237,53 @@ const std::vector<std::string>& zoo_names() {
   return kNames;
 }
 
-Model make_model(const std::string& name, const std::map<std::string, std::string>& overrides) {
-  for (const auto& preset : presets()) {
-    if (preset.name != name) continue;
-    Overrides set(name, overrides, preset.keys);
-    return preset.build(name, set);
-  }
+namespace {
+
+const Preset& preset_of(const std::string& name) {
+  for (const auto& preset : presets())
+    if (preset.name == name) return preset;
   throw InputError("unknown model '" + name + "' (known: " + join(zoo_names()) + ")");
+}
+
+// The keys given in `params` (ModelParameters has no other record of them).
+std::vector<std::string> given_keys(const ModelParameters& p) {
+  std::vector<std::string> keys;
+  const std::pair<const char*, bool> all[] = {
+      {"layers", p.layers.has_value()},        {"hidden", p.hidden.has_value()},
+      {"heads", p.heads.has_value()},          {"seq", p.seq.has_value()},
+      {"vocab", p.vocab.has_value()},          {"sizes", p.sizes.has_value()},
+      {"image", p.image.has_value()},          {"nodes", p.nodes.has_value()},
+      {"avg_degree", p.avg_degree.has_value()}};
+  for (const auto& [key, given] : all)
+    if (given) keys.emplace_back(key);
+  return keys;
+}
+
+void check_known(const std::string& model, const std::string& key, const std::vector<std::string>& known) {
+  if (std::find(known.begin(), known.end(), key) != known.end()) return;
+  throw InputError("--set " + key + ": unknown hyperparameter for model '" + model + "' (" +
+                   (known.empty() ? std::string("it has none") : "known: " + join(known)) + ")");
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_keys(const std::string& name) { return preset_of(name).keys; }
+
+Model make_preset(const std::string& name, const ModelParameters& params) {
+  const Preset& preset = preset_of(name);
+  for (const std::string& key : given_keys(params)) check_known(name, key, preset.keys);
+  return preset.build(name, params);
+}
+
+Model make_model(const std::string& name, const std::map<std::string, std::string>& overrides) {
+  const Preset& preset = preset_of(name);
+  Experiment e;
+  e.model = name;
+  for (const auto& [key, value] : overrides) {
+    check_known(name, key, preset.keys);
+    apply_set(e, key, value);
+  }
+  return preset.build(name, e.params);
 }
 
 }  // namespace strata

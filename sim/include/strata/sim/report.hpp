@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "strata/sim/platform.hpp"
 #include "strata/traces/plan.hpp"
@@ -67,6 +67,11 @@ struct Report {
   std::size_t tasks = 0;
   std::size_t flows = 0;
   std::vector<WorkerReport> per_worker;
+  // What was run: the Plan's experiment hash, and the Experiment's canonical JSON when the caller
+  // has it (models/experiment.hpp; null for a Plan read from a file). Written with strata's
+  // version, so `strata spec --from report.json` recovers the spec.
+  std::string experiment_hash;
+  nlohmann::json experiment;
 };
 
 // One task's execution on one of its workers, as the replay records it (a collective has one

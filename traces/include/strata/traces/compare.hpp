@@ -53,6 +53,28 @@ TraceComparison compare_traces(const Trace& predicted, const std::vector<Trace>&
 
 // Predicted (x) against measured (y) duration of every task, log-log, one colour per kind, with
 // the line y = x and a band of ±`band` (fraction) around it; the title on top. Deterministic.
+// What a validation ran and measured (strata validate), beside its TraceComparison.
+struct ValidationRun {
+  std::string model, strategy, schedule, transport, device;
+  int workers = 0;
+  int iterations = 0;              // measured iterations
+  double predicted_s = 0;          // simulated iteration time (s)
+  std::vector<double> measured_s;  // each measured iteration (s); at least one
+  nlohmann::json experiment;       // canonical spec (null for a Plan file)
+  std::string experiment_hash;
+};
+
+// Median, 10th and 90th percentile (nearest rank on the sorted list) of the measured times.
+struct MeasuredSpread {
+  double median = 0, p10 = 0, p90 = 0;
+};
+MeasuredSpread measured_spread(const std::vector<double>& seconds);
+
+// The validation report `strata validate --json` writes: the run, predicted against measured
+// iteration time, and the per-kind errors of `comparison`; with strata's version and the
+// experiment, so `strata spec --from` re-creates the run.
+nlohmann::ordered_json validation_json(const ValidationRun& run, const TraceComparison& comparison);
+
 std::string comparison_svg(const TraceComparison& comparison, const std::string& title, double band = 0.15);
 
 }  // namespace strata

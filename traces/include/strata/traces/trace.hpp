@@ -5,12 +5,17 @@
 // from the start of the run; a collective has one record per participating rank (same id).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/traces/task.hpp"
 
 namespace strata {
+
+// strata's version (CMake's PROJECT_VERSION), recorded in every file strata writes.
+std::string_view strata_version();
 
 struct TraceRecord {
   std::string id;  // the Plan task id
@@ -34,6 +39,10 @@ struct Trace {
   std::string executor;              // "sim" or "real"
   std::string source;                // what ran: model and strategy, or the plan file
   std::vector<TraceRecord> records;  // ordered by (start, worker, id)
+  // The Experiment that was run (its canonical JSON, models/experiment.hpp) and its hash; null
+  // and "" when the Plan came from a file without one.
+  nlohmann::json experiment;
+  std::string experiment_hash;
 
   void sort();  // puts records in the canonical order above
 };

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/models/optimizer.hpp"
 #include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/plan.hpp"
 
@@ -32,9 +33,6 @@ namespace strata {
 
 enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b };
 std::string_view to_string(PipelineSchedule schedule);
-
-enum class Optimizer : std::uint8_t { sgd, adam };
-std::string_view to_string(Optimizer optimizer);
 
 struct StrategyConfig {
   int dp = 1;
@@ -92,7 +90,6 @@ Plan lower(const Model& model, const StrategyConfig& config);
 std::vector<int> partition_blocks(const Model& model, int pp);
 
 std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);  // gpipe | 1f1b
-std::optional<Optimizer> parse_optimizer(std::string_view name);                 // sgd | adam
 
 // Microbatches per replica and iteration: config.microbatches, or pp (1 without PP) when 0.
 std::int64_t microbatch_count(const StrategyConfig& config);

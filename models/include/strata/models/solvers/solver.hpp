@@ -62,6 +62,8 @@ struct SolverConfig {
   // GIST. One Plan iteration is one round; --iterations gives rounds.
   int subnets = 2;       // m: sub-GCNs per round, one per worker
   int local_steps = 10;  // zeta: full-graph local steps per round
+
+  bool operator==(const SolverConfig&) const = default;
 };
 
 // Reads the keys of `solver` from `sets` and erases them from it; the defaults above stand for

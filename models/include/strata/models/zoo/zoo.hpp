@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,9 +128,30 @@ Model make_gpt(const std::string& name, const GptConfig& config);
 // Preset names, in the order `strata models` lists them.
 const std::vector<std::string>& zoo_names();
 
-// Builds a preset, applying `overrides` (from --set). Throws InputError for an unknown model
-// ("unknown model 'x' (known: ...)") or an unknown or invalid override.
+// A preset's hyperparameters an experiment may change (`--set key=value`; the key table is in
+// experiment.hpp). Unset fields keep the preset's value.
+struct ModelParameters {
+  std::optional<std::int32_t> layers, hidden, heads, seq, vocab;  // gpt (anchor-96: layers)
+  std::optional<std::vector<std::int64_t>> sizes;                 // mlp, gcn: widths, input first
+  std::optional<std::int32_t> image;                              // lenet5, vgg16, resnet50
+  std::optional<std::int64_t> nodes;                              // gcn
+  std::optional<std::int32_t> avg_degree;                         // gcn
+  bool operator==(const ModelParameters&) const = default;
+};
+
+// Builds preset `name` with `params`. Throws InputError for an unknown model ("unknown model 'x'
+// (known: ...)"), a parameter the preset does not take, or values that do not fit together
+// ("--set hidden=100: not divisible by heads (12)").
+Model make_preset(const std::string& name, const ModelParameters& params);
+
+// Builds a preset, applying `overrides` (key=value text, parsed by the experiment's key table).
+// Throws InputError for an unknown model, an unknown key ("--set foo: unknown hyperparameter for
+// model 'mlp' (known: sizes)") or an invalid value.
 Model make_model(const std::string& name, const std::map<std::string, std::string>& overrides = {});
+
+// The ModelParameters keys preset `name` takes, in the order `strata spec --help` lists them.
+// Throws InputError for an unknown model.
+const std::vector<std::string>& model_keys(const std::string& name);
 
 // Builders behind the presets, for tests and custom models. Sizes must be positive (asserted);
 // make_model checks user input first and throws InputError instead.

@@ -64,11 +64,9 @@ namespace strata::real {
 // pool size) has no real kernel, and the kinds that do.
 void check_kernels(const Plan& plan, const std::string& source);
 
-struct OptimizerSettings {
-  double learning_rate = 1e-3;  // Adam's default; SGD runs usually set 0.01–0.1
-  double momentum = 0.0;        // SGD only
-  AdamConfig adam;              // betas and eps (learning_rate above wins)
-};
+// The optimizer of a run, as an Experiment gives it (models/optimizer.hpp): learning_rate,
+// momentum (SGD), adam (betas, eps). The kind the Plan's optimizer-step tasks name wins.
+using OptimizerSettings = strata::OptimizerSettings;
 
 // "extract", "write_back" or "average" for GIST's copy tasks (by their id's last segment), else "".
 std::string gist_copy_name(const Task& task);

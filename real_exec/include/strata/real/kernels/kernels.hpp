@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <random>
 
+#include "strata/models/optimizer.hpp"
 #include "strata/real/core/backend.hpp"
 
 namespace strata::real {
@@ -132,13 +133,8 @@ void sgd_momentum_step(const SgdConfig& config, std::int64_t n, const T* grad, T
 
 // Adam (Kingma & Ba 2015, Algorithm 1, with bias correction), PyTorch's defaults. `step` is the
 // 1-based number of this update: m_hat = m / (1 - beta1^step), v_hat = v / (1 - beta2^step),
-// w -= lr * m_hat / (sqrt(v_hat) + eps).
-struct AdamConfig {
-  double learning_rate = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-};
+// w -= lr * m_hat / (sqrt(v_hat) + eps). The settings are the models' (optimizer.hpp).
+using AdamConfig = strata::AdamConfig;
 template <typename T>
 void adam_step(const AdamConfig& config, std::int64_t step, std::int64_t n, const T* grad, T* m, T* v,
                T* weight);

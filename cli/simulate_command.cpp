@@ -1,0 +1,74 @@
+// strata simulate: replays an experiment's Plan (or a Plan file) on a SimGrid platform; the
+// report and the trace record the experiment and its hash.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "strata/sim/replay.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+#include "strata/traces/perfetto.hpp"
+#include "strata/traces/plan_json.hpp"
+#include "strata/traces/trace_json.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct SimulateOptions {
+  CommonFlags flags;
+  ReplayFlags replay;
+  std::string plan, trace, report, perfetto, placement;
+};
+
+void show_progress(std::size_t done, std::size_t all, double now) {
+  std::fprintf(stderr, "\rreplay: %3.0f %% (%zu of %zu tasks, simulated %.6f s)%s",
+               100.0 * static_cast<double>(done) / static_cast<double>(all), done, all, now,
+               done == all ? "\n" : "");
+}
+
+int simulate(const SimulateOptions& o) {
+  std::optional<Experiment> experiment;
+  Plan plan;
+  if (!o.plan.empty()) {
+    if (!o.flags.spec.empty()) throw InputError("--plan: give either --plan or --spec, not both");
+    plan = read_plan(o.plan);
+  } else {
+    experiment = experiment_of(o.flags);
+    plan = lower(*experiment);
+  }
+  ReplayOptions options = replay_options(o.replay);
+  if (!o.placement.empty()) options.placement = read_placement(o.placement);
+  options.keep_trace = !o.trace.empty() || !o.perfetto.empty();
+  if (progress_wanted()) options.progress = show_progress;
+  ReplayResult result = replay(plan, resolve_platform(o.flags.platform), options);
+  const nlohmann::json spec = experiment ? canonical_json(*experiment) : nlohmann::json();
+  result.report.experiment = spec;
+  result.trace.experiment = spec;
+  result.trace.experiment_hash = plan.info.experiment_hash;
+  if (!o.trace.empty()) write_trace(result.trace, o.trace);
+  if (!o.perfetto.empty()) write_chrome_trace(result.trace, o.perfetto);
+  if (!o.report.empty()) write_file_atomically(o.report, report_to_json(result.report).dump(1) + "\n");
+  std::cout << format_report(result.report);
+  return 0;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("simulate", "replay a Plan on a SimGrid platform");
+  auto o = std::make_shared<SimulateOptions>();
+  add_common_flags(*cmd, o->flags, true);
+  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML")->required();
+  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  cmd->add_option("--trace", o->trace, "write the predicted Trace (strata JSON)");
+  cmd->add_option("--report", o->report, "write the report (JSON)");
+  cmd->add_option("--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
+  add_replay_flags(*cmd, o->replay);
+  cmd->add_option("--placement", o->placement, "host per worker: JSON {\"workers\": [...]} or one per line");
+  cmd->callback([&action, o] { action = [o] { return simulate(*o); }; });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,66 @@
+// strata spec: prints or writes the effective experiment spec (JSON) of the flags, of a --spec
+// file with flags on top, or of any output strata wrote (--from report.json, trace, Perfetto
+// file, validation JSON). `strata spec --help` lists every --set key from the key table.
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct SpecOptions {
+  CommonFlags flags;
+  std::string from;
+  std::string output;
+};
+
+// The experiment recorded in a file strata wrote: a spec itself, or the `experiment` of a
+// report, trace or validation JSON, or the `metadata` of a Perfetto file.
+Experiment recorded_experiment(const std::string& path) {
+  const nlohmann::json doc = read_json_file(path);
+  if (doc.is_object() && doc.value("format", "") == "strata-experiment")
+    return experiment_from_json(doc, path);
+  if (doc.is_object() && doc.contains("experiment") && !doc.at("experiment").is_null())
+    return experiment_from_json(doc.at("experiment"), path + " /experiment");
+  if (doc.is_object() && doc.contains("metadata") && doc.at("metadata").contains("experiment"))
+    return experiment_from_json(doc.at("metadata").at("experiment"), path + " /metadata/experiment");
+  throw InputError(path +
+                   ": /experiment: no experiment recorded (an output of a Plan file, or not strata's)");
+}
+
+int write_spec(const SpecOptions& o) {
+  const Experiment e =
+      o.from.empty() ? experiment_of(o.flags) : experiment_on(recorded_experiment(o.from), o.from, o.flags);
+  const std::string text = canonical_json(e).dump(2) + "\n";
+  if (o.output.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  write_file_atomically(o.output, text);
+  std::printf("spec %s (experiment hash %s) -> %s\n", e.model.c_str(), experiment_hash(e).c_str(),
+              o.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_spec_command(CLI::App& app, Action& action) {
+  auto* cmd =
+      app.add_subcommand("spec", "print or write the experiment spec (JSON) of the flags or of an output");
+  auto o = std::make_shared<SpecOptions>();
+  add_common_flags(*cmd, o->flags, true);
+  o->flags.track(
+      cmd->add_option("--epochs", o->flags.epochs, "passes over the data of a real run (strata run)")
+          ->check(CLI::PositiveNumber));
+  cmd->add_option("--from", o->from,
+                  "read the spec recorded in a report, trace, Perfetto or validation file");
+  cmd->add_option("-o,--output", o->output, "spec JSON to write (default: print it)");
+  cmd->footer("--set keys (type, range, unit; who takes them):\n" + set_keys_help());
+  cmd->callback([&action, o] { action = [o] { return write_spec(*o); }; });
+}
+
+}  // namespace strata::cli

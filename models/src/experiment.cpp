@@ -1,0 +1,79 @@
+// Experiment: defaults, canonical form and hash, and lower() — the one way from an experiment to
+// a Plan. The --set table is in experiment/set_table.cpp, JSON in experiment/experiment_json.cpp.
+#include "strata/models/experiment.hpp"
+
+#include <cstdio>
+
+#include "strata/traces/error.hpp"
+
+namespace strata {
+
+double default_learning_rate(Optimizer kind, bool gcn) { return gcn || kind == Optimizer::sgd ? 0.01 : 1e-3; }
+
+Model model_of(const Experiment& e) {
+  if (e.model.empty()) throw InputError("--model: required (see `strata models`)");
+  return make_preset(e.model, e.params);
+}
+
+Experiment resolved(const Experiment& e) {
+  Experiment r = e;
+  const Model model = model_of(e);
+  if (!r.dtype) r.dtype = model.family == "gpt" ? DType::bf16 : DType::fp32;
+  if (!r.learning_rate) r.learning_rate = default_learning_rate(r.optimizer, model.family == "gcn");
+  return r;
+}
+
+nlohmann::json canonical_json(const Experiment& e) { return to_json(resolved(e)); }
+
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string experiment_hash(const Experiment& e) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_json(e).dump())));
+  return hex;
+}
+
+StrategyConfig strategy_of(const Experiment& e, const Model& model) {
+  StrategyConfig c;
+  c.dp = e.dp, c.tp = e.tp, c.pp = e.pp;
+  c.schedule = e.schedule;
+  c.microbatches = e.microbatches;
+  c.global_batch = e.global_batch;
+  c.dtype = e.dtype ? *e.dtype : (model.family == "gpt" ? DType::bf16 : DType::fp32);
+  c.optimizer = e.optimizer;
+  c.seed = e.seed;
+  c.iterations = e.iterations;
+  c.bucket_bytes = e.bucket_mb * 1e6;
+  c.dp_algo = e.dp_algo;
+  c.tp_algo = e.tp_algo;
+  c.lowered_replicas = e.replicas;
+  return c;
+}
+
+OptimizerSettings optimizer_of(const Experiment& e) {
+  const Experiment r = resolved(e);
+  OptimizerSettings s;
+  s.kind = r.optimizer;
+  s.learning_rate = *r.learning_rate;
+  s.momentum = r.momentum;
+  s.adam = r.adam;
+  return s;
+}
+
+Plan lower(const Experiment& e) {
+  const Model model = model_of(e);
+  SolverConfig solver = e.solver;
+  Plan plan = lower_solver(model, strategy_of(e, model), solver);
+  plan.info.experiment_hash = experiment_hash(e);
+  return plan;
+}
+
+}  // namespace strata

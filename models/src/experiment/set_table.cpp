@@ -1,0 +1,356 @@
+// The --set table (every key any command accepts) and its one strict text parser.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "set_table.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace detail {
+namespace {
+
+constexpr double kMaxInt = 1e9;
+const std::vector<std::string> algorithm_names = {"ring", "tree", "halving_doubling", "hierarchical"};
+const std::vector<Solver> admm_solvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+SetKey model_count(std::string name, std::string unit, std::string help) {
+  SetKey k;
+  k.name = std::move(name), k.type = SetKeyType::count, k.section = SetSection::model;
+  k.min = 1, k.max = std::numeric_limits<std::int32_t>::max();
+  k.unit = std::move(unit), k.help = std::move(help);
+  return k;
+}
+
+SetKey integer(std::string name, SetSection section, double min, std::string unit, std::string help,
+               std::vector<Solver> solvers = {}) {
+  SetKey k;
+  k.name = std::move(name), k.type = SetKeyType::integer, k.section = section;
+  k.min = min, k.max = kMaxInt, k.unit = std::move(unit), k.help = std::move(help);
+  k.solvers = std::move(solvers);
+  return k;
+}
+
+SetKey real(std::string name, SetSection section, double min, bool min_exclusive, double max,
+            bool max_exclusive, std::string unit, std::string help, std::vector<Solver> solvers = {}) {
+  SetKey k;
+  k.name = std::move(name), k.type = SetKeyType::real, k.section = section;
+  k.min = min, k.min_exclusive = min_exclusive, k.max = max, k.max_exclusive = max_exclusive;
+  k.unit = std::move(unit), k.help = std::move(help), k.solvers = std::move(solvers);
+  return k;
+}
+
+SetKey choice(std::string name, SetSection section, std::vector<std::string> choices, std::string noun,
+              std::string help, std::vector<Solver> solvers = {}) {
+  SetKey k;
+  k.name = std::move(name), k.type = SetKeyType::choice, k.section = section;
+  k.choices = std::move(choices), k.choice_noun = std::move(noun), k.help = std::move(help);
+  k.solvers = std::move(solvers);
+  return k;
+}
+
+std::vector<SetKey> make_table() {
+  std::vector<SetKey> t;
+  t.push_back(model_count("layers", "layers", "transformer blocks (gpt), fixed layers (anchor-96)"));
+  t.push_back(model_count("hidden", "units", "hidden width (gpt); must divide by heads"));
+  t.push_back(model_count("heads", "heads", "attention heads (gpt)"));
+  t.push_back(model_count("seq", "tokens", "sequence length (gpt)"));
+  t.push_back(model_count("vocab", "tokens", "vocabulary size (gpt)"));
+  SetKey sizes;
+  sizes.name = "sizes", sizes.type = SetKeyType::count_list, sizes.section = SetSection::model;
+  sizes.min = 1, sizes.max = std::numeric_limits<std::int32_t>::max(), sizes.min_count = 2;
+  sizes.unit = "units", sizes.help = "layer widths, input first, e.g. 784,256,10 (mlp, gcn)";
+  t.push_back(sizes);
+  t.push_back(model_count("image", "pixels", "side of the square input image (lenet5, vgg16, resnet50)"));
+  t.push_back(model_count("nodes", "nodes", "graph nodes (gcn)"));
+  t.push_back(model_count("avg_degree", "neighbours", "mean neighbours per node (gcn), below nodes"));
+  t.push_back(real("bucket_mb", SetSection::strategy, 0, false, 1e6, false, "MB",
+                   "data-parallel gradient bucket (10^6 B); 0 = one bucket per block"));
+  t.push_back(choice("dp_algo", SetSection::strategy, algorithm_names, "algorithm",
+                     "data-parallel allreduce algorithm"));
+  t.push_back(choice("tp_algo", SetSection::strategy, algorithm_names, "algorithm",
+                     "tensor-parallel allreduce algorithm"));
+  t.push_back(integer("replicas", SetSection::strategy, 0, "replicas",
+                      "data-parallel replicas lowered (0 = all; the rest assumed identical)"));
+  t.push_back(integer("max_active_keys", SetSection::solver, 1, "instances", "AMPNet instances in flight",
+                      {Solver::ampnet}));
+  t.push_back(integer("min_update_frequency", SetSection::solver, 1, "gradients",
+                      "gradients a node accumulates before its step", {Solver::ampnet}));
+  t.push_back(integer("instances", SetSection::solver, 1, "instances", "minibatches per Plan",
+                      {Solver::ampnet, Solver::local}));
+  t.push_back(integer("chunks", SetSection::solver, 1, "chunks", "chunks with local heads", {Solver::local}));
+  t.push_back(choice("variant", SetSection::solver, {"greedy", "chunked", "overlapping"}, "variant",
+                     "local parallelism variant", {Solver::local}));
+  t.push_back(
+      real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", admm_solvers));
+  t.push_back(real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations",
+                   admm_solvers));
+  t.push_back(
+      integer("admm_iterations", SetSection::solver, 1, "sweeps", "ADMM sweeps per Plan", admm_solvers));
+  SetKey bits =
+      integer("quant_bits", SetSection::solver, 1, "bits", "grid of the quantized p", {Solver::pdadmm_g_q});
+  bits.max = 8, bits.max_reason = "p is sent as int8, so at most 8 bits";
+  t.push_back(bits);
+  t.push_back(
+      integer("m", SetSection::solver, 1, "sub-GCNs", "sub-GCNs per round, one per worker", {Solver::gist}));
+  t.push_back(
+      integer("zeta", SetSection::solver, 1, "steps", "full-graph local steps per round", {Solver::gist}));
+  t.push_back(real("lr", SetSection::optimizer, 0, false, 1e3, false, "",
+                   "learning rate (default 0.01 sgd, 1e-3 adam, 0.01 for a GCN)"));
+  t.push_back(real("momentum", SetSection::optimizer, 0, false, 1, true, "", "SGD momentum"));
+  t.push_back(real("beta1", SetSection::optimizer, 0, false, 1, true, "", "Adam's first-moment decay"));
+  t.push_back(real("beta2", SetSection::optimizer, 0, false, 1, true, "", "Adam's second-moment decay"));
+  t.push_back(real("eps", SetSection::optimizer, 0, true, 1, false, "", "Adam's denominator term"));
+  return t;
+}
+
+// How each key reads and writes its field of an Experiment.
+struct Access {
+  std::function<std::optional<SetValue>(const Experiment&)> get;
+  std::function<void(Experiment&, const SetValue&)> put;
+};
+
+template <typename T>
+Access model_int(std::optional<T> ModelParameters::*field) {
+  return {[field](const Experiment& e) -> std::optional<SetValue> {
+            const auto& v = e.params.*field;
+            return v ? std::optional<SetValue>(static_cast<std::int64_t>(*v)) : std::nullopt;
+          },
+          [field](Experiment& e, const SetValue& v) {
+            e.params.*field = static_cast<T>(std::get<std::int64_t>(v));
+          }};
+}
+
+template <typename T, typename Owner>
+Access number(T Owner::*field, Owner Experiment::*owner) {
+  using Stored = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+  return {[field, owner](const Experiment& e) -> std::optional<SetValue> {
+            return SetValue(static_cast<Stored>(e.*owner.*field));
+          },
+          [field, owner](Experiment& e, const SetValue& v) {
+            e.*owner.*field = static_cast<T>(std::get<Stored>(v));
+          }};
+}
+
+template <typename T>
+Access top(T Experiment::*field) {
+  using Stored = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+  return {[field](const Experiment& e) -> std::optional<SetValue> {
+            return SetValue(static_cast<Stored>(e.*field));
+          },
+          [field](Experiment& e, const SetValue& v) { e.*field = static_cast<T>(std::get<Stored>(v)); }};
+}
+
+Access algo(CollectiveAlgo Experiment::*field) {
+  return {[field](const Experiment& e) -> std::optional<SetValue> {
+            return SetValue(std::string(to_string(e.*field)));
+          },
+          [field](Experiment& e, const SetValue& v) {
+            e.*field = *parse_collective_algo(std::get<std::string>(v));
+          }};
+}
+
+const std::map<std::string, Access>& accessors() {
+  static const std::map<std::string, Access> access = [] {
+    std::map<std::string, Access> a;
+    a["layers"] = model_int(&ModelParameters::layers);
+    a["hidden"] = model_int(&ModelParameters::hidden);
+    a["heads"] = model_int(&ModelParameters::heads);
+    a["seq"] = model_int(&ModelParameters::seq);
+    a["vocab"] = model_int(&ModelParameters::vocab);
+    a["image"] = model_int(&ModelParameters::image);
+    a["nodes"] = model_int(&ModelParameters::nodes);
+    a["avg_degree"] = model_int(&ModelParameters::avg_degree);
+    a["sizes"] = {
+        [](const Experiment& e) -> std::optional<SetValue> {
+          return e.params.sizes ? std::optional<SetValue>(*e.params.sizes) : std::nullopt;
+        },
+        [](Experiment& e, const SetValue& v) { e.params.sizes = std::get<std::vector<std::int64_t>>(v); }};
+    a["bucket_mb"] = top(&Experiment::bucket_mb);
+    a["dp_algo"] = algo(&Experiment::dp_algo);
+    a["tp_algo"] = algo(&Experiment::tp_algo);
+    a["replicas"] = top(&Experiment::replicas);
+    a["max_active_keys"] = number(&SolverConfig::max_active_keys, &Experiment::solver);
+    a["min_update_frequency"] = number(&SolverConfig::min_update_frequency, &Experiment::solver);
+    a["instances"] = number(&SolverConfig::instances, &Experiment::solver);
+    a["chunks"] = number(&SolverConfig::chunks, &Experiment::solver);
+    a["variant"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                      return SetValue(std::string(to_string(e.solver.local_variant)));
+                    },
+                    [](Experiment& e, const SetValue& v) {
+                      const std::string& name = std::get<std::string>(v);
+                      e.solver.local_variant = name == "greedy"    ? LocalVariant::greedy
+                                               : name == "chunked" ? LocalVariant::chunked
+                                                                   : LocalVariant::overlapping;
+                    }};
+    a["rho"] = number(&SolverConfig::rho, &Experiment::solver);
+    a["nu"] = number(&SolverConfig::nu, &Experiment::solver);
+    a["admm_iterations"] = number(&SolverConfig::admm_iterations, &Experiment::solver);
+    a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);
+    a["m"] = number(&SolverConfig::subnets, &Experiment::solver);
+    a["zeta"] = number(&SolverConfig::local_steps, &Experiment::solver);
+    a["lr"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                 return e.learning_rate ? std::optional<SetValue>(*e.learning_rate) : std::nullopt;
+               },
+               [](Experiment& e, const SetValue& v) { e.learning_rate = std::get<double>(v); }};
+    a["momentum"] = top(&Experiment::momentum);
+    a["beta1"] = number(&AdamConfig::beta1, &Experiment::adam);
+    a["beta2"] = number(&AdamConfig::beta2, &Experiment::adam);
+    a["eps"] = number(&AdamConfig::eps, &Experiment::adam);
+    return a;
+  }();
+  return access;
+}
+
+std::string number_text(double v) { return nlohmann::json(v).dump(); }
+
+// A bound as people write it: 0, 1e+12, 0.5.
+std::string bound_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+std::optional<std::string> range_problem(const SetKey& key, double v, const std::string& shown) {
+  switch (key.type) {
+    case SetKeyType::count:
+    case SetKeyType::count_list:
+      if (v < 1 || v > key.max) return "'" + shown + "' is not a positive integer";
+      return std::nullopt;
+    case SetKeyType::integer:
+      if (v < key.min) return "must be >= " + bound_text(key.min) + ", got " + shown;
+      if (v > key.max)
+        return key.max_reason.empty() ? "must be <= " + bound_text(key.max) + ", got " + shown
+                                      : key.max_reason + ", got " + shown;
+      return std::nullopt;
+    case SetKeyType::real:
+      if (!std::isfinite(v)) return "'" + shown + "' is not a finite number";
+      if (key.min_exclusive ? !(v > key.min) : !(v >= key.min))
+        return std::string("must be ") + (key.min_exclusive ? "> " : ">= ") + bound_text(key.min) + ", got " +
+               shown;
+      if (key.max_exclusive ? !(v < key.max) : !(v <= key.max))
+        return std::string("must be ") + (key.max_exclusive ? "< " : "<= ") + bound_text(key.max) + ", got " +
+               shown;
+      return std::nullopt;
+    case SetKeyType::choice:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const SetKey* find_set_key(const std::string& name) {
+  for (const SetKey& key : set_keys())
+    if (key.name == name) return &key;
+  return nullptr;
+}
+
+bool key_applies(const SetKey& key, const std::string& model, Solver solver) {
+  switch (key.section) {
+    case SetSection::model: {
+      const std::vector<std::string>& keys = model_keys(model);
+      return std::find(keys.begin(), keys.end(), key.name) != keys.end();
+    }
+    case SetSection::solver:
+      return std::find(key.solvers.begin(), key.solvers.end(), solver) != key.solvers.end();
+    case SetSection::strategy:
+    case SetSection::optimizer:
+      return true;
+  }
+  return false;
+}
+
+std::optional<SetValue> get_set_value(const Experiment& e, const SetKey& key) {
+  return accessors().at(key.name).get(e);
+}
+
+std::optional<std::string> put_set_value(Experiment& e, const SetKey& key, const SetValue& value,
+                                         const std::string* shown_as) {
+  const std::string shown = shown_as != nullptr ? *shown_as : format_set_value(value);
+  if (key.type == SetKeyType::choice) {
+    const std::string& name = std::get<std::string>(value);
+    if (std::find(key.choices.begin(), key.choices.end(), name) == key.choices.end())
+      return "unknown " + key.choice_noun + " '" + name + "' (known: " + join(key.choices) + ")";
+  } else if (key.type == SetKeyType::count_list) {
+    const auto& list = std::get<std::vector<std::int64_t>>(value);
+    for (std::int64_t v : list)
+      if (auto problem = range_problem(key, static_cast<double>(v), std::to_string(v))) return problem;
+    if (list.size() < key.min_count) return "needs at least " + std::to_string(key.min_count) + " values";
+  } else {
+    const double v = std::holds_alternative<double>(value)
+                         ? std::get<double>(value)
+                         : static_cast<double>(std::get<std::int64_t>(value));
+    if (auto problem = range_problem(key, v, shown)) return problem;
+  }
+  accessors().at(key.name).put(e, value);
+  return std::nullopt;
+}
+
+std::string format_set_value(const SetValue& value) {
+  if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&value)) return number_text(*d);
+  if (const auto* s = std::get_if<std::string>(&value)) return *s;
+  std::string out;
+  for (std::int64_t v : std::get<std::vector<std::int64_t>>(value))
+    out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+}  // namespace detail
+
+using detail::SetValue;
+
+std::string_view to_string(SetKeyType type) {
+  switch (type) {
+    case SetKeyType::integer:
+    case SetKeyType::count:
+      return "int";
+    case SetKeyType::count_list:
+      return "int list";
+    case SetKeyType::real:
+      return "real";
+    case SetKeyType::choice:
+      return "enum";
+  }
+  return "?";
+}
+
+std::string_view to_string(SetSection section) {
+  switch (section) {
+    case SetSection::model:
+      return "model";
+    case SetSection::strategy:
+      return "strategy";
+    case SetSection::solver:
+      return "solver";
+    case SetSection::optimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+const std::vector<SetKey>& set_keys() {
+  static const std::vector<SetKey> table = detail::make_table();
+  return table;
+}
+
+std::vector<std::string> accepted_keys(const std::string& model, Solver solver) {
+  std::vector<std::string> keys;
+  for (const SetKey& key : set_keys())
+    if (detail::key_applies(key, model, solver)) keys.push_back(key.name);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+}  // namespace strata

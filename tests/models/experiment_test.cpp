@@ -1,0 +1,187 @@
+// Experiment: the --set table and its one parser, JSON round trip, canonical form and hash, and
+// lower() against the path the CLI took before it (make_model + StrategyConfig + lower_solver).
+#include "strata/models/experiment.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "strata/traces/error.hpp"
+#include "strata/traces/plan_json.hpp"
+
+namespace strata {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Experiment gpt_experiment() {
+  Experiment e;
+  e.model = "gpt3-13b";
+  e.dp = 8, e.tp = 2, e.pp = 4;
+  e.schedule = PipelineSchedule::one_f_one_b;
+  return e;
+}
+
+TEST(Experiment, JsonRoundTripKeepsEveryField) {
+  Experiment e = gpt_experiment();
+  apply_set(e, "layers=8");
+  apply_set(e, "bucket_mb=12.5");
+  apply_set(e, "dp_algo=hierarchical");
+  apply_set(e, "lr=0.02");
+  apply_set(e, "beta2=0.95");
+  e.microbatches = 8, e.global_batch = 64, e.seed = 7, e.iterations = 2, e.epochs = 3;
+  e.dtype = DType::fp16;
+  e.optimizer = Optimizer::sgd;
+  EXPECT_EQ(experiment_from_json(to_json(e), "x"), e);
+  Experiment g;
+  g.model = "gcn";
+  g.solver.solver = Solver::gist;
+  apply_set(g, "m=4");
+  apply_set(g, "zeta=3");
+  apply_set(g, "sizes=784,32,10");
+  EXPECT_EQ(experiment_from_json(to_json(g), "x"), g);
+  EXPECT_EQ(experiment_from_json(nlohmann::json::parse(to_json(g).dump()), "x"), g);
+}
+
+TEST(Experiment, CanonicalFormFillsDefaultsAndTheHashIsStable) {
+  const Experiment e = gpt_experiment();
+  const nlohmann::json c = canonical_json(e);
+  EXPECT_EQ(c.at("dtype"), "bf16");  // auto for a GPT
+  EXPECT_DOUBLE_EQ(c.at("optimizer").at("lr").get<double>(), 1e-3);
+  // Resolving is idempotent: the spec read back from the canonical form hashes the same.
+  EXPECT_EQ(experiment_hash(experiment_from_json(c, "c")), experiment_hash(e));
+  EXPECT_EQ(experiment_hash(e), "72cdb16d1e81e0f2");
+  Experiment other = e;
+  other.microbatches = 8;
+  EXPECT_NE(experiment_hash(other), experiment_hash(e));
+  // FNV-1a 64 reference values (Fowler, Noll, Vo): "" and "a".
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+}
+
+TEST(Experiment, EveryTableKeyParsesAndIsRangeChecked) {
+  for (const SetKey& key : set_keys()) {
+    Experiment e;
+    e.model = key.name == "image"                               ? "vgg16"
+              : key.name == "nodes" || key.name == "avg_degree" ? "gcn"
+                                                                : "gpt2-small";
+    if (key.name == "sizes") e.model = "mlp";
+    if (!key.solvers.empty()) e.solver.solver = key.solvers.front();
+    std::string good = "1";
+    if (key.type == SetKeyType::count_list) good = "784,10";
+    if (key.type == SetKeyType::choice) good = key.choices.back();
+    if (key.type == SetKeyType::real) good = key.min_exclusive ? "0.5" : key.max_exclusive ? "0.5" : "1";
+    EXPECT_EQ(error_of([&] { apply_set(e, key.name, good); }), "") << key.name;
+    EXPECT_EQ(set_value_text(e, key.name),
+              key.type == SetKeyType::real ? nlohmann::json(std::stod(good)).dump() : good)
+        << key.name;
+    for (const char* bad : {"", "x", "1x", "nan", "inf", "-5"}) {
+      if (key.type == SetKeyType::choice && std::string(bad).empty()) continue;
+      const std::string error = error_of([&] { apply_set(e, key.name, bad); });
+      EXPECT_EQ(error.rfind("--set " + key.name, 0), 0u) << key.name << "=" << bad << ": " << error;
+    }
+  }
+}
+
+TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
+  Experiment e;
+  e.model = "mlp";
+  EXPECT_EQ(error_of([&] { apply_set(e, "foo=1"); }),
+            "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
+            "dp_algo, eps, lr, momentum, replicas, sizes, tp_algo)");
+  EXPECT_EQ(error_of([&] { apply_set(e, "rho=1"); }).rfind("--set rho: unknown key for model 'mlp'", 0), 0u);
+  EXPECT_EQ(error_of([&] { apply_set(e, "lr=nan"); }), "--set lr: 'nan' is not a finite number");
+  EXPECT_EQ(error_of([&] { apply_set(e, "lr=-1"); }), "--set lr: must be >= 0, got -1");
+  EXPECT_EQ(error_of([&] { apply_set(e, "momentum=1"); }), "--set momentum: must be < 1, got 1");
+  EXPECT_EQ(error_of([&] { apply_set(e, "lr"); }), "--set 'lr': expected key=value");
+  EXPECT_EQ(error_of([&] { apply_set(e, "dp_algo=star"); }),
+            "--set dp_algo: unknown algorithm 'star' (known: ring, tree, halving_doubling, hierarchical)");
+  EXPECT_EQ(error_of([&] { apply_set(e, "sizes=784,0"); }),
+            "--set sizes=784,0: '0' is not a positive integer");
+  EXPECT_EQ(error_of([&] { apply_set(e, "replicas=1.5"); }), "--set replicas: '1.5' is not an integer");
+}
+
+TEST(Experiment, FromJsonNamesThePointerOfEveryProblem) {
+  const nlohmann::json good = to_json(gpt_experiment());
+  const auto problem = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json doc = good;
+    edit(doc);
+    return error_of([&] { experiment_from_json(doc, "s.json"); });
+  };
+  EXPECT_EQ(problem([](auto& d) { d["strategy"]["dp"] = "8"; }), "s.json: /strategy/dp: expected an integer");
+  EXPECT_EQ(problem([](auto& d) { d["strategy"]["zz"] = 1; }).rfind("s.json: /strategy/zz: unknown field", 0),
+            0u);
+  EXPECT_EQ(problem([](auto& d) { d["colour"] = 1; }).rfind("s.json: /colour: unknown field", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d["schema_version"] = 2; }),
+            "s.json: /schema_version: version 2 is newer than this strata reads (1); update strata");
+  EXPECT_EQ(problem([](auto& d) { d["optimizer"]["lr"] = -1; }),
+            "s.json: /optimizer/lr: must be >= 0, got -1.0");
+  EXPECT_EQ(problem([](auto& d) {
+              d["model"]["sizes"] = {784, 10};
+            }).rfind("s.json: /model/sizes: unknown field", 0),
+            0u);
+  EXPECT_EQ(problem([](auto& d) { d["solver"]["rho"] = 1; }).rfind("s.json: /solver/rho: unknown field", 0),
+            0u);
+  EXPECT_EQ(problem([](auto& d) {
+              d["model"]["name"] = "gpt5";
+            }).rfind("s.json: /model/name: unknown value 'gpt5'", 0),
+            0u);
+}
+
+TEST(Experiment, LowerEqualsTheOldPath) {
+  Experiment e;
+  e.model = "gpt2-small";
+  apply_set(e, "layers=4");
+  apply_set(e, "bucket_mb=0");
+  e.dp = 2, e.tp = 2, e.pp = 2, e.microbatches = 4;
+  StrategyConfig c;
+  c.dp = 2, c.tp = 2, c.pp = 2, c.microbatches = 4, c.bucket_bytes = 0, c.dtype = DType::bf16;
+  Plan old = lower_solver(make_model("gpt2-small", {{"layers", "4"}}), c, SolverConfig{});
+  Plan now = lower(e);
+  EXPECT_EQ(now.info.experiment_hash, experiment_hash(e));
+  old.info.experiment_hash = now.info.experiment_hash;
+  EXPECT_EQ(plan_to_json(now), plan_to_json(old));
+  Experiment gist;
+  gist.model = "gcn";
+  gist.solver.solver = Solver::gist;
+  gist.dp = 2;
+  SolverConfig s;
+  s.solver = Solver::gist;
+  StrategyConfig g;
+  g.dp = 2;
+  Plan old_gist = lower_solver(make_model("gcn"), g, s);
+  Plan now_gist = lower(gist);
+  old_gist.info.experiment_hash = now_gist.info.experiment_hash;
+  EXPECT_EQ(plan_to_json(now_gist), plan_to_json(old_gist));
+}
+
+TEST(Experiment, OptimizerDefaultsFollowTheKindAndTheModel) {
+  Experiment e;
+  e.model = "mlp";
+  EXPECT_DOUBLE_EQ(optimizer_of(e).learning_rate, 1e-3);
+  e.optimizer = Optimizer::sgd;
+  EXPECT_DOUBLE_EQ(optimizer_of(e).learning_rate, 0.01);
+  e.model = "gcn";
+  e.optimizer = Optimizer::adam;
+  EXPECT_DOUBLE_EQ(optimizer_of(e).learning_rate, 0.01);
+  apply_set(e, "lr=0.5");
+  apply_set(e, "eps=1e-6");
+  EXPECT_DOUBLE_EQ(optimizer_of(e).learning_rate, 0.5);
+  EXPECT_DOUBLE_EQ(optimizer_of(e).adam.eps, 1e-6);
+}
+
+TEST(Experiment, HelpListsEveryKey) {
+  const std::string help = set_keys_help();
+  for (const SetKey& key : set_keys())
+    EXPECT_NE(help.find("  " + key.name + " "), std::string::npos) << key.name;
+}
+
+}  // namespace
+}  // namespace strata
