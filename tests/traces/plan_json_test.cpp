@@ -55,7 +55,7 @@ Task make_task(std::string id, TaskKind kind, WorkerId worker) {
 // further down the list (files may name tasks before defining them).
 Plan sample_plan() {
   Plan plan(3);
-  plan.info = PlanInfo{"mlp-3", "dp=3", "none", "adam", DType::bf16, 96, 4, 2, 1.5e12, 42};
+  plan.info = PlanInfo{"mlp-3", "dp=3", "none", "adam", DType::bf16, 96, 4, 2, 1.5e12, 42, ""};
   plan.add_buffer(Buffer{"dp0/w/l0", 0, 4096, DType::bf16, true});
   plan.add_buffer(Buffer{"dp0/act/l0", 0, 1024.5, DType::fp32, false});
 
