@@ -223,7 +223,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     nlohmann::ordered_json j;
     j["model"] = plan.info.model;
     j["strategy"] = plan.info.strategy;
-    j["schedule"] = plan.info.schedule;
+    j["schedule"] = plan.info.schedule_label();
     j["transport"] = o.transport;
     j["device"] = o.device;
     j["workers"] = plan.num_workers();
