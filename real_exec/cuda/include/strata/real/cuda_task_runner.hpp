@@ -41,8 +41,8 @@
 
 #include "strata/real/cuda_backend.hpp"
 #include "strata/real/device_array.hpp"
+#include "strata/real/exec/plan_execution.hpp"
 #include "strata/real/exec/task_runner.hpp"
-#include "strata/real/train/trainer.hpp"
 
 namespace strata::real {
 
