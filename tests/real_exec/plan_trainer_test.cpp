@@ -11,6 +11,7 @@
 
 #include "strata/models/solvers/solver.hpp"
 #include "strata/real/train/admm_plan.hpp"
+#include "strata/real/train/gcn_plan.hpp"
 #include "strata/traces/error.hpp"
 #include "training_runs.hpp"
 
@@ -79,6 +80,45 @@ TEST(PlanTrainer, AdmmPlanThroughTheInterfaceGivesAdmmPlanTrainersIteratesBitFor
   const std::unique_ptr<PlanTrainer<double>> trainer = make_plan_trainer<double>(plan, settings, train_set());
   trainer->run();
   EXPECT_EQ(trainer->bytes_sent(), direct.bytes_sent());
+  expect_same_buffers(plan, trainer->workspace(), direct.workspace());
+}
+
+TEST(PlanTrainer, GistPlanThroughTheInterfaceGivesGcnPlanTrainersWeightsBitForBit) {
+  const Plan plan = solver_plan(Solver::gist, 2, "gcn", {{"m", "2"}, {"zeta", "2"}}, 0);
+  ASSERT_EQ(plan.info.graph_nodes, 600);
+  CpuBackend backend;
+  const GcnData<double> data = gcn_plan_data<double>(backend, plan.info.graph_nodes, kSeed);
+  ThreadTransport<double> transport;
+  OptimizerSettings adam;
+  adam.learning_rate = 0.01;  // what make_plan_trainer gives a GCN Plan when none is set
+  GcnPlanTrainer<double> direct(plan, data, kSeed, backend, transport, adam, false);
+  direct.run();
+
+  RealSettings settings;
+  settings.seed = kSeed;
+  settings.pin_workers = false;
+  const std::unique_ptr<PlanTrainer<double>> trainer = make_plan_trainer<double>(plan, settings, train_set());
+  trainer->run();
+  EXPECT_EQ(trainer->bytes_sent(), direct.bytes_sent());
+  expect_same_buffers(plan, trainer->workspace(), direct.workspace());
+}
+
+// Local parallelism trains through the backprop trainer (its Plans are layer tasks and local
+// heads): through the interface it is the Trainer's run, batch for batch.
+TEST(PlanTrainer, LocalPlanThroughTheInterfaceGivesTheTrainersWeightsBitForBit) {
+  const Plan plan =
+      solver_plan(Solver::local, 2, "mlp", {{"chunks", "2"}, {"instances", "2"}}, training_runs::kBatch / 2);
+  ASSERT_EQ(plan.info.solver, PlanSolver::local);
+  ASSERT_EQ(plan.info.global_batch, training_runs::kBatch);
+  CpuBackend backend;
+  Trainer<double> direct(plan, backend, training_runs::train_config());
+  for (int s = 0; s < 2; ++s) direct.train_batch(train_set(), training_runs::batch_indices(s));
+
+  RealSettings settings;
+  settings.seed = kSeed;
+  settings.optimizer = training_runs::train_config().optimizer;
+  const std::unique_ptr<PlanTrainer<double>> trainer = make_plan_trainer<double>(plan, settings, train_set());
+  for (int s = 0; s < 2; ++s) trainer->run();
   expect_same_buffers(plan, trainer->workspace(), direct.workspace());
 }
 
