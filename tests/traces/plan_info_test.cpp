@@ -43,6 +43,11 @@ TEST(TaskCoords, ParsesEveryCoordinateOnceAndIgnoresNames) {
   EXPECT_EQ(c.layer, 7);
   EXPECT_EQ(c.block, -1);
   EXPECT_EQ(c.site, -1);
+  EXPECT_EQ(c.phase, TaskPhase::fwd);
+  EXPECT_EQ(parse_coords("it0/dp0/pp1/tp0/mb2/send/fwd").phase, TaskPhase::fwd);
+  EXPECT_EQ(parse_coords("it0/dp0/mb2/bwdw/l3").phase, TaskPhase::bwdw);
+  EXPECT_EQ(parse_coords("it0/dp0/opt/fwdx").phase, TaskPhase::opt);
+  EXPECT_EQ(parse_coords("it0/ar/l0").phase, TaskPhase::none);
   const TaskCoords g = parse_coords("it0/site2/step9/gc1/agg");
   EXPECT_EQ(g.site, 2);
   EXPECT_EQ(g.step, 9);

@@ -121,6 +121,14 @@ std::int32_t* coord_field(TaskCoords& c, std::string_view name) {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+TaskPhase phase_of(std::string_view segment) {
+  if (segment == "fwd") return TaskPhase::fwd;
+  if (segment == "bwd") return TaskPhase::bwd;
+  if (segment == "bwdw") return TaskPhase::bwdw;
+  if (segment == "opt") return TaskPhase::opt;
+  return TaskPhase::none;
+}
+
 }  // namespace
 
 TaskCoords parse_coords(std::string_view id) {
@@ -130,6 +138,7 @@ TaskCoords parse_coords(std::string_view id) {
     std::size_t end = id.find('/', start);
     if (end == std::string_view::npos) end = id.size();
     const std::string_view segment = id.substr(start, end - start);
+    if (coords.phase == TaskPhase::none) coords.phase = phase_of(segment);
     std::size_t digits = segment.size();
     while (digits > 0 && is_digit(segment[digits - 1])) --digits;
     // A name, then at most 9 digits (an int32), nothing else.

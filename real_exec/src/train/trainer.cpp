@@ -28,7 +28,7 @@ bool is_forward(const Task& t) {
       return true;
     case TaskKind::send:
     case TaskKind::recv:
-      return t.id.find("/fwd") != std::string::npos;
+      return t.coords.phase == TaskPhase::fwd;
     default:
       return false;
   }

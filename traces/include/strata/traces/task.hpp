@@ -103,6 +103,9 @@ enum class CollectiveAlgo : std::uint8_t {
 std::string_view to_string(CollectiveAlgo algo);
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name);
 
+// The phase segment of an id (fwd, bwd, bwdw, opt), none when it has none.
+enum class TaskPhase : std::uint8_t { none, fwd, bwd, bwdw, opt };
+
 // The coordinates of a task or buffer id, -1 where the id has none. `layer` is an MLP or
 // transformer layer l<n> or a GCN layer gc<n>; `block` b<n>; `site` and `step` are GIST's
 // sub-GCN and local step. The first segment of a kind wins.
@@ -116,11 +119,13 @@ struct TaskCoords {
   std::int32_t block = -1;
   std::int32_t site = -1;
   std::int32_t step = -1;
+  TaskPhase phase = TaskPhase::none;  // e.g. fwd for it0/dp0/mb1/fwd/l2 and for …/send/fwd
 
   bool operator==(const TaskCoords&) const = default;
 };
 // Reads the coordinate segments of `id` (a segment is a coordinate when it is one of the names
-// above followed by digits only; other segments are phases and names). Allocates nothing.
+// above followed by digits only) and its first phase segment; other segments are names.
+// Allocates nothing.
 TaskCoords parse_coords(std::string_view id);
 
 // A typed attribute value: integer, real, string or list of integers (shapes).
