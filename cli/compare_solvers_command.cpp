@@ -87,7 +87,7 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     const Model model = build_model(row.flags, config, &solver);
     if (model.family == "gcn") row.epoch_samples = static_cast<double>(model.graph_nodes);
     plan = build_plan(row.flags, kBatchPerWorker);
-    if (real::is_admm_plan(plan))
+    if (is_admm(plan.info.solver))
       row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
   } catch (const InputError& e) {
     row.why_not = e.what();
@@ -140,7 +140,7 @@ void measure(Row& row, const CompareOptions& o) {
   }
   static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
   static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::test);
-  if (real::is_admm_plan(plan)) return measure_admm(row, plan, o, train, test);
+  if (is_admm(plan.info.solver)) return measure_admm(row, plan, o, train, test);
   real::CpuBackend backend;
   real::TrainConfig config;
   config.seed = static_cast<std::uint64_t>(o.flags.seed);

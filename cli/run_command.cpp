@@ -50,7 +50,7 @@ real::OptimizerSettings plan_optimizer(const CommonFlags& flags, const Plan& pla
   }
   real::OptimizerSettings s;
   s.kind = e.optimizer;
-  s.learning_rate = e.learning_rate.value_or(default_learning_rate(e.optimizer, real::is_gcn_plan(plan)));
+  s.learning_rate = e.learning_rate.value_or(default_learning_rate(e.optimizer, plan.info.trains_graph()));
   s.momentum = e.momentum;
   s.adam = e.adam;
   return s;
@@ -96,8 +96,8 @@ class RunLog {
 
 // The end of an ADMM or GCN run: one more Plan run for --trace, then the bytes moved. Every
 // process calls it (the run and the byte count are collectives); `report` prints.
-template <typename SolverTrainer>
-int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, SolverTrainer& trainer) {
+template <typename T>
+int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, real::PlanTrainer<T>& trainer) {
   if (!o.trace.empty()) {
     const std::vector<real::TaskTiming> timings = trainer.run();
     if (report) {
@@ -118,7 +118,6 @@ int finish_solver_run(const Plan& plan, const RunOptions& o, bool report, Solver
 // its admm_iterations sweeps, so --epochs E runs the Plan ceil(E / sweeps) times.
 template <typename T>
 int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transport) {
-  if (o.device != "cpu") throw InputError("--device " + o.device + ": the ADMM solvers run on the CPU only");
   const real::AdmmPlanShape shape = real::admm_plan_shape(plan);
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
   const real::AdmmData<T> train =
@@ -178,7 +177,6 @@ std::string gcn_round(const real::GcnPlanShape& shape, const Plan& plan) {
 template <typename T>
 int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
               real::Transport<T>& transport) {
-  if (o.device != "cpu") throw InputError("--device " + o.device + ": GCN Plans run on the CPU only");
   const real::GcnPlanShape shape = real::gcn_plan_shape(plan);
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
   real::CpuBackend backend;
@@ -232,8 +230,9 @@ int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettin
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
           real::Transport<T>& transport) {
-  if (real::is_admm_plan(plan)) return train_admm<T>(plan, o, transport);
-  if (real::is_gcn_plan(plan)) return train_gcn<T>(plan, o, optimizer, transport);
+  real::check_plan_device(plan, o.device);
+  if (is_admm(plan.info.solver)) return train_admm<T>(plan, o, transport);
+  if (plan.info.trains_graph()) return train_gcn<T>(plan, o, optimizer, transport);
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
   const bool report = transport.process() == 0;

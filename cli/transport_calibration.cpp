@@ -11,7 +11,7 @@
 #include "commands.hpp"
 #include "real_run.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
-#include "strata/real/exec/interpreter.hpp"
+#include "strata/real/exec/plan_execution.hpp"
 #include "strata/real/transport/mpirun.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -26,14 +26,13 @@ namespace {
 real::PlanTimer mpi_plan_timer(const real::MpiSession& session) {
   return [&session](const Plan& plan) {
     real::CpuBackend backend;
-    real::Workspace<float> ws(plan);
     real::MpiTransport<float> transport(session, plan);
-    real::TaskRunner<float> runner(plan, backend, ws, transport, real::OptimizerSettings{});
     std::vector<real::TaskTiming> timings;
     {
-      real::Interpreter<float> interpreter(plan, runner, true);
-      interpreter.run();  // warm-up
-      timings = interpreter.run();
+      const real::PlanExecution<float> execution = real::assemble_execution(
+          plan, real::host_executor<float>(backend), transport, real::OptimizerSettings{}, true);
+      execution.interpreter->run();  // warm-up
+      timings = execution.interpreter->run();
     }
     std::vector<double> flat(2 * timings.size());
     for (std::size_t i = 0; i < timings.size(); ++i)

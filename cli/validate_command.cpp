@@ -76,15 +76,15 @@ void record(const Plan& plan, std::vector<real::TaskTiming> timings, Measured& m
 using NextRun = std::function<std::vector<real::TaskTiming>()>;
 
 NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
-  if (real::cpu_only_plan(plan) && o.device != "cpu")
-    throw InputError("--device " + o.device + ": the ADMM and GCN solvers run on the CPU only");
-  if (real::is_gcn_plan(plan) && transport != nullptr)
+  real::check_plan_device(plan, o.device);
+  if (plan.info.trains_graph() && transport != nullptr)
     throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
   static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
   auto backend = std::make_shared<real::CpuBackend>();
   real::PlanRunSettings settings;
   settings.seed = static_cast<std::uint64_t>(o.flags.seed);
   settings.pin_workers = !o.no_pin;
+  settings.device = o.device;
   settings.executor = executor_for<float>(o.device, *backend);
   settings.transport = transport;
   real::PlanRuns runs = real::plan_runs(plan, train, settings);
@@ -220,10 +220,17 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
     std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
   }
   if (!o.json.empty()) {
-    const ValidationRun run{
-        plan.info.model,          plan.info.strategy, plan.info.schedule, o.transport,   o.device,
-        plan.num_workers(),       o.iterations,       predicted,          m.iteration_s, o.experiment,
-        plan.info.experiment_hash};
+    const ValidationRun run{plan.info.model,
+                            plan.info.strategy,
+                            plan.info.schedule_label(),
+                            o.transport,
+                            o.device,
+                            plan.num_workers(),
+                            o.iterations,
+                            predicted,
+                            m.iteration_s,
+                            o.experiment,
+                            plan.info.experiment_hash};
     write_file_atomically(o.json, validation_json(run, cmp).dump(1) + "\n");
   }
   return 0;

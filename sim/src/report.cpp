@@ -100,10 +100,10 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.model = plan.info.model;
   r.experiment_hash = plan.info.experiment_hash;
   r.strategy = plan.info.strategy;
-  r.schedule = plan.info.schedule;
-  if (plan.info.schedule == "ampnet" || plan.info.schedule == "local")
+  r.schedule = plan.info.schedule_label();
+  if (plan.info.solver == PlanSolver::ampnet || plan.info.solver == PlanSolver::local)
     r.instances = static_cast<int>(std::max<std::int64_t>(1, plan.info.microbatches));
-  if (plan.info.schedule == "gist") r.epochs_per_iteration = static_cast<int>(plan.info.microbatches);
+  if (plan.info.solver == PlanSolver::gist) r.epochs_per_iteration = static_cast<int>(plan.info.microbatches);
   r.platform = platform.path;
   r.collectives = facts.collectives;
   r.network = facts.network;

@@ -302,7 +302,7 @@ TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   EXPECT_TRUE(depends_on(plan, "it0/site1/write_back", "it0/site1/recv/gather/gc0/fc"));
   EXPECT_TRUE(depends_on(plan, "it0/average", "it0/site0/write_back"));
   EXPECT_TRUE(depends_on(plan, "it0/average", "it0/site1/write_back"));
-  EXPECT_EQ(plan.info.schedule, "gist");
+  EXPECT_EQ(plan.info.schedule_label(), "gist");
   EXPECT_EQ(plan.info.global_batch, 10000 * 10);  // 10 full-graph steps per round
   runs_to_the_end(plan);
   // Deterministic: the same inputs give the same Plan, byte for byte.

@@ -204,14 +204,14 @@ TEST(Lowering, WorkersAndPlanInfo) {
   EXPECT_EQ(plan.num_iterations(), 2);
   EXPECT_EQ(plan.info.model, "tiny-gpt");
   EXPECT_EQ(plan.info.strategy, "dp=2,tp=2,pp=2");
-  EXPECT_EQ(plan.info.schedule, "1f1b");
+  EXPECT_EQ(plan.info.schedule_label(), "1f1b");
   EXPECT_EQ(plan.info.optimizer, "adam");
   EXPECT_EQ(plan.info.global_batch, 16);
   EXPECT_EQ(plan.info.microbatches, 4);
   EXPECT_EQ(plan.info.tokens_per_sample, 8);
   EXPECT_DOUBLE_EQ(plan.info.model_flops_per_iteration, model.model_flops_per_token() * 8 * 16);
   EXPECT_EQ(plan.info.seed, 7);
-  EXPECT_EQ(lower(model, config_of(1, 1, 1)).info.schedule, "none");
+  EXPECT_EQ(lower(model, config_of(1, 1, 1)).info.schedule_label(), "none");
 }
 
 TEST(Lowering, HandCountedTasksOfAFixedModel) {
@@ -352,7 +352,7 @@ TEST(Lowering, OneFOneBBoundsMicrobatchesInFlightWithControlDeps) {
 
   config.schedule = PipelineSchedule::gpipe;
   const Plan gpipe = lower(fixed_model(4), config);
-  EXPECT_EQ(gpipe.info.schedule, "gpipe");
+  EXPECT_EQ(gpipe.info.schedule_label(), "gpipe");
   for (const Task& t : gpipe.tasks()) {
     if (t.id.find("/fwd/") != std::string::npos) {
       EXPECT_TRUE(t.control_deps.empty()) << t.id;

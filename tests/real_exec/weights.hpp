@@ -25,7 +25,7 @@ inline Weights layer_weights(const Plan& plan, Trainer<double>& trainer, int dp 
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
     const std::string& id = plan.buffer(b).id;
     const auto at = id.find("/w/");
-    if (at == std::string::npos || (dp >= 0 && coordinate(id, "dp") != dp)) continue;
+    if (at == std::string::npos || (dp >= 0 && plan.buffer_coords(b).dp != dp)) continue;
     const double* w = ws.data(b);
     out[id.substr(at)] = std::vector<double>(w, w + ws.size(b));
   }

@@ -55,7 +55,16 @@ Task make_task(std::string id, TaskKind kind, WorkerId worker) {
 // further down the list (files may name tasks before defining them).
 Plan sample_plan() {
   Plan plan(3);
-  plan.info = PlanInfo{"mlp-3", "dp=3", "none", "adam", DType::bf16, 96, 4, 2, 1.5e12, 42, ""};
+  plan.info.model = "mlp-3";
+  plan.info.strategy = "dp=3";
+  plan.info.schedule = PlanSchedule::none;
+  plan.info.optimizer = "adam";
+  plan.info.dtype = DType::bf16;
+  plan.info.global_batch = 96;
+  plan.info.microbatches = 4;
+  plan.info.tokens_per_sample = 2;
+  plan.info.model_flops_per_iteration = 1.5e12;
+  plan.info.seed = 42;
   plan.add_buffer(Buffer{"dp0/w/l0", 0, 4096, DType::bf16, true});
   plan.add_buffer(Buffer{"dp0/act/l0", 0, 1024.5, DType::fp32, false});
 
@@ -182,7 +191,7 @@ TEST_F(PlanJsonTest, OutputIsByteIdenticalAndOneTaskPerLine) {
   int task_lines = 0;
   while (std::getline(lines, line)) task_lines += line.rfind("{\"id\":\"it0/", 0) == 0;
   EXPECT_EQ(task_lines, 5);
-  EXPECT_EQ(text.rfind("{\"schema_version\":1,\"format\":\"strata-plan\",", 0), 0u);
+  EXPECT_EQ(text.rfind("{\"schema_version\":2,\"format\":\"strata-plan\",", 0), 0u);
   EXPECT_EQ(text.back(), '\n');
 }
 
@@ -231,8 +240,9 @@ std::vector<BadCase> bad_cases() {
       {"comm_bytes", [](auto& d) { d["tasks"][3].erase("comm_bytes"); },
        "plan.json: /tasks/3/comm_bytes: missing"},
       {"id", [](auto& d) { d["tasks"][0].erase("id"); }, "plan.json: /tasks/0/id: missing"},
-      {"version", [](auto& d) { d["schema_version"] = 2; },
-       "plan.json: /schema_version: unsupported version 2 (this strata reads 1)"},
+      {"version", [](auto& d) { d["schema_version"] = 3; },
+       "plan.json: /schema_version: unsupported version 3: this Plan needs a strata that reads plan schema "
+       "version 3 (this strata reads 1 to 2)"},
       {"format", [](auto& d) { d["format"] = "strata-trace"; },
        "plan.json: /format: expected 'strata-plan', got 'strata-trace'"},
       {"not int", [](auto& d) { d["tasks"][0]["iteration"] = 1.5; },

@@ -1,6 +1,7 @@
 #include "strata/traces/plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "strata/traces/error.hpp"
@@ -80,12 +81,50 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::array<std::string_view, 7> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
+                                                          "pdadmm",   "pdadmm-g-q", "gist"};
+constexpr std::array<std::string_view, 3> kScheduleNames = {"none", "gpipe", "1f1b"};
+constexpr std::array<std::string_view, 4> kVariantNames = {"none", "greedy", "chunked", "overlapping"};
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> parse_name(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(PlanSolver solver) { return kSolverNames.at(static_cast<std::size_t>(solver)); }
+std::optional<PlanSolver> parse_plan_solver(std::string_view name) {
+  return parse_name<PlanSolver>(kSolverNames, name);
+}
+std::string_view to_string(PlanSchedule schedule) {
+  return kScheduleNames.at(static_cast<std::size_t>(schedule));
+}
+std::optional<PlanSchedule> parse_plan_schedule(std::string_view name) {
+  return parse_name<PlanSchedule>(kScheduleNames, name);
+}
+std::string_view to_string(SolverParameters::LocalVariant variant) {
+  return kVariantNames.at(static_cast<std::size_t>(variant));
+}
+std::optional<SolverParameters::LocalVariant> parse_local_variant(std::string_view name) {
+  return parse_name<SolverParameters::LocalVariant>(kVariantNames, name);
+}
+
+std::string PlanInfo::schedule_label() const {
+  return std::string(solver == PlanSolver::backprop ? to_string(schedule) : to_string(solver));
+}
+
 TaskIndex Plan::add_task(Task task) {
   auto index = static_cast<TaskIndex>(tasks_.size());
   auto [it, inserted] = index_.emplace(task.id, index);
   if (!inserted)
     throw InputError(
         input_error_message("plan", pointer(index, "id"), "duplicate task id '" + task.id + "'"));
+  task.coords = parse_coords(task.id);
   tasks_.push_back(std::move(task));
   return index;
 }
@@ -94,9 +133,11 @@ void Plan::reserve(std::size_t tasks, std::size_t buffers) {
   tasks_.reserve(tasks);
   index_.reserve(tasks);
   buffers_.reserve(buffers);
+  buffer_coords_.reserve(buffers);
 }
 
 BufferIndex Plan::add_buffer(Buffer buffer) {
+  buffer_coords_.push_back(parse_coords(buffer.id));
   buffers_.push_back(std::move(buffer));
   return static_cast<BufferIndex>(buffers_.size() - 1);
 }

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "plan_info_json.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
@@ -20,22 +21,6 @@ constexpr std::string_view kFormat = "strata-plan";
 
 OrderedJson attr_to_json(const AttrValue& value) {
   return std::visit([](const auto& v) { return OrderedJson(v); }, value);
-}
-
-OrderedJson info_to_json(const PlanInfo& info) {
-  OrderedJson j;
-  j["model"] = info.model;
-  j["strategy"] = info.strategy;
-  j["schedule"] = info.schedule;
-  j["optimizer"] = info.optimizer;
-  j["dtype"] = to_string(info.dtype);
-  j["global_batch"] = info.global_batch;
-  j["microbatches"] = info.microbatches;
-  j["tokens_per_sample"] = info.tokens_per_sample;
-  j["model_flops_per_iteration"] = info.model_flops_per_iteration;
-  j["seed"] = info.seed;
-  if (!info.experiment_hash.empty()) j["experiment_hash"] = info.experiment_hash;
-  return j;
 }
 
 OrderedJson buffer_to_json(const Buffer& buffer) {
@@ -117,7 +102,7 @@ OrderedJson plan_document(const Plan& plan) {
   OrderedJson doc;
   doc["schema_version"] = kPlanSchemaVersion;
   doc["format"] = kFormat;
-  doc["info"] = info_to_json(plan.info);
+  doc["info"] = plan_json::info_to_json(plan.info);
   doc["num_workers"] = plan.num_workers();
   OrderedJson& buffers = doc["buffers"] = OrderedJson::array();
   for (const Buffer& b : plan.buffers()) buffers.push_back(buffer_to_json(b));
@@ -139,33 +124,9 @@ std::int64_t optional_int(const JsonNode& node, std::string_view key, std::int64
   return child ? child->as_int(min, max) : fallback;
 }
 
-std::string optional_string(const JsonNode& node, std::string_view key) {
-  std::optional<JsonNode> child = node.find(key);
-  return child ? child->as_string() : std::string();
-}
-
 DType optional_dtype(const JsonNode& node) {
   std::optional<JsonNode> child = node.find("dtype");
   return child ? read_enum<DType>(*child, parse_dtype, "dtype") : DType::fp32;
-}
-
-PlanInfo read_info(const JsonNode& node) {
-  node.reject_unknown_fields({"model", "strategy", "schedule", "optimizer", "dtype", "global_batch",
-                              "microbatches", "tokens_per_sample", "model_flops_per_iteration", "seed",
-                              "experiment_hash"});
-  PlanInfo info;
-  info.model = optional_string(node, "model");
-  info.strategy = optional_string(node, "strategy");
-  info.schedule = optional_string(node, "schedule");
-  info.optimizer = optional_string(node, "optimizer");
-  info.dtype = optional_dtype(node);
-  info.global_batch = optional_int(node, "global_batch", info.global_batch, 0);
-  info.microbatches = optional_int(node, "microbatches", info.microbatches, 0);
-  info.tokens_per_sample = optional_int(node, "tokens_per_sample", info.tokens_per_sample, 0);
-  info.model_flops_per_iteration = optional_size(node, "model_flops_per_iteration");
-  info.seed = optional_int(node, "seed", info.seed);
-  info.experiment_hash = optional_string(node, "experiment_hash");
-  return info;
 }
 
 Buffer read_buffer(const JsonNode& node) {
@@ -290,10 +251,28 @@ void read_dependencies(const JsonNode& tasks, Plan& plan) {
   }
 }
 
-Plan build_plan(const JsonNode& root) {
+// The file's schema version, when this strata reads it: kPlanSchemaVersion, or an older one whose
+// missing fields read_info derives. A newer file names the version it needs.
+std::int64_t check_header(const JsonNode& root) {
+  JsonNode schema_version = root.at("schema_version");
+  const std::int64_t v = schema_version.as_int();
+  if (v > kPlanSchemaVersion)
+    schema_version.fail(
+        "unsupported version " + std::to_string(v) + ": this Plan needs a strata that reads " +
+        "plan schema version " + std::to_string(v) + " (this strata reads " +
+        std::to_string(kOldestPlanSchemaVersion) + " to " + std::to_string(kPlanSchemaVersion) + ")");
+  if (v < kOldestPlanSchemaVersion)
+    schema_version.fail("unsupported version " + std::to_string(v) + " (this strata reads " +
+                        std::to_string(kOldestPlanSchemaVersion) + " to " +
+                        std::to_string(kPlanSchemaVersion) + ")");
+  check_file_header(root, kFormat, static_cast<int>(v));  // the format, as every strata file checks it
+  return v;
+}
+
+Plan build_plan(const JsonNode& root, std::int64_t version) {
   root.reject_unknown_fields({"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
   Plan plan(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
-  if (std::optional<JsonNode> info = root.find("info")) plan.info = read_info(*info);
+  if (std::optional<JsonNode> info = root.find("info")) plan.info = plan_json::read_info(*info, version);
 
   BufferIds buffer_ids;
   if (std::optional<JsonNode> buffers = root.find("buffers")) {
@@ -319,6 +298,7 @@ Plan build_plan(const JsonNode& root) {
     }
   }
   read_dependencies(tasks, plan);
+  if (version == 1) plan.info.graph_nodes = plan_json::legacy_graph_nodes(plan);
   return plan;
 }
 
@@ -326,8 +306,8 @@ Plan build_plan(const JsonNode& root) {
 
 Plan plan_from_json(const nlohmann::json& doc, const std::string& source) {
   JsonNode root(doc, source);
-  check_file_header(root, kFormat, kPlanSchemaVersion);
-  Plan plan = build_plan(root);
+  const std::int64_t version = check_header(root);
+  Plan plan = build_plan(root, version);
   // Ranges, stream/kind agreement, self-dependencies and cycles: one check shared with Plans
   // that strategies build in memory. Task N of the file is task index N, so pointers agree.
   plan.validate(source);

@@ -103,4 +103,56 @@ std::optional<std::string> Task::attr_string(const std::string& key) const {
   return std::nullopt;
 }
 
+namespace {
+
+// Where parse_coords stores a coordinate, or null when `name` is none.
+std::int32_t* coord_field(TaskCoords& c, std::string_view name) {
+  if (name == "it") return &c.iteration;
+  if (name == "dp") return &c.dp;
+  if (name == "pp") return &c.pp;
+  if (name == "tp") return &c.tp;
+  if (name == "mb") return &c.mb;
+  if (name == "l" || name == "gc") return &c.layer;
+  if (name == "b") return &c.block;
+  if (name == "site") return &c.site;
+  if (name == "step") return &c.step;
+  return nullptr;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+TaskPhase phase_of(std::string_view segment) {
+  if (segment == "fwd") return TaskPhase::fwd;
+  if (segment == "bwd") return TaskPhase::bwd;
+  if (segment == "bwdw") return TaskPhase::bwdw;
+  if (segment == "opt") return TaskPhase::opt;
+  return TaskPhase::none;
+}
+
+}  // namespace
+
+TaskCoords parse_coords(std::string_view id) {
+  TaskCoords coords;
+  std::size_t start = 0;
+  while (start <= id.size()) {
+    std::size_t end = id.find('/', start);
+    if (end == std::string_view::npos) end = id.size();
+    const std::string_view segment = id.substr(start, end - start);
+    if (coords.phase == TaskPhase::none) coords.phase = phase_of(segment);
+    std::size_t digits = segment.size();
+    while (digits > 0 && is_digit(segment[digits - 1])) --digits;
+    // A name, then at most 9 digits (an int32), nothing else.
+    if (digits > 0 && digits < segment.size() && segment.size() - digits <= 9) {
+      std::int32_t* field = coord_field(coords, segment.substr(0, digits));
+      if (field != nullptr && *field < 0) {
+        std::int32_t value = 0;
+        for (std::size_t i = digits; i < segment.size(); ++i) value = value * 10 + (segment[i] - '0');
+        *field = value;
+      }
+    }
+    start = end + 1;
+  }
+  return coords;
+}
+
 }  // namespace strata

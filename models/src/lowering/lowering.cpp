@@ -125,7 +125,12 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   Plan plan(config.workers());
   plan.info.model = model.name;
   plan.info.strategy = config.to_string();
-  plan.info.schedule = config.pp == 1 ? "none" : std::string(to_string(config.schedule));
+  plan.info.solver = PlanSolver::backprop;
+  plan.info.schedule = config.pp == 1                                     ? PlanSchedule::none
+                       : config.schedule == PipelineSchedule::one_f_one_b ? PlanSchedule::one_f_one_b
+                                                                          : PlanSchedule::gpipe;
+  plan.info.input_elements = static_cast<std::int64_t>(model.input_elems);
+  plan.info.graph_nodes = model.family == "gcn" ? model.graph_nodes : 0;
   plan.info.optimizer = std::string(to_string(config.optimizer));
   plan.info.dtype = config.dtype;
   plan.info.global_batch = layout.global_batch;

@@ -346,7 +346,7 @@ Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverCo
                        "workers=" + std::to_string(workers) + ",layers=" + widths_text +
                            ",rho=" + std::to_string(solver.rho) + ",nu=" + std::to_string(solver.nu) +
                            ",iterations=" + std::to_string(solver.admm_iterations),
-                       std::string(to_string(solver.solver)), samples, 1);
+                       solver, samples, 1);
   return plan;
 }
 

@@ -163,7 +163,7 @@ Plan lower_ampnet(const Model& model, const StrategyConfig& config, const Solver
                            ",max_active_keys=" + std::to_string(solver.max_active_keys) +
                            ",min_update_frequency=" + std::to_string(solver.min_update_frequency) +
                            ",instances=" + std::to_string(solver.instances),
-                       "ampnet", pipe.batch() * solver.instances, solver.instances);
+                       solver, pipe.batch() * solver.instances, solver.instances);
   return plan;
 }
 

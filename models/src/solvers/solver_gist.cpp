@@ -18,6 +18,8 @@
 //   send|recv/gather/<layer>    worker i -> 0: the trained slices
 //   write_back       worker 0, elementwise: the slices into the global weights (output layer / m)
 //   it<r>/average    worker 0, elementwise: the output bias shared by all sites := their mean
+// The three copies carry attribute copy = extract | write_back | average: what the real
+// executor runs (task_runner.hpp gist_copy_name), without reading it back from the id.
 // The next round's extracts wait for the average. A sub-GCN's hidden-to-hidden GEMMs cost 1/m^2
 // of the full model's, its first and last GEMMs and its hidden layers' aggregations 1/m; the
 // output layer's aggregation is as wide as the classes on every site.
@@ -266,6 +268,7 @@ TaskIndex GistBuilder::gather(int r, int i) {
     wb.reads.push_back(site.inbox[j]);
   }
   wb.writes = global_;
+  wb.attrs["copy"] = std::string("write_back");
   const TaskIndex write_back = add(std::move(wb), r, coord("site", i) + "/write_back", 0);
   for (TaskIndex a : arrivals) plan_.add_data_dep(a, write_back);
   return write_back;
@@ -282,6 +285,7 @@ void GistBuilder::round(int r) {
     t.reads = global_;
     for (std::size_t j = 0; j < site.sub.layers.size(); ++j)
       if (site.sub.layers[j].params > 0) t.writes.push_back(i == 0 ? site.weight[j] : site.outbox[j]);
+    t.attrs["copy"] = std::string("extract");
     extract[static_cast<std::size_t>(i)] = add(std::move(t), r, coord("site", i) + "/extract", 0);
     if (last_average_ != kNone) plan_.add_data_dep(last_average_, extract[static_cast<std::size_t>(i)]);
   }
@@ -307,6 +311,7 @@ void GistBuilder::round(int r) {
     avg.reads.push_back(&site == &sites_.front() ? site.weight[output] : site.inbox[output]);
   }
   avg.writes = {global_.back()};
+  avg.attrs["copy"] = std::string("average");
   last_average_ = add(std::move(avg), r, "average", 0);
   for (TaskIndex wb : write_backs) plan_.add_data_dep(wb, last_average_);
 }
@@ -368,7 +373,7 @@ Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverCo
                        "workers=" + std::to_string(solver.subnets) + ",m=" + std::to_string(solver.subnets) +
                            ",zeta=" + std::to_string(steps) + ",nodes=" + std::to_string(nodes) +
                            ",avg_degree=" + std::to_string(model.graph_avg_degree),
-                       "gist", nodes * steps, steps);
+                       solver, nodes * steps, steps);
   // What the sites compute, not the full model's work: zeta full-graph steps of every sub-GCN.
   double flops = 0;
   for (int i = 0; i < solver.subnets; ++i)

@@ -195,7 +195,7 @@ Plan lower_local(const Model& model, const StrategyConfig& config, const SolverC
                        "workers=" + std::to_string(workers) + ",chunks=" + std::to_string(solver.chunks) +
                            ",variant=" + std::string(to_string(solver.local_variant)) +
                            ",instances=" + std::to_string(solver.instances),
-                       "local", pipe.batch() * solver.instances, solver.instances);
+                       solver, pipe.batch() * solver.instances, solver.instances);
   return plan;
 }
 

@@ -209,11 +209,52 @@ std::int64_t instance_batch(const Model& model, const StrategyConfig& config) {
   return config.global_batch > 0 ? config.global_batch : default_global_batch(model, one);
 }
 
+PlanSolver plan_solver(Solver solver) {
+  const std::optional<PlanSolver> named = parse_plan_solver(to_string(solver));
+  STRATA_ASSERT(named.has_value(), "a solver the Plan format does not name");
+  return *named;
+}
+
+SolverParameters plan_parameters(const SolverConfig& solver) {
+  SolverParameters p;
+  switch (solver.solver) {
+    case Solver::backprop:
+      break;
+    case Solver::ampnet:
+      p.instances = solver.instances;
+      p.max_active_keys = solver.max_active_keys;
+      p.min_update_frequency = solver.min_update_frequency;
+      break;
+    case Solver::local:
+      p.instances = solver.instances;
+      p.chunks = solver.chunks;
+      p.local_variant = *parse_local_variant(to_string(solver.local_variant));
+      break;
+    case Solver::dladmm:
+    case Solver::pdadmm:
+    case Solver::pdadmm_g_q:
+      p.admm_iterations = solver.admm_iterations;
+      p.rho = solver.rho;
+      p.nu = solver.nu;
+      if (solver.solver == Solver::pdadmm_g_q) p.quant_bits = solver.quant_bits;
+      break;
+    case Solver::gist:
+      p.subnets = solver.subnets;
+      p.local_steps = solver.local_steps;
+      break;
+  }
+  return p;
+}
+
 void finish_plan(Plan& plan, const Model& model, const StrategyConfig& config, const std::string& strategy,
-                 const std::string& schedule, std::int64_t samples, std::int64_t instances) {
+                 const SolverConfig& solver, std::int64_t samples, std::int64_t instances) {
   plan.info.model = model.name;
   plan.info.strategy = strategy;
-  plan.info.schedule = schedule;
+  plan.info.solver = plan_solver(solver.solver);
+  plan.info.schedule = PlanSchedule::none;
+  plan.info.parameters = plan_parameters(solver);
+  plan.info.input_elements = static_cast<std::int64_t>(model.input_elems);
+  plan.info.graph_nodes = model.family == "gcn" ? model.graph_nodes : 0;
   plan.info.optimizer = std::string(to_string(config.optimizer));
   plan.info.dtype = config.dtype;
   plan.info.microbatches = instances;

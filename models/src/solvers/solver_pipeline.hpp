@@ -110,8 +110,14 @@ std::vector<int> stage_of_layers(const Model& model, int stages);
 // one worker.
 std::int64_t instance_batch(const Model& model, const StrategyConfig& config);
 
-// Fills the PlanInfo every solver Plan shares and validates the Plan.
+// What a solver Plan records of its solver (PlanInfo::solver and ::parameters): the solver and
+// the parameters it has, the others left 0.
+PlanSolver plan_solver(Solver solver);
+SolverParameters plan_parameters(const SolverConfig& solver);
+
+// Fills the PlanInfo every solver Plan shares (the solver and its parameters included) and
+// validates the Plan.
 void finish_plan(Plan& plan, const Model& model, const StrategyConfig& config, const std::string& strategy,
-                 const std::string& schedule, std::int64_t samples, std::int64_t instances);
+                 const SolverConfig& solver, std::int64_t samples, std::int64_t instances);
 
 }  // namespace strata::solvers

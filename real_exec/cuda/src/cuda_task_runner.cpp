@@ -205,7 +205,7 @@ void CudaTaskRunner<T>::run_loss(TaskIndex index, CudaBackend& s) {
   const std::int64_t classes = attr(t, "classes");
   const BufferIndex logits = t.reads[0];
   const std::int64_t batch = elems(logits) / classes;
-  const auto key = std::make_pair(coordinate(t.id, "dp"), std::max<std::int64_t>(0, coordinate(t.id, "mb")));
+  const auto key = std::make_pair(std::int64_t{t.coords.dp}, std::max<std::int64_t>(0, t.coords.mb));
   auto labels = labels_.find(key);
   STRATA_ASSERT(labels != labels_.end() && labels->second.size() == batch,
                 "task " + t.id + ": no labels of its batch were uploaded");

@@ -183,10 +183,10 @@ struct ChainTimes {
 ChainTimes dispatch_per_task(int workers, const ExecutorFactory<float>& executor) {
   constexpr int kTasks = 2000;
   const Plan plan = dispatch_chain(workers, kTasks);
-  Workspace<float> ws(plan);
   ThreadTransport<float> transport;
-  const std::unique_ptr<TaskExecutor<float>> runner = executor(plan, ws, transport, OptimizerSettings{});
-  Interpreter<float> interpreter(plan, *runner, true);
+  const PlanExecution<float> execution =
+      assemble_execution(plan, executor, transport, OptimizerSettings{}, true);
+  Interpreter<float>& interpreter = *execution.interpreter;
   std::vector<double> per_task, task;
   for (int rep = 0; rep < 7; ++rep) {
     const std::vector<TaskTiming> timings = interpreter.run();
@@ -276,10 +276,10 @@ Plan transport_plan(double bytes, int count) {
 
 PlanTimer executor_plan_timer(ExecutorFactory<float> executor) {
   return [executor = std::move(executor)](const Plan& plan) {
-    Workspace<float> ws(plan);
     ThreadTransport<float> transport;
-    const std::unique_ptr<TaskExecutor<float>> runner = executor(plan, ws, transport, OptimizerSettings{});
-    Interpreter<float> interpreter(plan, *runner, true);
+    const PlanExecution<float> execution =
+        assemble_execution(plan, executor, transport, OptimizerSettings{}, true);
+    Interpreter<float>& interpreter = *execution.interpreter;
     interpreter.run();  // warm-up: first touches, thread wake-ups
     const std::vector<TaskTiming> timings = interpreter.run();
     std::vector<std::pair<double, double>> out;

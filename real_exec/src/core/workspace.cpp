@@ -1,27 +1,8 @@
 #include "strata/real/core/workspace.hpp"
 
-#include <cctype>
-
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
-
-std::int64_t coordinate(const std::string& id, const std::string& name) {
-  std::size_t start = 0;
-  while (start <= id.size()) {
-    std::size_t end = id.find('/', start);
-    if (end == std::string::npos) end = id.size();
-    const std::string segment = id.substr(start, end - start);
-    if (segment.size() > name.size() && segment.compare(0, name.size(), name) == 0) {
-      bool digits = true;
-      for (std::size_t i = name.size(); i < segment.size(); ++i)
-        digits = digits && std::isdigit(static_cast<unsigned char>(segment[i])) != 0;
-      if (digits) return std::stoll(segment.substr(name.size()));
-    }
-    start = end + 1;
-  }
-  return -1;
-}
 
 template <typename T>
 Workspace<T>::Workspace(const Plan& plan) : steps_(plan.buffers().size(), 0) {

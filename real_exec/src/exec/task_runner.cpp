@@ -48,6 +48,9 @@ std::string bad_duration(const Task& t) {
 }  // namespace
 
 std::string gist_copy_name(const Task& t) {
+  if (const std::optional<std::string> copy = t.attr_string("copy"))
+    return *copy == "extract" || *copy == "write_back" || *copy == "average" ? *copy : "";
+  // A GIST Plan of plan schema version 1 has no "copy" attribute: its ids' last segment names it.
   for (const char* name : {"/extract", "/write_back", "/average"})
     if (ends_with(t.id, name)) return name + 1;
   return "";
@@ -273,7 +276,7 @@ void TaskRunner<T>::run_loss(const Task& t) {
   const std::int64_t classes = attr(t, "classes");
   const BufferIndex logits = t.reads[0];
   const std::int64_t batch = elems(logits) / classes;
-  const auto& labels = ws_.labels(coordinate(t.id, "dp"), std::max<std::int64_t>(0, coordinate(t.id, "mb")));
+  const auto& labels = ws_.labels(t.coords.dp, std::max<std::int64_t>(0, t.coords.mb));
   STRATA_ASSERT(static_cast<std::int64_t>(labels.size()) == batch,
                 "task " + t.id + ": labels do not match the batch");
   std::vector<T> probs(static_cast<std::size_t>(batch * classes));

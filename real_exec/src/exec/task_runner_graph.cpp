@@ -149,7 +149,7 @@ void TaskRunner<T>::run_gist_copy(const Task& t) {
                     static_cast<std::size_t>(t.iteration) < graph_->partitions.size(),
                 "task " + t.id + ": one buffer per layer, and a partition for its round");
   const HiddenPartition& p = graph_->partitions[static_cast<std::size_t>(t.iteration)];
-  const std::int64_t site = coordinate(t.id, "site");
+  const std::int64_t site = t.coords.site;
   const bool extract = name == "extract";
   for (std::size_t l = 0; l < layers; ++l) {
     const Slices s = site_slices(widths, p, site, l);

@@ -9,12 +9,10 @@
 
 namespace strata::real {
 
-bool is_admm_plan(const Plan& plan) {
-  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                     [](const Task& t) { return t.kind == TaskKind::admm_backward; });
-}
-
 AdmmPlanShape admm_plan_shape(const Plan& plan) {
+  if (!is_admm(plan.info.solver))
+    throw InputError("plan: a " + std::string(to_string(plan.info.solver)) +
+                     " Plan, not an ADMM one (--solver dladmm|pdadmm|pdadmm-g-q)");
   AdmmPlanShape shape;
   std::vector<std::pair<std::int64_t, std::int64_t>> layers;  // (n_in, n_out) by layer
   for (const Task& t : plan.tasks()) {
@@ -41,9 +39,11 @@ AdmmPlanTrainer<T>::AdmmPlanTrainer(const Plan& plan, const AdmmData<T>& train, 
     : plan_(plan), transport_(transport), shape_(admm_plan_shape(plan)) {
   check_kernels(plan, "plan");
   STRATA_ASSERT(train.x.dim(1) == shape_.samples, "training columns differ from the Plan's sample count");
-  ws_ = std::make_unique<Workspace<T>>(plan);
-  runner_ = std::make_unique<TaskRunner<T>>(plan, backend, *ws_, transport, OptimizerSettings{});
-  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, pin_workers);
+  PlanExecution<T> execution =
+      assemble_execution(plan, host_executor<T>(backend), transport, OptimizerSettings{}, pin_workers);
+  ws_ = std::move(execution.workspace);
+  runner_ = std::move(execution.executor);
+  interpreter_ = std::move(execution.interpreter);
   owner_of_layer_.assign(shape_.widths.size() - 1, 0);
   for (const Task& t : plan.tasks())
     if (t.kind == TaskKind::admm_backward && t.iteration == 0)
@@ -52,7 +52,7 @@ AdmmPlanTrainer<T>::AdmmPlanTrainer(const Plan& plan, const AdmmData<T>& train, 
     const std::string& id = plan.buffer(b).id;
     const auto at = id.find("/admm/");
     if (at == std::string::npos) continue;
-    variables_.push_back(Variable{b, static_cast<int>(coordinate(id, "l")), id.substr(at + 6)});
+    variables_.push_back(Variable{b, plan.buffer_coords(b).layer, id.substr(at + 6)});
   }
   write_cold_start(train, seed, backend);
 }
@@ -133,7 +133,7 @@ AdmmNetwork<T> AdmmPlanTrainer<T>::network() {
 }
 
 template <typename T>
-std::uint64_t AdmmPlanTrainer<T>::bytes_sent() {
+std::uint64_t AdmmPlanTrainer<T>::bytes_sent() const {
   return static_cast<std::uint64_t>(
       transport_.sum_over_processes(static_cast<double>(runner_->bytes_sent())));
 }

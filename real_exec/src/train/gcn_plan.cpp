@@ -17,29 +17,27 @@ bool ends_with(const std::string& text, const std::string& tail) {
 
 // The layer of a model weight buffer (GIST: global/w/gc<l>/fc; backprop: …/w/gc<l>/fc), or -1
 // for every other buffer (a site's slices, gradients, optimizer state, activations).
-std::int64_t model_weight_layer(const std::string& id) {
-  if (coordinate(id, "site") >= 0 || !ends_with(id, "/fc")) return -1;
+std::int64_t model_weight_layer(const Plan& plan, BufferIndex b) {
+  const std::string& id = plan.buffer(b).id;
+  if (plan.buffer_coords(b).site >= 0 || !ends_with(id, "/fc")) return -1;
   if (id.rfind("w/gc", 0) != 0 && id.find("/w/gc") == std::string::npos) return -1;
-  return coordinate(id, "gc");
+  return plan.buffer_coords(b).layer;
 }
 
 }  // namespace
 
-bool is_gcn_plan(const Plan& plan) {
-  return std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                     [](const Task& t) { return t.kind == TaskKind::spmm; });
-}
-
 GcnPlanShape gcn_plan_shape(const Plan& plan) {
-  if (!is_gcn_plan(plan)) throw InputError("plan: no spmm task: not a GCN Plan (--model gcn)");
+  if (!plan.info.trains_graph())
+    throw InputError("plan: the Plan (" + plan.info.model + ", " + std::string(to_string(plan.info.solver)) +
+                     ") trains no graph: not a GCN Plan (--model gcn)");
   // Per layer, per site (-1: backprop's one model): the iteration-0 step-0 linear's (k, n).
   std::map<std::int64_t, std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>> layers;
   GcnPlanShape shape;
   for (const Task& t : plan.tasks()) {
-    if (t.kind != TaskKind::linear_fwd || t.iteration != 0 || coordinate(t.id, "step") > 0) continue;
-    const std::int64_t l = coordinate(t.id, "gc");
+    if (t.kind != TaskKind::linear_fwd || t.iteration != 0 || t.coords.step > 0) continue;
+    const std::int64_t l = t.coords.layer;
     if (l < 0) throw InputError("plan: linear task " + t.id + " names no GCN layer gc<l>");
-    layers[l][coordinate(t.id, "site")] = {t.attr_int("k").value_or(0), t.attr_int("n").value_or(0)};
+    layers[l][t.coords.site] = {t.attr_int("k").value_or(0), t.attr_int("n").value_or(0)};
     shape.nodes = t.attr_int("m").value_or(0);
   }
   STRATA_ASSERT(!layers.empty() && layers.begin()->first == 0 &&
@@ -103,7 +101,7 @@ GcnPlanTrainer<T>::GcnPlanTrainer(const Plan& plan, const GcnData<T>& data, std:
   weights_.assign(shape_.widths.size() - 1, 0);
   std::vector<int> found(weights_.size(), 0);
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
-    const std::int64_t l = model_weight_layer(plan.buffer(b).id);
+    const std::int64_t l = model_weight_layer(plan, b);
     if (l < 0 || l >= static_cast<std::int64_t>(weights_.size())) continue;
     weights_[static_cast<std::size_t>(l)] = b;
     ++found[static_cast<std::size_t>(l)];
@@ -113,10 +111,18 @@ GcnPlanTrainer<T>::GcnPlanTrainer(const Plan& plan, const GcnData<T>& data, std:
       throw InputError("plan: " + std::to_string(found[l]) + " model weight buffers for GCN layer gc" +
                        std::to_string(l) +
                        " (one expected: global/w/gc<l>/fc or …/w/gc<l>/fc on one data-parallel rank)");
-  ws_ = std::make_unique<Workspace<T>>(plan);
-  runner_ = std::make_unique<TaskRunner<T>>(plan, backend, *ws_, transport, optimizer);
-  runner_->set_graph(&operands_);
-  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, pin_workers);
+  // The host TaskRunner, reading the graph's operands besides the Workspace (the GPU executor has no
+  // spmm kernel: make_plan_trainer refuses a GCN Plan on it).
+  const ExecutorFactory<T> with_graph = [&backend, this](const Plan& p, Workspace<T>& ws, Transport<T>& tr,
+                                                         const OptimizerSettings& o) {
+    auto runner = std::make_unique<TaskRunner<T>>(p, backend, ws, tr, o);
+    runner->set_graph(&operands_);
+    return std::unique_ptr<TaskExecutor<T>>(std::move(runner));
+  };
+  PlanExecution<T> execution = assemble_execution(plan, with_graph, transport, optimizer, pin_workers);
+  ws_ = std::move(execution.workspace);
+  runner_ = std::move(execution.executor);
+  interpreter_ = std::move(execution.interpreter);
   write_initial_state(seed);
 }
 

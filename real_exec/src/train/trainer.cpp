@@ -28,22 +28,22 @@ bool is_forward(const Task& t) {
       return true;
     case TaskKind::send:
     case TaskKind::recv:
-      return t.id.find("/fwd") != std::string::npos;
+      return t.coords.phase == TaskPhase::fwd;
     default:
       return false;
   }
 }
 
-}  // namespace
-
-template <typename T>
-ExecutorFactory<T> host_executor(Backend& backend) {
-  return [&backend](const Plan& plan, Workspace<T>& ws, Transport<T>& transport,
-                    const OptimizerSettings& optimizer) {
-    return std::unique_ptr<TaskExecutor<T>>(
-        std::make_unique<TaskRunner<T>>(plan, backend, ws, transport, optimizer));
-  };
+// Samples in one microbatch's input buffer of `input_size` elements: the Plan's input width says
+// how many elements one sample has; a Plan that does not record it (schema version 1) has its
+// global batch split evenly over its `slots` (dp rank, microbatch) pairs.
+std::int64_t samples_per_microbatch(const Plan& plan, std::int64_t input_size, std::int64_t slots) {
+  if (plan.info.input_elements > 0) return input_size / plan.info.input_elements;
+  if (plan.info.global_batch > 0) return plan.info.global_batch / slots;
+  throw InputError("plan: info records neither input_elements nor global_batch: cannot size a microbatch");
 }
+
+}  // namespace
 
 template <typename T>
 Trainer<T>::Trainer(const Plan& plan, Backend& backend, const TrainConfig& config)
@@ -71,14 +71,16 @@ template <typename T>
 void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   const Plan& plan = plan_;
   check_kernels(plan, "plan");
-  if (std::any_of(plan.tasks().begin(), plan.tasks().end(),
-                  [](const Task& t) { return t.kind == TaskKind::spmm; }))
-    throw InputError(
-        "plan: a GCN Plan (spmm tasks) trains full-graph with GcnPlanTrainer (gcn_plan.hpp), not Trainer");
+  if (plan.info.trains_graph() || plan.info.solver == PlanSolver::gist || is_admm(plan.info.solver))
+    throw InputError("plan: a " + std::string(to_string(plan.info.solver)) + " Plan of " + plan.info.model +
+                     " trains with make_plan_trainer's " +
+                     (is_admm(plan.info.solver) ? "AdmmPlanTrainer" : "GcnPlanTrainer") + ", not Trainer");
   STRATA_ASSERT(plan.num_iterations() == 1, "the trainer runs one-iteration Plans");
-  ws_ = std::make_unique<Workspace<T>>(plan);
-  runner_ = executor(plan, *ws_, *transport_, config_.optimizer);
-  interpreter_ = std::make_unique<Interpreter<T>>(plan, *runner_, config_.pin_workers);
+  PlanExecution<T> execution =
+      assemble_execution(plan, executor, *transport_, config_.optimizer, config_.pin_workers);
+  ws_ = std::move(execution.workspace);
+  runner_ = std::move(execution.executor);
+  interpreter_ = std::move(execution.interpreter);
   const ProcessShare& share = interpreter_->share();
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& t = plan.task(i);
@@ -86,8 +88,8 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     // the model's loss is the one that binds them and reports the training loss.
     if (t.kind != TaskKind::loss_fwd || t.attr_int("aux").value_or(0) != 0) continue;
     Slot s;
-    s.dp = std::max<std::int64_t>(0, coordinate(t.id, "dp"));
-    s.mb = std::max<std::int64_t>(0, coordinate(t.id, "mb"));
+    s.dp = std::max<std::int64_t>(0, t.coords.dp);
+    s.mb = std::max<std::int64_t>(0, t.coords.mb);
     s.logits = t.reads[0];
     s.loss = t.writes[0];
     s.local = share.runs(i);
@@ -97,13 +99,12 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
     const std::string& id = plan.buffer(b).id;
     if (id.size() < 10 || id.compare(id.size() - 10, 10, "/act/input") != 0) continue;
+    const TaskCoords& at = plan.buffer_coords(b);
     for (Slot& s : slots_)
-      if (s.dp == std::max<std::int64_t>(0, coordinate(id, "dp")) &&
-          s.mb == std::max<std::int64_t>(0, coordinate(id, "mb")))
-        s.input = b;
+      if (s.dp == std::max<std::int64_t>(0, at.dp) && s.mb == std::max<std::int64_t>(0, at.mb)) s.input = b;
   }
   for (const Slot& s : slots_) dp_ = std::max(dp_, s.dp + 1);
-  micro_ = ws_->size(slots_[0].input) / 784;
+  micro_ = samples_per_microbatch(plan, ws_->size(slots_[0].input), static_cast<std::int64_t>(slots_.size()));
   global_batch_ = micro_ * static_cast<std::int64_t>(slots_.size());
   STRATA_ASSERT(plan.info.global_batch == 0 || plan.info.global_batch == global_batch_,
                 "input buffers do not add up to the Plan's global batch");
@@ -160,6 +161,10 @@ void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t
   STRATA_ASSERT(static_cast<std::int64_t>(indices.size()) == global_batch_,
                 "a batch binds exactly B samples");
   const std::int64_t pixels = data.rows * data.cols;
+  if (pixels * micro_ != ws_->size(slots_[0].input))
+    throw InputError("data: samples of " + std::to_string(pixels) + " pixels, but the Plan's input is " +
+                     std::to_string(ws_->size(slots_[0].input) / std::max<std::int64_t>(1, micro_)) +
+                     " elements per sample");
   const std::int64_t per_rank = global_batch_ / dp_;
   for (const Slot& s : slots_) {
     const std::int64_t first = s.dp * per_rank + s.mb * micro_;
@@ -251,8 +256,6 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
   return transport_->sum_over_processes(static_cast<double>(correct)) / static_cast<double>(test.count);
 }
 
-template ExecutorFactory<float> host_executor<float>(Backend&);
-template ExecutorFactory<double> host_executor<double>(Backend&);
 template class Trainer<float>;
 template class Trainer<double>;
 

@@ -11,7 +11,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -19,21 +22,69 @@
 
 namespace strata {
 
-// What produced the Plan: enough to reproduce it and to label reports.
+// The training algorithm a Plan carries out (models/solvers/solver.hpp lowers each; docs/solvers.md).
+// Executors read it from PlanInfo instead of guessing it from task kinds or ids.
+enum class PlanSolver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist };
+std::string_view to_string(PlanSolver solver);  // backprop, ampnet, local, dladmm, pdadmm, pdadmm-g-q, gist
+std::optional<PlanSolver> parse_plan_solver(std::string_view name);
+constexpr bool is_admm(PlanSolver solver) {
+  return solver == PlanSolver::dladmm || solver == PlanSolver::pdadmm || solver == PlanSolver::pdadmm_g_q;
+}
+
+// A backprop Plan's pipeline schedule: none without a pipeline and for every other solver.
+enum class PlanSchedule : std::uint8_t { none, gpipe, one_f_one_b };
+std::string_view to_string(PlanSchedule schedule);  // none, gpipe, 1f1b
+std::optional<PlanSchedule> parse_plan_schedule(std::string_view name);
+
+// The solver's parameters as the Plan was lowered with them (models/ SolverConfig). A field a
+// solver does not have stays 0 (none for the variant).
+struct SolverParameters {
+  // Local parallelism's variant (Laskin et al. 2020, section 3).
+  enum class LocalVariant : std::uint8_t { none, greedy, chunked, overlapping };
+
+  std::int64_t instances = 0;             // ampnet, local: minibatches per Plan run
+  std::int64_t max_active_keys = 0;       // ampnet: instances in flight
+  std::int64_t min_update_frequency = 0;  // ampnet: gradients accumulated before a step
+  std::int64_t chunks = 0;                // local
+  LocalVariant local_variant = LocalVariant::none;
+  std::int64_t admm_iterations = 0;  // dladmm, pdadmm, pdadmm-g-q: sweeps per Plan run
+  double rho = 0;                    // ADMM penalty on the coupling p_{l+1} = q_l
+  double nu = 0;                     // ADMM penalty on the layer equations
+  std::int64_t quant_bits = 0;       // pdadmm-g-q: bits of the grid p is sent on
+  std::int64_t subnets = 0;          // gist: m, sub-GCNs per round
+  std::int64_t local_steps = 0;      // gist: zeta, full-graph local steps per round
+
+  bool operator==(const SolverParameters&) const = default;
+};
+std::string_view to_string(SolverParameters::LocalVariant variant);  // none, greedy, chunked, overlapping
+std::optional<SolverParameters::LocalVariant> parse_local_variant(std::string_view name);
+
+// What produced the Plan: enough to reproduce it, to label reports, and to tell an executor what
+// it runs (which solver, with which parameters), so that no executor re-derives it from task ids.
 struct PlanInfo {
   std::string model;
-  std::string strategy;   // e.g. "dp=2,tp=2,pp=2"
-  std::string schedule;   // gpipe | 1f1b | none
+  std::string strategy;  // e.g. "dp=2,tp=2,pp=2"; a solver's Plan: its workers and parameters
+  PlanSolver solver = PlanSolver::backprop;
+  PlanSchedule schedule = PlanSchedule::none;
+  SolverParameters parameters;
   std::string optimizer;  // sgd | adam
   DType dtype = DType::fp32;
   std::int64_t global_batch = 0;  // samples per iteration
-  std::int64_t microbatches = 1;  // per pipeline, per iteration
+  std::int64_t microbatches = 1;  // per pipeline, per iteration (ampnet, local: instances; gist: zeta)
   std::int64_t tokens_per_sample = 1;
+  std::int64_t input_elements = 0;  // of one sample of the model's input (784 for 28x28 images); 0: unknown
+  std::int64_t graph_nodes = 0;     // a GCN's graph (one full-graph batch); 0: not a graph model
   double model_flops_per_iteration = 0;  // FLOP, 6N + attention term per token, no recompute
   std::int64_t seed = 0;
   // Content hash of the Experiment the Plan was lowered from (hex, models/experiment.hpp);
   // empty for a Plan built by hand or read from a file that has none.
   std::string experiment_hash;
+
+  // The label reports have always printed as "schedule": the solver's name, or for backprop the
+  // pipeline schedule (none, gpipe, 1f1b).
+  std::string schedule_label() const;
+  // Whether the Plan trains a GCN over a graph (GIST, or backprop on a GCN).
+  bool trains_graph() const { return graph_nodes > 0; }
 };
 
 class Plan {
@@ -60,6 +111,8 @@ class Plan {
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
   const Buffer& buffer(BufferIndex i) const { return buffers_[i]; }
+  // The coordinates of buffer i's id (task.hpp's grammar), parsed once by add_buffer.
+  const TaskCoords& buffer_coords(BufferIndex i) const { return buffer_coords_[i]; }
 
   // Index of the task with this id, or -1.
   long find(const std::string& id) const;
@@ -74,6 +127,7 @@ class Plan {
   int num_workers_ = 0;
   std::vector<Task> tasks_;
   std::vector<Buffer> buffers_;
+  std::vector<TaskCoords> buffer_coords_;  // per buffer
   std::unordered_map<std::string, TaskIndex> index_;
 };
 

@@ -1,5 +1,11 @@
-// Plan <-> strata plan JSON (schema_version 1; docs/plan-format.md,
+// Plan <-> strata plan JSON (schema_version 2; docs/plan-format.md,
 // traces/schema/plan.schema.json).
+//
+// Versions: 2 records what the Plan is (info.solver, info.schedule, info.parameters,
+// info.input_elements, info.graph_nodes). A version 1 file (strata before them) still loads: its
+// solver, schedule and parameters are derived from its "schedule" and "strategy" strings, its
+// graph_nodes from its spmm tasks, and input_elements stays 0 (unknown). A file of a newer
+// version fails with one line naming the version it needs. Writing always writes version 2.
 //
 // Reading checks everything a Plan promises (plan.hpp): a Plan returned by read_plan or
 // plan_from_json has passed Plan::validate, so it is acyclic and every reference resolves. Any
@@ -21,7 +27,8 @@
 
 namespace strata {
 
-inline constexpr int kPlanSchemaVersion = 1;
+inline constexpr int kPlanSchemaVersion = 2;
+inline constexpr int kOldestPlanSchemaVersion = 1;  // the oldest version read_plan reads
 
 // Reads and validates the plan file at `path`; errors name `path`.
 Plan read_plan(const std::string& path);

@@ -4,13 +4,17 @@
 //
 //   id      := segment ("/" segment)*
 //   segment := coord | phase | name
-//   coord   := ("it" | "dp" | "pp" | "tp" | "mb" | "l" | "b") <non-negative integer>
+//   coord   := ("it" | "dp" | "pp" | "tp" | "mb" | "l" | "gc" | "b" | "site" | "step") <non-negative integer>
 //   phase   := "fwd" | "bwd" | "bwdw" | "opt" | "ar" | "send" | "recv" | ...
 //
 // e.g. `it0/dp1/pp2/tp0/mb3/fwd/l7/qkv`: iteration 0, data-parallel rank 1, pipeline stage 2,
 // tensor rank 0, microbatch 3, forward, layer 7, its QKV projection. Coordinates appear in the
 // fixed order it, dp, pp, tp, mb; a strategy omits the ones it does not use. Ids never contain a
 // host name or a global worker number, so one Plan placed two ways keeps its ids.
+//
+// parse_coords() is the one reader of that grammar: Plan::add_task stores its result in
+// Task::coords and Plan::add_buffer in Plan::buffer_coords, so executors read typed coordinates
+// and never parse ids again. Buffer ids follow the same grammar (e.g. `dp0/pp1/tp0/mb2/act/input`).
 //
 // `kind` is a closed set: executors dispatch on it (a real kernel per kind, a cost formula per
 // kind). Compute kinds run on a worker's compute stream, communication kinds on its comm stream.
@@ -99,6 +103,31 @@ enum class CollectiveAlgo : std::uint8_t {
 std::string_view to_string(CollectiveAlgo algo);
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name);
 
+// The phase segment of an id (fwd, bwd, bwdw, opt), none when it has none.
+enum class TaskPhase : std::uint8_t { none, fwd, bwd, bwdw, opt };
+
+// The coordinates of a task or buffer id, -1 where the id has none. `layer` is an MLP or
+// transformer layer l<n> or a GCN layer gc<n>; `block` b<n>; `site` and `step` are GIST's
+// sub-GCN and local step. The first segment of a kind wins.
+struct TaskCoords {
+  std::int32_t iteration = -1;  // it<n>
+  std::int32_t dp = -1;
+  std::int32_t pp = -1;
+  std::int32_t tp = -1;
+  std::int32_t mb = -1;  // microbatch (an instance, for ampnet and local)
+  std::int32_t layer = -1;
+  std::int32_t block = -1;
+  std::int32_t site = -1;
+  std::int32_t step = -1;
+  TaskPhase phase = TaskPhase::none;  // e.g. fwd for it0/dp0/mb1/fwd/l2 and for …/send/fwd
+
+  bool operator==(const TaskCoords&) const = default;
+};
+// Reads the coordinate segments of `id` (a segment is a coordinate when it is one of the names
+// above followed by digits only) and its first phase segment; other segments are names.
+// Allocates nothing.
+TaskCoords parse_coords(std::string_view id);
+
 // A typed attribute value: integer, real, string or list of integers (shapes).
 using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>>;
 using Attributes = std::map<std::string, AttrValue>;  // ordered: deterministic output
@@ -128,6 +157,7 @@ struct Task {
   std::vector<TaskIndex> control_deps;  // ordering only (schedule, in-flight limits)
 
   Attributes attrs;
+  TaskCoords coords;  // parsed from id by Plan::add_task; not written to JSON
 
   // Ranks that take part: {worker} or group. A view into the task: no allocation.
   std::span<const WorkerId> participants() const {

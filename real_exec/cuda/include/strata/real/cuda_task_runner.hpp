@@ -41,6 +41,7 @@
 
 #include "strata/real/cuda_backend.hpp"
 #include "strata/real/device_array.hpp"
+#include "strata/real/exec/plan_execution.hpp"
 #include "strata/real/exec/task_runner.hpp"
 
 namespace strata::real {

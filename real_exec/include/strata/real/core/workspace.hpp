@@ -23,9 +23,6 @@
 
 namespace strata::real {
 
-// Integer value of a coordinate segment ("dp3" for `coordinate("…/dp3/…", "dp")`), or -1.
-std::int64_t coordinate(const std::string& id, const std::string& name);
-
 template <typename T>
 class Workspace {
  public:

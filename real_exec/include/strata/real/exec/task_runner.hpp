@@ -68,7 +68,9 @@ void check_kernels(const Plan& plan, const std::string& source);
 // momentum (SGD), adam (betas, eps). The kind the Plan's optimizer-step tasks name wins.
 using OptimizerSettings = strata::OptimizerSettings;
 
-// "extract", "write_back" or "average" for GIST's copy tasks (by their id's last segment), else "".
+// "extract", "write_back" or "average" for GIST's copy tasks (their "copy" attribute, which
+// models/ lower_gist sets; a Plan file of schema version 1, without it: their id's last segment),
+// else "".
 std::string gist_copy_name(const Task& task);
 
 // The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",

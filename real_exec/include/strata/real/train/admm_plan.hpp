@@ -21,36 +21,36 @@
 #include <memory>
 #include <vector>
 
-#include "strata/real/exec/interpreter.hpp"
 #include "strata/real/kernels/admm.hpp"
+#include "strata/real/train/plan_trainer.hpp"
 
 namespace strata::real {
 
 // Each layer's shape from an ADMM Plan's iteration-0 backward tasks: {n_0, ..., n_L}, and its
-// sample count. Throws InputError naming the Plan when it has no admm_backward task.
+// sample count. Throws InputError naming the Plan when its solver (PlanInfo) is not an ADMM one.
 struct AdmmPlanShape {
   std::vector<std::int64_t> widths;
   std::int64_t samples = 0;
 };
 AdmmPlanShape admm_plan_shape(const Plan& plan);
-// Whether the Plan is an ADMM solver's (dladmm, pdadmm, pdadmm-g-q): it has an admm_backward task.
-bool is_admm_plan(const Plan& plan);
 
 template <typename T>
-class AdmmPlanTrainer {
+class AdmmPlanTrainer final : public PlanTrainer<T> {
  public:
   // REQUIRES: `plan` validated, check_kernels passed, train.x has the Plan's sample count of
   // columns. Everything passed outlives the trainer.
   AdmmPlanTrainer(const Plan& plan, const AdmmData<T>& train, std::uint64_t seed, Backend& backend,
                   Transport<T>& transport, bool pin_workers);
-  ~AdmmPlanTrainer();
+  ~AdmmPlanTrainer() override;
 
   // Runs the Plan once; timings per task (merged over processes under MPI), wall time in s.
-  std::vector<TaskTiming> run(double* wall_s = nullptr);
+  std::vector<TaskTiming> run(double* wall_s = nullptr) override;
   // The network's W and b as they stand (p, z, q, u are left empty): what accuracy() needs.
   AdmmNetwork<T> network();
   // Payload bytes moved between workers so far, by all processes.
-  std::uint64_t bytes_sent();
+  std::uint64_t bytes_sent() const override;
+  std::string backend_name() const override { return runner_->backend_name(); }
+  Workspace<T>& workspace() override { return *ws_; }  // on the host: nothing to download
   const AdmmPlanShape& shape() const { return shape_; }
 
  private:
@@ -66,7 +66,7 @@ class AdmmPlanTrainer {
   AdmmPlanShape shape_;
   std::vector<Variable> variables_;
   std::unique_ptr<Workspace<T>> ws_;
-  std::unique_ptr<TaskRunner<T>> runner_;
+  std::unique_ptr<TaskExecutor<T>> runner_;
   std::unique_ptr<Interpreter<T>> interpreter_;
   std::vector<int> owner_of_layer_;  // the worker of each layer's backward task
 };

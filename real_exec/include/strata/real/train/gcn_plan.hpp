@@ -23,8 +23,8 @@
 #include <memory>
 #include <vector>
 
-#include "strata/real/exec/interpreter.hpp"
 #include "strata/real/kernels/gcn.hpp"
+#include "strata/real/train/plan_trainer.hpp"
 
 namespace strata::real {
 
@@ -36,9 +36,7 @@ struct GcnPlanShape {
   int rounds = 1;
 };
 
-// True when the Plan aggregates over a graph (has spmm tasks).
-bool is_gcn_plan(const Plan& plan);
-// Throws InputError naming the Plan when it is not a GCN's.
+// Throws InputError naming the Plan when it is not a GCN's (PlanInfo::trains_graph).
 GcnPlanShape gcn_plan_shape(const Plan& plan);
 
 // The kNN graph data set above for `nodes` nodes, drawn with `seed`.
@@ -50,20 +48,22 @@ template <typename T>
 double gcn_training_loss(Backend& backend, const GcnData<T>& data, const GcnParameters<T>& params);
 
 template <typename T>
-class GcnPlanTrainer {
+class GcnPlanTrainer final : public PlanTrainer<T> {
  public:
   // REQUIRES: `plan` validated; `data` has the Plan's nodes and widths (checked: InputError).
   GcnPlanTrainer(const Plan& plan, const GcnData<T>& data, std::uint64_t seed, Backend& backend,
                  Transport<T>& transport, const OptimizerSettings& optimizer, bool pin_workers);
-  ~GcnPlanTrainer();
+  ~GcnPlanTrainer() override;
 
   // Runs the Plan once (its rounds); timings per task (merged over processes under MPI: each
   // process times its own tasks), wall time in s.
-  std::vector<TaskTiming> run(double* wall_s = nullptr);
+  std::vector<TaskTiming> run(double* wall_s = nullptr) override;
   // The global model as it stands.
   GcnParameters<T> parameters() const;
   // Payload bytes moved between workers so far, by all processes (a collective under MPI).
-  std::uint64_t bytes_sent() const {
+  std::string backend_name() const override { return runner_->backend_name(); }
+  Workspace<T>& workspace() override { return *ws_; }  // on the host: nothing to download
+  std::uint64_t bytes_sent() const override {
     return static_cast<std::uint64_t>(
         transport_.sum_over_processes(static_cast<double>(runner_->bytes_sent())));
   }
@@ -82,7 +82,7 @@ class GcnPlanTrainer {
   GraphOperands<T> operands_;
   std::vector<BufferIndex> weights_;  // per layer: the global model's weight buffer
   std::unique_ptr<Workspace<T>> ws_;
-  std::unique_ptr<TaskRunner<T>> runner_;
+  std::unique_ptr<TaskExecutor<T>> runner_;
   std::unique_ptr<Interpreter<T>> interpreter_;
 };
 

@@ -1,8 +1,8 @@
-// plan_runs(): one Plan's real runs, one iteration per call, whatever trains it — a backprop
-// Plan through Trainer on consecutive Fashion-MNIST batches, an ADMM Plan's sweeps through
-// AdmmPlanTrainer on its seeded full batch, a GCN Plan's rounds through GcnPlanTrainer on the kNN
-// graph of its nodes (gcn.hpp's Adam step, lr 0.01). What `strata validate` measures and what
-// `strata calibrate` times tasks in.
+// plan_runs(): one Plan's real runs, one iteration per call, whatever trains it: the
+// PlanTrainer that make_plan_trainer picks from the Plan's solver (plan_trainer.hpp) — a backprop
+// Plan on consecutive Fashion-MNIST batches, an ADMM Plan's sweeps on its seeded full batch, a GCN
+// Plan's rounds on the kNN graph of its nodes (gcn.hpp's Adam step, lr 0.01). What
+// `strata validate` measures and what `strata calibrate` times tasks in.
 //
 // Each call returns every task's (start, end) of that iteration, merged over the processes when
 // the transport spreads the workers (a collective then: every process calls it in step).
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "strata/real/data/fashion_mnist.hpp"
@@ -22,6 +23,7 @@ namespace strata::real {
 struct PlanRunSettings {
   std::uint64_t seed = 0;
   bool pin_workers = true;
+  std::string device = "cpu";             // what `executor` builds on (ADMM and GCN Plans: cpu only)
   ExecutorFactory<float> executor;        // backprop Plans' executor; empty: TaskRunner on the CPU
   Transport<float>* transport = nullptr;  // null: the workers are threads of this process
 };
@@ -31,8 +33,7 @@ using PlanRuns = std::function<std::vector<TaskTiming>()>;
 // REQUIRES: plan validated; `train` is the Fashion-MNIST training set.
 PlanRuns plan_runs(const Plan& plan, const LabelledImages& train, const PlanRunSettings& settings);
 
-// Whether the Plan trains with ADMM (an admm_backward task) or is a GCN's: the solvers whose
-// Plans only the CPU runs.
+// Whether the Plan trains with ADMM or a GCN (PlanInfo): the Plans only the CPU runs.
 bool cpu_only_plan(const Plan& plan);
 
 }  // namespace strata::real

@@ -40,16 +40,11 @@
 
 #include "strata/real/core/backend.hpp"
 #include "strata/real/data/fashion_mnist.hpp"
-#include "strata/real/exec/interpreter.hpp"
+#include "strata/real/exec/plan_execution.hpp"
+#include "strata/real/train/plan_trainer.hpp"
 #include "strata/real/transport/thread_transport.hpp"
 
 namespace strata::real {
-
-// How a layer's weights start, from (seed, layer name):
-// - he_normal: weights N(0, 2/fan_in), biases 0 (He et al. 2015; the MLP recipe);
-// - fan_in_uniform: weights and biases U(−1/√fan_in, 1/√fan_in), PyTorch's default for Linear
-//   and Conv2d (kaiming_uniform with a = √5). LeNet-5 reaches its reference accuracy with it.
-enum class WeightInit : std::uint8_t { he_normal, fan_in_uniform };
 
 struct TrainConfig {
   std::uint64_t seed = 0;
@@ -66,15 +61,12 @@ struct EpochResult {
   double samples_per_second = 0;
 };
 
-// The host executor: TaskRunner on `backend`, which must outlive what the factory builds.
-template <typename T>
-ExecutorFactory<T> host_executor(Backend& backend);
-
 template <typename T>
 class Trainer {
  public:
-  // REQUIRES: plan validated, one iteration, inputs of 784 pixels; check_kernels passes (thrown
-  // otherwise). `backend` outlives the Trainer.
+  // REQUIRES: plan validated, one iteration, a backprop Plan of a model without a graph;
+  // check_kernels passes (thrown otherwise). Samples bound later must have the Plan's input
+  // width (info.input_elements, e.g. 784 pixels; thrown otherwise). `backend` outlives the Trainer.
   // Workers are threads of this process (ThreadTransport).
   Trainer(const Plan& plan, Backend& backend, const TrainConfig& config);
   // Workers as `transport` places them (e.g. MpiTransport: one per process).
