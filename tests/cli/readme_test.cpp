@@ -1,6 +1,8 @@
 // The README against the strata command: every subcommand the README names (`strata <cmd>` in
 // backquotes, or `cli/strata <cmd>` in a shell example) exists, that is `strata <cmd> --help`
-// exits 0, and every subcommand that `strata --help` lists is named in the README.
+// exits 0 with that subcommand's usage, and every subcommand that `strata --help` lists is named
+// in the README. strata-sim, the Quickstart's binary, has the explorer and no command that runs
+// Plans for real.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -19,8 +21,8 @@ struct Outcome {
   std::string out;
 };
 
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BINARY) + " " + args + " 2>&1";
+Outcome run(const std::string& args, const std::string& binary = STRATA_BINARY) {
+  const std::string cmd = binary + " " + args + " 2>&1";
   Outcome r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return {127, "popen failed: " + cmd};
@@ -96,6 +98,18 @@ TEST(Readme, NamesEverySubcommandTheHelpLists) {
   const auto named = named_in(readme());
   for (const std::string& cmd : listed)
     EXPECT_EQ(named.count(cmd), 1u) << "`strata --help` lists " << cmd << ", the README does not name it";
+}
+
+TEST(Readme, QuickstartsStrataSimHasTheExplorerAndNoRealRun) {
+  const Outcome sim = run("--help", STRATA_SIM_BINARY);
+  ASSERT_EQ(sim.rc, 0) << sim.out;
+  const auto sim_listed = listed_in_help(sim.out);
+  const auto listed = listed_in_help(run("--help").out);
+  EXPECT_EQ(sim_listed.count("explore"), 1u) << sim.out;
+  EXPECT_EQ(sim_listed.count("simulate"), 1u) << sim.out;
+  for (const char* real : {"run", "calibrate", "validate", "compare-solvers"})
+    EXPECT_EQ(sim_listed.count(real), 0u) << real << " in strata-sim:\n" << sim.out;
+  for (const std::string& cmd : sim_listed) EXPECT_EQ(listed.count(cmd), 1u) << cmd << " is not in strata";
 }
 
 }  // namespace
