@@ -42,9 +42,10 @@ std::string readme() {
 
 // The subcommands the README names: `strata <cmd>` or cli/strata <cmd>.
 std::set<std::string> named_in(const std::string& text) {
-  static const std::regex kNamed("(?:`|cli/)strata ([a-z][a-z-]*)");
+  static const std::regex named_pattern("(?:`|cli/)strata ([a-z][a-z-]*)");
   std::set<std::string> names;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kNamed); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), named_pattern); it != std::sregex_iterator();
+       ++it)
     names.insert((*it)[1].str());
   return names;
 }
@@ -56,7 +57,7 @@ std::set<std::string> listed_in_help(const std::string& help) {
   std::istringstream lines(help);
   std::string line;
   bool inside = false;
-  static const std::regex kEntry("^\\s+([a-z][a-z-]*)(\\s.*)?$");
+  static const std::regex entry_pattern("^\\s+([a-z][a-z-]*)(\\s.*)?$");
   while (std::getline(lines, line)) {
     if (!inside) {
       inside = line.find("ubcommands:") != std::string::npos || line.find("UBCOMMANDS:") != std::string::npos;
@@ -64,7 +65,7 @@ std::set<std::string> listed_in_help(const std::string& help) {
     }
     std::smatch m;
     if (line.empty()) continue;
-    if (!std::regex_match(line, m, kEntry)) break;
+    if (!std::regex_match(line, m, entry_pattern)) break;
     names.insert(m[1].str());
   }
   return names;
