@@ -19,11 +19,13 @@ int main(int argc, char** argv) {
   strata::cli::add_simulate_command(app, action);
   strata::cli::add_trace_export_command(app, action);
   strata::cli::add_explore_command(app, action);
+  strata::cli::add_spec_command(app, action);
+#ifndef STRATA_SIM_ONLY  // strata-sim (cli/CMakeLists.txt) has the simulator's subcommands alone
   strata::cli::add_run_command(app, action);
   strata::cli::add_calibrate_command(app, action);
   strata::cli::add_validate_command(app, action);
   strata::cli::add_compare_solvers_command(app, action);
-  strata::cli::add_spec_command(app, action);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

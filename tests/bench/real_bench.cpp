@@ -328,14 +328,14 @@ void bm_mlp_tasks(benchmark::State& state) {
 // ---- 3. MLP training throughput ----
 
 // The three sides of the training benchmark, each timed on kTrainBatches batches per round.
-enum Side { kTrainer, kHand, kHandMinimal, kSides };
+enum Side { side_trainer, side_hand, side_hand_minimal, side_count };
 
 struct Training {
-  double best_s[kSides] = {1e9, 1e9, 1e9};  // fastest round per side
-  double loss[kSides] = {0, 0, 0};          // summed over every batch of every round
+  double best_s[side_count] = {1e9, 1e9, 1e9};  // fastest round per side
+  double loss[side_count] = {0, 0, 0};          // summed over every batch of every round
   int rounds = 0;
   double samples_per_s(Side side) const { return static_cast<double>(kTrainBatches * kBatch) / best_s[side]; }
-  double ratio(Side baseline) const { return best_s[baseline] / best_s[kTrainer]; }
+  double ratio(Side baseline) const { return best_s[baseline] / best_s[side_trainer]; }
   double mean_loss(Side side) const { return loss[side] / (rounds * kTrainBatches); }
 };
 Training& training_result() {
@@ -374,27 +374,27 @@ void bm_mlp_training(benchmark::State& state) {
   const real::EpochBatches batches(train_set().count, kBatch, 0);
   auto train = [&](int side, std::int64_t b) {
     const auto indices = batch(batches, b);
-    if (side == kTrainer) return trainer.train_batch(train_set(), indices);
-    return (side == kHand ? hand : minimal).train_batch(train_set(), indices);
+    if (side == side_trainer) return trainer.train_batch(train_set(), indices);
+    return (side == side_hand ? hand : minimal).train_batch(train_set(), indices);
   };
-  std::int64_t next[kSides] = {0, 0, 0};
+  std::int64_t next[side_count] = {0, 0, 0};
   for (auto _ : state) {
-    double seconds[kSides] = {0, 0, 0};
-    for (int i = 0; i < kSides; ++i) {  // rotate the order so that no side always runs first
-      const int side = (r.rounds + i) % kSides;
+    double seconds[side_count] = {0, 0, 0};
+    for (int i = 0; i < side_count; ++i) {  // rotate the order so that no side always runs first
+      const int side = (r.rounds + i) % side_count;
       const auto start = Clock::now();
       for (int b = 0; b < kTrainBatches; ++b) r.loss[side] += train(side, next[side]++);
       seconds[side] = std::chrono::duration<double>(Clock::now() - start).count();
       r.best_s[side] = std::min(r.best_s[side], seconds[side]);
     }
     ++r.rounds;
-    state.SetIterationTime(seconds[kTrainer]);
+    state.SetIterationTime(seconds[side_trainer]);
   }
-  state.counters["trainer_samples_per_s"] = r.samples_per_s(kTrainer);
-  state.counters["hand_samples_per_s"] = r.samples_per_s(kHand);
-  state.counters["hand_minimal_samples_per_s"] = r.samples_per_s(kHandMinimal);
-  state.counters["trainer_vs_hand"] = r.ratio(kHand);
-  state.counters["trainer_vs_hand_minimal"] = r.ratio(kHandMinimal);
+  state.counters["trainer_samples_per_s"] = r.samples_per_s(side_trainer);
+  state.counters["hand_samples_per_s"] = r.samples_per_s(side_hand);
+  state.counters["hand_minimal_samples_per_s"] = r.samples_per_s(side_hand_minimal);
+  state.counters["trainer_vs_hand"] = r.ratio(side_hand);
+  state.counters["trainer_vs_hand_minimal"] = r.ratio(side_hand_minimal);
 }
 
 // ---- summary ----
@@ -434,17 +434,17 @@ void print_summary() {
   }
   const Training& t = training_result();
   if (t.rounds > 0) {
-    std::cout << "mlp_trainer_samples_per_s " << fixed(t.samples_per_s(kTrainer), 0) << '\n'
-              << "mlp_hand_samples_per_s " << fixed(t.samples_per_s(kHand), 0)
+    std::cout << "mlp_trainer_samples_per_s " << fixed(t.samples_per_s(side_trainer), 0) << '\n'
+              << "mlp_hand_samples_per_s " << fixed(t.samples_per_s(side_hand), 0)
               << " (the Plan's GEMMs, first-layer input gradient included)\n"
-              << "mlp_hand_minimal_samples_per_s " << fixed(t.samples_per_s(kHandMinimal), 0)
+              << "mlp_hand_minimal_samples_per_s " << fixed(t.samples_per_s(side_hand_minimal), 0)
               << " (no first-layer input gradient)\n"
-              << "mlp_mean_loss trainer " << fixed(t.mean_loss(kTrainer), 6) << " hand "
-              << fixed(t.mean_loss(kHand), 6) << " hand_minimal " << fixed(t.mean_loss(kHandMinimal), 6)
-              << '\n'
-              << "mlp_trainer_vs_hand_ratio " << fixed(t.ratio(kHand), 3)
-              << " (goal >= 0.8: " << verdict(t.ratio(kHand) >= 0.8) << ")\n"
-              << "mlp_trainer_vs_hand_minimal_ratio " << fixed(t.ratio(kHandMinimal), 3) << '\n';
+              << "mlp_mean_loss trainer " << fixed(t.mean_loss(side_trainer), 6) << " hand "
+              << fixed(t.mean_loss(side_hand), 6) << " hand_minimal "
+              << fixed(t.mean_loss(side_hand_minimal), 6) << '\n'
+              << "mlp_trainer_vs_hand_ratio " << fixed(t.ratio(side_hand), 3)
+              << " (goal >= 0.8: " << verdict(t.ratio(side_hand) >= 0.8) << ")\n"
+              << "mlp_trainer_vs_hand_minimal_ratio " << fixed(t.ratio(side_hand_minimal), 3) << '\n';
   }
   std::cout.flush();
 }

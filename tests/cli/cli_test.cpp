@@ -268,7 +268,7 @@ TEST_F(Cli, ExplorePrintsTheRankedTableAndWritesTheBestTrace) {
 // --- calibrate and validate ----------------------------------------------------------------
 
 // A schema-2 calibration of a made-up 2-core machine: enough for validate to build its platform.
-const char* kCalibration = R"({"schema_version": 2, "format": "strata-calibration",
+const char* const kCalibration = R"({"schema_version": 2, "format": "strata-calibration",
   "flops_efficiency": {"linear_fwd/fp32": 0.5},
   "transports": {"threads": {"p2p_alpha_s": 2e-5, "p2p_beta_s_per_byte": 1e-10, "allreduce_alpha_s": 1e-5,
                              "allreduce_beta_s_per_byte": 2e-10, "allreduce_ranks": 2}},

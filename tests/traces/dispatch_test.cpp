@@ -395,8 +395,8 @@ Plan random_plan(std::uint32_t seed, int num_tasks, int num_workers, std::vector
   auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Plan plan(num_workers);
   duration.clear();
-  const TaskKind kCollectives[] = {TaskKind::allreduce, TaskKind::allgather, TaskKind::reduce_scatter,
-                                   TaskKind::broadcast};
+  static constexpr TaskKind kCollectives[] = {TaskKind::allreduce, TaskKind::allgather,
+                                              TaskKind::reduce_scatter, TaskKind::broadcast};
   auto add = [&](Task t) {
     // Integer durations make many tasks end at the same instant, the case most likely to expose
     // ordering mistakes.

@@ -134,8 +134,8 @@ TEST(PlanValidate, NegativeSizeOnALaterTaskNamesItsIndex) {
 
 TEST(PlanValidate, NonFiniteSizes) {
   // Non-finite is reported as such even when negative (-inf): the finiteness check comes first.
-  const double kInf = std::numeric_limits<double>::infinity();
-  const double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   Task t = compute_task("a", 0);
   t.flops = kNaN;
   EXPECT_EQ(validate_message(single_task_plan(t)), "plan: /tasks/0/flops: not a finite number");
