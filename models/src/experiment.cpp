@@ -7,6 +7,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 double default_learning_rate(Optimizer kind, bool gcn) { return gcn || kind == Optimizer::sgd ? 0.01 : 1e-3; }
 
@@ -76,4 +77,5 @@ Plan lower(const Experiment& e) {
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

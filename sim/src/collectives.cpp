@@ -7,6 +7,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 // Accumulates flows, remembering each rank's last sent and received flow so that the next
@@ -219,4 +220,5 @@ std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_wo
   return static_cast<std::size_t>(ring_steps(task.kind, n)) * n;
 }
 
+}  // namespace sim
 }  // namespace strata

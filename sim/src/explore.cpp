@@ -13,6 +13,7 @@
 #include "strata/traces/trace_json.hpp"
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -272,4 +273,5 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
   return s;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 std::map<std::string, std::string> properties_of(const simgrid::s4u::Host* host) {
@@ -104,4 +105,5 @@ double LoadedPlatform::latency(int from, int to) {
   return lat;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -11,6 +11,7 @@
 #include "strata/sim/platform.hpp"
 
 namespace strata {
+inline namespace sim {
 
 // Network model settings; they must be applied before the platform is loaded.
 struct NetworkConfig {
@@ -48,4 +49,5 @@ class LoadedPlatform {
   bool host_profiles_ = true;
 };
 
+}  // namespace sim
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace sim {
 
 int PlatformSummary::total_slots() const {
   int n = 0;
@@ -169,4 +170,5 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
   return xml;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -11,6 +11,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 struct Child {
@@ -92,4 +93,5 @@ std::vector<std::string> run_in_children(const std::vector<std::function<std::st
   return results;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -11,6 +11,7 @@
 namespace sg = simgrid::s4u;
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 class ReplayEngine {
@@ -319,4 +320,5 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   return result;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include <tuple>
 
 namespace strata {
+inline namespace sim {
 namespace {
 
 using Interval = std::pair<double, double>;
@@ -321,4 +322,5 @@ std::string format_report(const Report& r) {
   return s;
 }
 
+}  // namespace sim
 }  // namespace strata

@@ -12,7 +12,9 @@
 #include <functional>
 #include <utility>
 
-namespace strata::sg_compat {
+namespace strata {
+inline namespace sim {
+namespace sg_compat {
 
 // Calls `callback` whenever any activity completes (3.32: one static signal on Activity).
 inline void on_any_completion(const std::function<void(const simgrid::s4u::Activity&)>& callback) {
@@ -33,4 +35,6 @@ void at(double date, Callback callback) {
   simgrid::kernel::timer::Timer::set(date, std::move(callback));
 }
 
-}  // namespace strata::sg_compat
+}  // namespace sg_compat
+}  // namespace sim
+}  // namespace strata

@@ -11,6 +11,7 @@
 #include "strata/traces/timeline_svg.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 struct Duration {
@@ -226,4 +227,5 @@ nlohmann::ordered_json validation_json(const ValidationRun& run, const TraceComp
   return j;
 }
 
+}  // namespace traces
 }  // namespace strata

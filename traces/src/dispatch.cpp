@@ -5,6 +5,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace traces {
 
 Dispatcher::Dispatcher(const Plan& plan)
     : plan_(plan),
@@ -125,4 +126,5 @@ void Dispatcher::release_successors(TaskIndex task) {
     if (--pending_[successors_[k]] == 0) make_ready(successors_[k]);
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -1,6 +1,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace traces {
 
 std::string input_error_message(const std::string& where, const std::string& place,
                                 const std::string& problem) {
@@ -18,4 +19,5 @@ void assertion_failed(const char* expr, const char* file, int line, const std::s
                          ": " + expr + ": " + message);
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -13,6 +13,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 // Edges run from a dependency to its dependent (producer -> consumer), data and control alike.
@@ -123,4 +124,5 @@ std::vector<TaskIndex> topological_order(const Plan& plan, const std::string& so
   return order;
 }
 
+}  // namespace traces
 }  // namespace strata

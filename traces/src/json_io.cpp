@@ -12,6 +12,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
@@ -331,4 +332,5 @@ double JsonNode::as_size() const {
   return v;
 }
 
+}  // namespace traces
 }  // namespace strata

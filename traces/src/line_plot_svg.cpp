@@ -10,6 +10,7 @@
 #include "strata/traces/timeline_svg.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 constexpr std::array<const char*, 10> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -113,4 +114,5 @@ void write_line_plot_svg(const LinePlot& plot, const std::string& path) {
   write_file_atomically(path, line_plot_svg(plot));
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 // Events keep the field order of the format's documentation (name, ph, pid, tid, ts, ...).
@@ -138,4 +139,5 @@ void write_chrome_traces(const std::vector<LabelledTrace>& traces, const std::st
   write_file_atomically(path, dump_one_element_per_line(chrome_document(traces), path));
 }
 
+}  // namespace traces
 }  // namespace strata

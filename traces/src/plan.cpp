@@ -7,6 +7,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 std::string pointer(std::size_t index, const char* field) {
@@ -177,4 +178,5 @@ void Plan::validate(const std::string& source) const {
   topological_order(*this, source);
 }
 
+}  // namespace traces
 }  // namespace strata

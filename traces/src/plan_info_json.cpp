@@ -3,7 +3,9 @@
 
 #include <string>
 
-namespace strata::plan_json {
+namespace strata {
+inline namespace traces {
+namespace plan_json {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
@@ -194,4 +196,6 @@ std::int64_t legacy_graph_nodes(const Plan& plan) {
   return 0;
 }
 
-}  // namespace strata::plan_json
+}  // namespace plan_json
+}  // namespace traces
+}  // namespace strata

@@ -15,7 +15,9 @@
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/plan.hpp"
 
-namespace strata::plan_json {
+namespace strata {
+inline namespace traces {
+namespace plan_json {
 
 nlohmann::ordered_json info_to_json(const PlanInfo& info);
 
@@ -25,4 +27,6 @@ PlanInfo read_info(const JsonNode& node, std::int64_t version);
 // Version 1: a GCN's node count, from the first spmm task's "nodes" attribute (0 when none).
 std::int64_t legacy_graph_nodes(const Plan& plan);
 
-}  // namespace strata::plan_json
+}  // namespace plan_json
+}  // namespace traces
+}  // namespace strata

@@ -8,6 +8,7 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 // The file keeps fields in the documented order (id and kind first), which plain nlohmann::json
@@ -322,4 +323,5 @@ void write_plan(const Plan& plan, const std::string& path) {
   write_file_atomically(path, dump_one_element_per_line(plan_document(plan), path));
 }
 
+}  // namespace traces
 }  // namespace strata

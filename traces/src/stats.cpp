@@ -6,6 +6,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace traces {
 
 double median(std::vector<double> values) {
   STRATA_ASSERT(!values.empty(), "median of nothing");
@@ -22,4 +23,5 @@ double nearest_rank_percentile(std::vector<double> values, double p) {
   return values[std::max<std::size_t>(rank, 1) - 1];
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -3,6 +3,7 @@
 #include <array>
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 constexpr std::array<std::string_view, kTaskKindCount> kKindNames = {
@@ -155,4 +156,5 @@ TaskCoords parse_coords(std::string_view id) {
   return coords;
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include "strata/traces/units.hpp"
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 constexpr int kLeft = 110;
@@ -136,4 +137,5 @@ void write_timeline_svg(const Trace& trace, const std::string& path, const Timel
   write_file_atomically(path, trace_to_svg(trace, options));
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include <utility>
 
 namespace strata {
+inline namespace traces {
 
 TraceRecord trace_record(const Task& task, WorkerId worker, std::string host, double start, double end) {
   TraceRecord r;
@@ -30,4 +31,5 @@ void Trace::sort() {
   });
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -3,6 +3,7 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+inline namespace traces {
 
 std::string_view strata_version() { return STRATA_VERSION; }
 
@@ -95,4 +96,5 @@ void write_trace(const Trace& trace, const std::string& path) {
   write_file_atomically(path, dump_one_element_per_line(trace_document(trace), path));
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 namespace strata {
+inline namespace traces {
 namespace {
 
 std::string printf_string(const char* format, double value, const char* unit) {
@@ -45,4 +46,5 @@ std::string format_si(double value, const std::string& unit) {
   return printf_string("%.2f %s", v, (std::string(kPrefixes[p]) + unit).c_str());
 }
 
+}  // namespace traces
 }  // namespace strata

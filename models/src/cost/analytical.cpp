@@ -11,6 +11,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 double p2p_time(double bytes, double bw, double latency) {
   if (bytes <= 0) return latency;
@@ -304,4 +305,5 @@ Estimate estimate(const Model& model, const StrategyConfig& config, const Cluste
   return e;
 }
 
+}  // namespace models
 }  // namespace strata

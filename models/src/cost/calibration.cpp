@@ -13,6 +13,7 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using nlohmann::json;
@@ -234,4 +235,5 @@ std::string calibration_to_json(const Calibration& c, const std::string& device,
   return doc.dump(1) + "\n";
 }
 
+}  // namespace models
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include "strata/traces/stats.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 bool gemm_like(TaskKind kind) {
@@ -107,4 +108,5 @@ Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSam
   return c;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -10,6 +10,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 // Built-in efficiencies, used until `strata calibrate` measures the machine at hand. They are
 // typical figures for NVIDIA A100-class GPUs at the large shapes of LLM training:
@@ -202,4 +203,5 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
   return overhead + std::max(compute, memory);
 }
 
+}  // namespace models
 }  // namespace strata

@@ -21,6 +21,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 // fp16 and bf16 run on the same tensor cores at the same dense rate on every NVIDIA part since
 // Ampere (A100: 312 TFLOP/s for both), so one stands for the other. Without any half-precision
@@ -201,4 +202,5 @@ HostSpec host_spec_from_properties(const std::string& host,
   return spec;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -8,6 +8,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 // ZeRO, section 3.1: mixed-precision Adam keeps fp16 parameters and gradients (2 + 2 B) and an
 // fp32 copy of the parameters, momentum and variance (K = 12 B). Pure fp32 or fp64 training has
@@ -87,4 +88,5 @@ double peak_worker_memory(const Model& model, const StrategyConfig& config) {
   return peak;
 }
 
+}  // namespace models
 }  // namespace strata

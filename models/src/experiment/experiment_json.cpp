@@ -8,6 +8,7 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using detail::SetValue;
@@ -219,4 +220,5 @@ Experiment read_experiment(const std::string& path) {
   return experiment_from_json(read_json_file(path), path);
 }
 
+}  // namespace models
 }  // namespace strata

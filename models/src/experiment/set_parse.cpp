@@ -7,6 +7,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using detail::SetValue;
@@ -145,4 +146,5 @@ std::string set_keys_help() {
   return out;
 }
 
+}  // namespace models
 }  // namespace strata

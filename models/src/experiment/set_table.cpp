@@ -11,6 +11,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace detail {
 namespace {
 
@@ -353,4 +354,5 @@ std::vector<std::string> accepted_keys(const std::string& model, Solver solver) 
   return keys;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -10,7 +10,9 @@
 
 #include "strata/models/experiment.hpp"
 
-namespace strata::detail {
+namespace strata {
+inline namespace models {
+namespace detail {
 
 using SetValue = std::variant<std::int64_t, double, std::vector<std::int64_t>, std::string>;
 
@@ -29,4 +31,6 @@ std::optional<std::string> put_set_value(Experiment& e, const SetKey& key, const
 
 std::string format_set_value(const SetValue& value);
 
-}  // namespace strata::detail
+}  // namespace detail
+}  // namespace models
+}  // namespace strata

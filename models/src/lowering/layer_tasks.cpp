@@ -8,6 +8,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 
 std::string_view to_string(Phase phase) {
   switch (phase) {
@@ -289,4 +290,5 @@ Task optimizer_step_task(const Model& model, double params, Optimizer optimizer,
   return task;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -26,6 +26,7 @@
 #include "strata/models/lowering/strategy.hpp"
 
 namespace strata {
+inline namespace models {
 namespace lowering {
 
 PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
@@ -157,4 +158,5 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -11,7 +11,9 @@
 
 #include "lowering_layout.hpp"
 
-namespace strata::lowering {
+namespace strata {
+inline namespace models {
+namespace lowering {
 
 inline constexpr BufferIndex kNoBuffer = std::numeric_limits<BufferIndex>::max();
 
@@ -81,4 +83,6 @@ class PlanBuilder {
   std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
 };
 
-}  // namespace strata::lowering
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata

@@ -21,7 +21,9 @@
 //   microbatches' activations in flight (Narayanan et al. 2021, PipeDream-Flush).
 #include "lowering_builder.hpp"
 
-namespace strata::lowering {
+namespace strata {
+inline namespace models {
+namespace lowering {
 
 TaskIndex PlanBuilder::output_producer(int d, int s, int t, int j, int k) const {
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
@@ -151,4 +153,6 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
   }
 }
 
-}  // namespace strata::lowering
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata

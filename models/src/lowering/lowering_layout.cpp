@@ -7,7 +7,9 @@
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
-namespace strata::lowering {
+namespace strata {
+inline namespace models {
+namespace lowering {
 namespace {
 
 bool splits_output(const Layer& layer) {
@@ -174,4 +176,6 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   return layout;
 }
 
-}  // namespace strata::lowering
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata

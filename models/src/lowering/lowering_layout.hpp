@@ -19,7 +19,9 @@
 
 #include "strata/models/lowering/strategy.hpp"
 
-namespace strata::lowering {
+namespace strata {
+inline namespace models {
+namespace lowering {
 
 inline constexpr TaskIndex kNoTask = std::numeric_limits<TaskIndex>::max();
 
@@ -90,4 +92,6 @@ struct Layout {
 // REQUIRES: check_strategy(model, config) passed. `model` and `config` outlive the Layout.
 Layout make_layout(const Model& model, const StrategyConfig& config);
 
-}  // namespace strata::lowering
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata

@@ -5,7 +5,9 @@
 #include "lowering_builder.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 
-namespace strata::lowering {
+namespace strata {
+inline namespace models {
+namespace lowering {
 namespace {
 
 // Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
@@ -242,4 +244,6 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   }
 }
 
-}  // namespace strata::lowering
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata

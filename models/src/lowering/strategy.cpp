@@ -10,6 +10,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 bool is_mixed_precision(DType dtype) { return dtype == DType::bf16 || dtype == DType::fp16; }
@@ -249,4 +250,5 @@ std::vector<int> partition_blocks(const Model& model, int pp) {
   return bounds;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -8,6 +8,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 constexpr std::array<std::string_view, 7> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
@@ -135,4 +136,5 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
   throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
 }
 
+}  // namespace models
 }  // namespace strata

@@ -37,6 +37,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using solvers::coord;
@@ -350,4 +351,5 @@ Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverCo
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

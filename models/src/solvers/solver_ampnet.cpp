@@ -33,6 +33,7 @@
 #include "strata/models/solvers/solver.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using solvers::coord;
@@ -167,4 +168,5 @@ Plan lower_ampnet(const Model& model, const StrategyConfig& config, const Solver
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -35,6 +35,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using solvers::coord;
@@ -382,4 +383,5 @@ Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverCo
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

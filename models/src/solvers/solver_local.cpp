@@ -24,6 +24,7 @@
 #include "strata/models/solvers/solver.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 using solvers::coord;
@@ -199,4 +200,5 @@ Plan lower_local(const Model& model, const StrategyConfig& config, const SolverC
   return plan;
 }
 
+}  // namespace models
 }  // namespace strata

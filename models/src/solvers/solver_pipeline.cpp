@@ -4,7 +4,9 @@
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
-namespace strata::solvers {
+namespace strata {
+inline namespace models {
+namespace solvers {
 
 std::string coord(const char* name, std::int64_t value) {
   return std::string(name).append(std::to_string(value));
@@ -266,4 +268,6 @@ void finish_plan(Plan& plan, const Model& model, const StrategyConfig& config, c
   plan.validate();
 }
 
-}  // namespace strata::solvers
+}  // namespace solvers
+}  // namespace models
+}  // namespace strata

@@ -14,7 +14,9 @@
 
 #include "strata/models/solvers/solver.hpp"
 
-namespace strata::solvers {
+namespace strata {
+inline namespace models {
+namespace solvers {
 
 inline constexpr TaskIndex kNone = static_cast<TaskIndex>(-1);
 inline constexpr int kModelInput = -1;
@@ -120,4 +122,6 @@ SolverParameters plan_parameters(const SolverConfig& solver);
 void finish_plan(Plan& plan, const Model& model, const StrategyConfig& config, const std::string& strategy,
                  const SolverConfig& solver, std::int64_t samples, std::int64_t instances);
 
-}  // namespace strata::solvers
+}  // namespace solvers
+}  // namespace models
+}  // namespace strata

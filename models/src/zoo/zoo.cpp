@@ -10,6 +10,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 constexpr std::array<std::string_view, 11> kLayerOpNames = {
@@ -286,4 +287,5 @@ Model make_model(const std::string& name, const std::map<std::string, std::strin
   return preset.build(name, e.params);
 }
 
+}  // namespace models
 }  // namespace strata

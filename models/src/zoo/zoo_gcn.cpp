@@ -24,6 +24,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 // As zoo_vision.cpp: rough FLOPs of the memory-bound layers.
@@ -77,4 +78,5 @@ Model make_gcn(const std::string& name, const GcnConfig& config) {
   return model;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -18,6 +18,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 // Forward FLOP per element of memory-bound layers: rough counts (their time is set by bytes).
@@ -153,4 +154,5 @@ Model make_gpt(const std::string& name, const GptConfig& config) {
   return model;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include "strata/traces/error.hpp"
 
 namespace strata {
+inline namespace models {
 namespace {
 
 // Forward FLOP per element of the memory-bound layers: rough counts, since their time is set
@@ -262,4 +263,5 @@ Model make_resnet50(std::int32_t image) {
   return model;
 }
 
+}  // namespace models
 }  // namespace strata

@@ -45,6 +45,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace models {
 
 struct Experiment {
   static constexpr int kSchemaVersion = 1;
@@ -146,4 +147,5 @@ OptimizerSettings optimizer_of(const Experiment& e);  // learning rate defaulted
 // plan.info.experiment_hash set. Throws InputError.
 Plan lower(const Experiment& e);
 
+}  // namespace models
 }  // namespace strata

@@ -13,6 +13,7 @@
 #include <string_view>
 
 namespace strata {
+inline namespace models {
 
 enum class Optimizer : std::uint8_t { sgd, adam };
 std::string_view to_string(Optimizer optimizer);                  // sgd | adam
@@ -41,4 +42,5 @@ struct OptimizerSettings {
 // The learning rate of `kind` when none is given; `gcn` for a GCN model (family "gcn").
 double default_learning_rate(Optimizer kind, bool gcn = false);
 
+}  // namespace models
 }  // namespace strata

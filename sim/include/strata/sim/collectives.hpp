@@ -22,6 +22,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace sim {
 
 enum class CollectiveFidelity : std::uint8_t { step, aggregated };
 
@@ -41,4 +42,5 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
 // Number of flows the step expansion would produce (for choosing a fidelity), without building it.
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker);
 
+}  // namespace sim
 }  // namespace strata

@@ -17,6 +17,7 @@
 #include "strata/sim/replay.hpp"
 
 namespace strata {
+inline namespace sim {
 
 struct ExploreOptions {
   std::string model;
@@ -66,4 +67,5 @@ ExploreResult explore(const ExploreOptions& options);
 // iteration time (s), tokens/s, MFU (%), bubble (%), peak memory per GPU (GiB), fits.
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows);
 
+}  // namespace sim
 }  // namespace strata

@@ -18,6 +18,7 @@
 #include "strata/models/cost/hardware.hpp"
 
 namespace strata {
+inline namespace sim {
 
 // Network figures between worker slots, read off the platform's routes.
 struct NetworkSummary {
@@ -56,4 +57,5 @@ std::vector<std::string> read_placement(const std::string& path);
 // transport.
 std::string one_host_platform_xml(const Calibration& calibration, const std::string& transport);
 
+}  // namespace sim
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <vector>
 
 namespace strata {
+inline namespace sim {
 
 // Runs `work` in a forked child and returns the string it produced. An InputError or other
 // exception in the child is rethrown in the parent as InputError with the same message; a child
@@ -18,4 +19,5 @@ std::string run_in_child(const std::function<std::string()>& work);
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
                                          const std::function<void(std::size_t)>& on_done = {});
 
+}  // namespace sim
 }  // namespace strata

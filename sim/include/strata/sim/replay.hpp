@@ -23,6 +23,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace sim {
 
 enum class CollectiveMode : std::uint8_t { automatic, step, aggregated };
 CollectiveMode parse_collective_mode(const std::string& text);  // auto | step | aggregated
@@ -61,4 +62,5 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
 // Loads the platform in this process and returns its summary (also one engine per process).
 PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network = {});
 
+}  // namespace sim
 }  // namespace strata

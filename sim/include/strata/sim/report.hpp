@@ -25,6 +25,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace sim {
 
 struct WorkerReport {
   WorkerId worker = 0;
@@ -106,4 +107,5 @@ Report report_from_json(const nlohmann::json& json);
 // Human-readable summary, every number with its unit.
 std::string format_report(const Report& report);
 
+}  // namespace sim
 }  // namespace strata

@@ -17,6 +17,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace traces {
 
 struct TaskComparison {
   std::string id;
@@ -77,4 +78,5 @@ nlohmann::ordered_json validation_json(const ValidationRun& run, const TraceComp
 
 std::string comparison_svg(const TraceComparison& comparison, const std::string& title, double band = 0.15);
 
+}  // namespace traces
 }  // namespace strata

@@ -24,6 +24,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace traces {
 
 class Dispatcher {
  public:
@@ -89,4 +90,5 @@ class Dispatcher {
   std::size_t running_ = 0;
 };
 
+}  // namespace traces
 }  // namespace strata

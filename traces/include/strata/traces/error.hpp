@@ -12,6 +12,7 @@
 #include <string>
 
 namespace strata {
+inline namespace traces {
 
 class InputError : public std::runtime_error {
  public:
@@ -24,6 +25,7 @@ std::string input_error_message(const std::string& where, const std::string& pla
 
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line, const std::string& message);
 
+}  // namespace traces
 }  // namespace strata
 
 #define STRATA_ASSERT(cond, message)                                               \

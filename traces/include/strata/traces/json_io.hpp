@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace strata {
+inline namespace traces {
 
 // The parsed contents of `path`. Throws InputError on a missing or unreadable file and on
 // malformed JSON (with line:column computed from the parser's byte offset).
@@ -113,4 +114,5 @@ Enum read_enum(const JsonNode& node, std::optional<Enum> (*parse)(std::string_vi
   return *value;
 }
 
+}  // namespace traces
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include <vector>
 
 namespace strata {
+inline namespace traces {
 
 struct PlotSeries {
   std::string name;
@@ -32,4 +33,5 @@ std::string line_plot_svg(const LinePlot& plot);
 // Writes line_plot_svg atomically.
 void write_line_plot_svg(const LinePlot& plot, const std::string& path);
 
+}  // namespace traces
 }  // namespace strata

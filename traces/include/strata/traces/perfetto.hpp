@@ -23,6 +23,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace traces {
 
 // {"traceEvents":[...], "otherData":{"executor","source"}}.
 nlohmann::json trace_to_chrome(const Trace& trace);
@@ -40,4 +41,5 @@ struct LabelledTrace {
 nlohmann::json traces_to_chrome(const std::vector<LabelledTrace>& traces);
 void write_chrome_traces(const std::vector<LabelledTrace>& traces, const std::string& path);
 
+}  // namespace traces
 }  // namespace strata

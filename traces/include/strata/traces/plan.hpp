@@ -21,6 +21,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace traces {
 
 // The training algorithm a Plan carries out (models/solvers/solver.hpp lowers each; docs/solvers.md).
 // Executors read it from PlanInfo instead of guessing it from task kinds or ids.
@@ -135,4 +136,5 @@ class Plan {
 // Throws InputError naming `source` and one task on a cycle.
 std::vector<TaskIndex> topological_order(const Plan& plan, const std::string& source = "plan");
 
+}  // namespace traces
 }  // namespace strata

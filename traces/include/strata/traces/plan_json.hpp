@@ -26,6 +26,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace traces {
 
 inline constexpr int kPlanSchemaVersion = 2;
 inline constexpr int kOldestPlanSchemaVersion = 1;  // the oldest version read_plan reads
@@ -43,4 +44,5 @@ nlohmann::json plan_to_json(const Plan& plan);
 // Writes `plan` to `path`, one buffer and one task per line.
 void write_plan(const Plan& plan, const std::string& path);
 
+}  // namespace traces
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include <vector>
 
 namespace strata {
+inline namespace traces {
 
 // The middle value, or the mean of the two middle values. REQUIRES: values not empty (checked).
 double median(std::vector<double> values);
@@ -13,4 +14,5 @@ double median(std::vector<double> values);
 // REQUIRES: values not empty, 0 < p <= 1 (checked).
 double nearest_rank_percentile(std::vector<double> values, double p);
 
+}  // namespace traces
 }  // namespace strata

@@ -30,6 +30,7 @@
 #include <vector>
 
 namespace strata {
+inline namespace traces {
 
 using TaskIndex = std::uint32_t;
 using BufferIndex = std::uint32_t;
@@ -179,4 +180,5 @@ struct Buffer {
   bool persistent = false;  // weights, gradients, optimizer state: held for the whole run
 };
 
+}  // namespace traces
 }  // namespace strata

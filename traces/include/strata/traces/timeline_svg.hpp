@@ -11,6 +11,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace traces {
 
 struct TimelineOptions {
   int max_workers = 16;  // bands drawn; the rest are summarised in the caption
@@ -28,4 +29,5 @@ std::string xml_escape(const std::string& text);
 // Writes trace_to_svg atomically.
 void write_timeline_svg(const Trace& trace, const std::string& path, const TimelineOptions& options = {});
 
+}  // namespace traces
 }  // namespace strata

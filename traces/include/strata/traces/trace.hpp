@@ -13,6 +13,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace traces {
 
 // strata's version (CMake's PROJECT_VERSION), recorded in every file strata writes.
 std::string_view strata_version();
@@ -47,4 +48,5 @@ struct Trace {
   void sort();  // puts records in the canonical order above
 };
 
+}  // namespace traces
 }  // namespace strata

@@ -17,6 +17,7 @@
 #include "strata/traces/trace.hpp"
 
 namespace strata {
+inline namespace traces {
 
 inline constexpr int kTraceSchemaVersion = 1;
 
@@ -32,4 +33,5 @@ nlohmann::json trace_to_json(const Trace& trace);
 // Writes `trace` to `path` atomically; writes nothing if a time is not finite.
 void write_trace(const Trace& trace, const std::string& path);
 
+}  // namespace traces
 }  // namespace strata

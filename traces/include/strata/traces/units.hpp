@@ -4,6 +4,7 @@
 #include <string>
 
 namespace strata {
+inline namespace traces {
 
 // 3 significant digits with s, ms, µs or ns: "12.3 ms".
 std::string format_seconds(double seconds);
@@ -12,4 +13,5 @@ std::string format_bytes(double bytes);
 // Decimal multiples with a unit: format_si(2.5e12, "FLOP/s") = "2.50 TFLOP/s".
 std::string format_si(double value, const std::string& unit);
 
+}  // namespace traces
 }  // namespace strata

@@ -34,6 +34,7 @@
 #include "strata/models/zoo/zoo.hpp"
 
 namespace strata {
+inline namespace models {
 
 // A homogeneous cluster: `hosts` hosts like `host`, ranks placed in order, host.slots per host.
 struct ClusterSpec {
@@ -74,4 +75,5 @@ double p2p_time(double bytes, double bw, double latency);
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost);
 
+}  // namespace models
 }  // namespace strata

@@ -29,6 +29,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace models {
 
 // The peak rates of one worker slot (a CPU core, or a GPU).
 struct MachinePeaks {
@@ -75,4 +76,5 @@ TransportCalibration fit_transport(const std::vector<TransportSample>& samples);
 Calibration fit_calibration(const MachinePeaks& peaks, const std::vector<TaskSample>& tasks,
                             const DispatchOverhead& dispatch);
 
+}  // namespace models
 }  // namespace strata

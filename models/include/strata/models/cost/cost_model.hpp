@@ -25,6 +25,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace models {
 
 // α–β of one way of moving tensors between workers (a real_exec transport: "threads", "mpi"):
 // a message of n bytes takes alpha_s + n * beta_s_per_byte.
@@ -116,4 +117,5 @@ class CostModel {
   std::vector<double> overhead_ = std::vector<double>(kSlots);
 };
 
+}  // namespace models
 }  // namespace strata

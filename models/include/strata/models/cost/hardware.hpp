@@ -12,6 +12,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace models {
 
 struct HostSpec {
   std::string name;
@@ -36,4 +37,5 @@ HostSpec host_spec_from_properties(const std::string& host,
                                    const std::map<std::string, std::string>& properties, double speed,
                                    int cores);
 
+}  // namespace models
 }  // namespace strata

@@ -32,6 +32,7 @@
 #include "strata/models/zoo/zoo.hpp"
 
 namespace strata {
+inline namespace models {
 
 struct MemoryBreakdown {
   double params = 0;       // B
@@ -70,4 +71,5 @@ MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, 
 // Maximum over the pipeline stages of worker_memory(...).total (B).
 double peak_worker_memory(const Model& model, const StrategyConfig& config);
 
+}  // namespace models
 }  // namespace strata

@@ -30,6 +30,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace models {
 
 enum class Phase : std::uint8_t { forward, backward_data, backward_weight };
 std::string_view to_string(Phase phase);  // fwd | bwd | bwdw (the id segments of task.hpp)
@@ -83,4 +84,5 @@ double input_elems(const Layer& layer);
 // Fills kind, stream, dtype, flops, bytes and the "params"/"optimizer" attributes.
 Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype);
 
+}  // namespace models
 }  // namespace strata

@@ -30,6 +30,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace models {
 
 enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b };
 std::string_view to_string(PipelineSchedule schedule);
@@ -102,4 +103,5 @@ std::int64_t effective_global_batch(const Model& model, const StrategyConfig& co
 // Adam in fp32 8, SGD with momentum 4 in fp32 and 8 in mixed precision (master + momentum).
 double optimizer_state_bytes_per_param(Optimizer optimizer, DType dtype);
 
+}  // namespace models
 }  // namespace strata

@@ -31,6 +31,7 @@
 #include "strata/traces/plan.hpp"
 
 namespace strata {
+inline namespace models {
 
 enum class Solver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist };
 std::string_view to_string(Solver solver);
@@ -105,4 +106,5 @@ std::vector<std::int64_t> admm_widths(const Model& model);
 // given, else all workers (dp of `--workers N`).
 int solver_stages(const StrategyConfig& config);
 
+}  // namespace models
 }  // namespace strata

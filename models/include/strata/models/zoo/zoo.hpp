@@ -45,6 +45,7 @@
 #include "strata/traces/task.hpp"
 
 namespace strata {
+inline namespace models {
 
 enum class LayerOp : std::uint8_t {
   embedding,    // token + position embedding lookup
@@ -183,4 +184,5 @@ Layer make_linear(std::string name, std::int32_t block, std::int64_t m, std::int
 Layer make_pointwise(std::string name, LayerOp op, std::int32_t block, double elems, double flops_per_elem,
                      double params = 0);
 
+}  // namespace models
 }  // namespace strata
