@@ -16,8 +16,8 @@ namespace detail {
 namespace {
 
 constexpr double kMaxInt = 1e9;
-const std::vector<std::string> algorithm_names = {"ring", "tree", "halving_doubling", "hierarchical"};
-const std::vector<Solver> admm_solvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
+const std::vector<std::string> kAlgorithmNames = {"ring", "tree", "halving_doubling", "hierarchical"};
+const std::vector<Solver> kAdmmSolvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -77,9 +77,9 @@ std::vector<SetKey> make_table() {
   t.push_back(model_count("avg_degree", "neighbours", "mean neighbours per node (gcn), below nodes"));
   t.push_back(real("bucket_mb", SetSection::strategy, 0, false, 1e6, false, "MB",
                    "data-parallel gradient bucket (10^6 B); 0 = one bucket per block"));
-  t.push_back(choice("dp_algo", SetSection::strategy, algorithm_names, "algorithm",
+  t.push_back(choice("dp_algo", SetSection::strategy, kAlgorithmNames, "algorithm",
                      "data-parallel allreduce algorithm"));
-  t.push_back(choice("tp_algo", SetSection::strategy, algorithm_names, "algorithm",
+  t.push_back(choice("tp_algo", SetSection::strategy, kAlgorithmNames, "algorithm",
                      "tensor-parallel allreduce algorithm"));
   t.push_back(integer("replicas", SetSection::strategy, 0, "replicas",
                       "data-parallel replicas lowered (0 = all; the rest assumed identical)"));
@@ -93,11 +93,11 @@ std::vector<SetKey> make_table() {
   t.push_back(choice("variant", SetSection::solver, {"greedy", "chunked", "overlapping"}, "variant",
                      "local parallelism variant", {Solver::local}));
   t.push_back(
-      real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", admm_solvers));
+      real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", kAdmmSolvers));
   t.push_back(real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations",
-                   admm_solvers));
+                   kAdmmSolvers));
   t.push_back(
-      integer("admm_iterations", SetSection::solver, 1, "sweeps", "ADMM sweeps per Plan", admm_solvers));
+      integer("admm_iterations", SetSection::solver, 1, "sweeps", "ADMM sweeps per Plan", kAdmmSolvers));
   SetKey bits =
       integer("quant_bits", SetSection::solver, 1, "bits", "grid of the quantized p", {Solver::pdadmm_g_q});
   bits.max = 8, bits.max_reason = "p is sent as int8, so at most 8 bits";
