@@ -229,7 +229,7 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   o->flags.track(cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)"));
   o->flags.track(cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
                      ->check(CLI::PositiveNumber));
-  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML the predictions use")->required();
+  add_platform_flag(*cmd, o->flags, PlatformFlag::required);
   cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")

@@ -23,9 +23,8 @@ void add_explore_command(CLI::App& app, Action& action) {
   };
   auto o = std::make_shared<Options>();
   o->flags.model = "gpt3-13b";
-  o->flags.platform = "platforms/a100-cluster-64.xml";
   add_common_flags(*cmd, o->flags, false);
-  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML")->capture_default_str();
+  add_platform_flag(*cmd, o->flags, PlatformFlag::shipped_default);
   cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--allow-cross-host-tp", o->cross_host_tp, "let tensor parallelism span hosts");
   cmd->add_option("--trace", o->trace, "where the best configuration's Trace goes (\"\" = none)");
@@ -43,6 +42,7 @@ void add_explore_command(CLI::App& app, Action& action) {
       if (e.solver.solver != Solver::backprop)
         throw InputError("--solver " + flags.solver + ": this command runs backprop only");
       options.model = e.model;
+      options.experiment = e;
       options.base = strategy_of(e, model_of(e));  // dtype, optimizer, batch, ...
       for (const std::string& key : model_keys(e.model))
         if (const std::string value = set_value_text(e, key); !value.empty())

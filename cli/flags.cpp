@@ -188,6 +188,24 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
                      "(docs/solvers.md)"));
 }
 
+void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule) {
+  switch (rule) {
+    case PlatformFlag::required:
+      app.add_option("--platform", flags.platform, "SimGrid platform XML (shipped ones: platforms/)")
+          ->required();
+      return;
+    case PlatformFlag::shipped_default:
+      if (flags.platform.empty()) flags.platform = "platforms/a100-cluster-64.xml";
+      app.add_option("--platform", flags.platform, "SimGrid platform XML (shipped ones: platforms/)")
+          ->capture_default_str();
+      return;
+    case PlatformFlag::this_machine:
+      app.add_option("--platform", flags.platform,
+                     "SimGrid platform XML to simulate on (default: this machine, from --calibration)");
+      return;
+  }
+}
+
 void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
   app.add_option("--collectives", flags.collectives, "collective fidelity: auto | step | aggregated")
       ->check(CLI::IsMember({"auto", "step", "aggregated"}));

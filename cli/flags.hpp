@@ -54,6 +54,13 @@ ReplayOptions replay_options(const ReplayFlags& flags);
 // --microbatches and --iterations.
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy);
 
+// --platform, registered the same way by every command that replays: `required` (simulate,
+// compare-solvers), defaulting to a shipped platform (explore: a100-cluster-64.xml), or optional
+// with "" meaning this machine, described by --calibration (validate). The path resolves with
+// resolve_platform() when the command reads it.
+enum class PlatformFlag : std::uint8_t { required, shipped_default, this_machine };
+void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule);
+
 // The Experiment the flags describe: the --spec file's, with every flag given on top (each
 // override printed to stderr: "spec s.json: --microbatches overrides microbatches (4 -> 8)");
 // without --spec, the flags alone. `global_batch_per_worker`, when > 0 and no batch was given,

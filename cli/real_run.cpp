@@ -28,6 +28,24 @@ Plan plan_to_run(const Experiment& experiment) {
   return plan;
 }
 
+real::OptimizerSettings plan_optimizer(const CommonFlags& flags, const Plan& plan) {
+  Experiment e;
+  e.model = plan.info.model;
+  e.optimizer = *parse_optimizer(flags.optimizer);
+  for (const std::string& pair : flags.sets) {
+    const SetKey* key = nullptr;
+    for (const SetKey& k : set_keys())
+      if (k.name == pair.substr(0, pair.find('='))) key = &k;
+    if (key != nullptr && key->section == SetSection::optimizer) apply_set(e, pair);
+  }
+  real::OptimizerSettings s;
+  s.kind = e.optimizer;
+  s.learning_rate = e.learning_rate.value_or(default_learning_rate(e.optimizer, plan.info.trains_graph()));
+  s.momentum = e.momentum;
+  s.adam = e.adam;
+  return s;
+}
+
 void check_transport(const std::string& transport) {
   if (transport != "threads" && transport != "mpi")
     throw InputError("--transport: '" + transport + "' is not a transport (threads, mpi)");

@@ -24,6 +24,10 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
 // The Plan of `experiment`, refused (InputError) when a kind has no real kernel.
 Plan plan_to_run(const Experiment& experiment);
 
+// The optimizer of a --plan run: --optimizer and the optimizer keys of --set (lr, momentum,
+// beta1, beta2, eps; the Plan fixes everything else), parsed by the experiment's key table.
+real::OptimizerSettings plan_optimizer(const CommonFlags& flags, const Plan& plan);
+
 // Throws InputError unless `transport` is threads or mpi.
 void check_transport(const std::string& transport);
 

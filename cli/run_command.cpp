@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,26 +37,6 @@ struct RunOptions {
   nlohmann::json experiment;  // canonical spec of the run (null for --plan)
 };
 
-// The optimizer of a --plan run: --optimizer and the optimizer keys of --set (lr, momentum,
-// beta1, beta2, eps; the Plan fixes everything else), parsed by the experiment's key table.
-real::OptimizerSettings plan_optimizer(const CommonFlags& flags, const Plan& plan) {
-  Experiment e;
-  e.model = plan.info.model;
-  e.optimizer = *parse_optimizer(flags.optimizer);
-  for (const std::string& pair : flags.sets) {
-    const SetKey* key = nullptr;
-    for (const SetKey& k : set_keys())
-      if (k.name == pair.substr(0, pair.find('='))) key = &k;
-    if (key != nullptr && key->section == SetSection::optimizer) apply_set(e, pair);
-  }
-  real::OptimizerSettings s;
-  s.kind = e.optimizer;
-  s.learning_rate = e.learning_rate.value_or(default_learning_rate(e.optimizer, plan.info.trains_graph()));
-  s.momentum = e.momentum;
-  s.adam = e.adam;
-  return s;
-}
-
 // A measured trace that records what was run.
 Trace recorded(Trace trace, const RunOptions& o, const Plan& plan) {
   trace.experiment = o.experiment;
@@ -74,22 +55,36 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
 }
 
 // The --log CSV of every run: a header, then a row per epoch, the file rewritten after each row
-// so that a stopped run keeps its log. `write` false (not process 0, or no --log) keeps it quiet.
+// so that a stopped run keeps its log. Beside it, <log>.experiment.json records what ran (its
+// `experiment`, `experiment_hash` and `strata_version`; `strata spec --from log.csv` reads it),
+// written with the first row. `write` false (not process 0, or no --log) keeps it quiet.
 class RunLog {
  public:
-  RunLog(std::string path, bool write) : path_(std::move(path)), write_(write && !path_.empty()) {}
+  RunLog(const RunOptions& o, const Plan& plan, bool write) : path_(o.log), write_(write && !path_.empty()) {
+    nlohmann::ordered_json j;
+    j["format"] = "strata-run-log";
+    j["log"] = std::filesystem::path(path_).filename().string();
+    j["experiment_hash"] = plan.info.experiment_hash;
+    j["strata_version"] = strata_version();
+    j["experiment"] = o.experiment;
+    sidecar_ = j.dump(1) + "\n";
+  }
   void add(long long epoch, double train_s, double wall_s, long long samples, double loss, double accuracy,
            double samples_per_s) {
     char row[256];
     std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_s, wall_s, samples,
                   loss, accuracy, samples_per_s);
     text_ += row;
-    if (write_) write_file_atomically(path_, text_);
+    if (!write_) return;
+    if (!sidecar_.empty()) write_file_atomically(path_ + ".experiment.json", sidecar_);
+    sidecar_.clear();
+    write_file_atomically(path_, text_);
   }
 
  private:
   std::string path_;
   bool write_;
+  std::string sidecar_;  // until written
   std::string text_ =
       "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
 };
@@ -137,7 +132,7 @@ int train_admm(const Plan& plan, const RunOptions& o, real::Transport<T>& transp
         plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
         transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
         transport.name().c_str(), o.precision.c_str(), static_cast<long long>(shape.samples), sweeps, runs);
-  RunLog log(o.log, report);
+  RunLog log(o, plan, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int r = 1; r <= runs; ++r) {
@@ -201,7 +196,7 @@ int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettin
         static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
         graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds,
         runs);
-  RunLog log(o.log, report);
+  RunLog log(o, plan, report);
   double train_seconds = 0;
   for (int r = 1; r <= runs; ++r) {
     double seconds = 0;
@@ -255,7 +250,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
         static_cast<long long>(trainer.global_batch()),
         static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
-  RunLog log(o.log, report);
+  RunLog log(o, plan, report);
   double train_seconds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {

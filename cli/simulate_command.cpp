@@ -61,7 +61,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("simulate", "replay a Plan on a SimGrid platform");
   auto o = std::make_shared<SimulateOptions>();
   add_common_flags(*cmd, o->flags, true);
-  cmd->add_option("--platform", o->flags.platform, "SimGrid platform XML")->required();
+  add_platform_flag(*cmd, o->flags, PlatformFlag::required);
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   cmd->add_option("--trace", o->trace, "write the predicted Trace (strata JSON)");
   cmd->add_option("--report", o->report, "write the report (JSON)");

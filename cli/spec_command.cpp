@@ -1,13 +1,18 @@
 // strata spec: prints or writes the effective experiment spec (JSON) of the flags, of a --spec
 // file with flags on top, or of any output strata wrote (--from report.json, trace, Perfetto
-// file, validation JSON). `strata spec --help` lists every --set key from the key table.
+// file, SVG timeline, validation JSON, run log). `strata spec --help` lists every --set key from the key
+// table.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "commands.hpp"
 #include "flags.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/timeline_svg.hpp"
 
 namespace strata::cli {
 namespace {
@@ -19,9 +24,27 @@ struct SpecOptions {
 };
 
 // The experiment recorded in a file strata wrote: a spec itself, or the `experiment` of a
-// report, trace or validation JSON, or the `metadata` of a Perfetto file.
+// report, trace, validation JSON or run log's sidecar, the `metadata` of a Perfetto file, or the
+// <metadata> element of an SVG timeline. A run's --log CSV names its sidecar, <log>.experiment.json.
 Experiment recorded_experiment(const std::string& path) {
-  const nlohmann::json doc = read_json_file(path);
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0) {
+    const std::string sidecar = path + ".experiment.json";
+    if (!std::filesystem::exists(sidecar))
+      throw InputError(path + ": a CSV log records its experiment in " + sidecar + ", which does not exist");
+    return recorded_experiment(sidecar);
+  }
+  nlohmann::json doc;
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".svg") == 0) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open");
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = svg_metadata_json(svg);
+    if (text.empty())
+      throw InputError(path + ": <metadata id=\"strata-experiment\">: no experiment recorded in this SVG");
+    doc = parse_json_text(text, path + " <metadata>");
+  } else {
+    doc = read_json_file(path);
+  }
   if (doc.is_object() && doc.value("format", "") == "strata-experiment")
     return experiment_from_json(doc, path);
   if (doc.is_object() && doc.contains("experiment") && !doc.at("experiment").is_null())
@@ -57,7 +80,7 @@ void add_spec_command(CLI::App& app, Action& action) {
       cmd->add_option("--epochs", o->flags.epochs, "passes over the data of a real run (strata run)")
           ->check(CLI::PositiveNumber));
   cmd->add_option("--from", o->from,
-                  "read the spec recorded in a report, trace, Perfetto or validation file");
+                  "read the spec recorded in a report, trace, Perfetto, SVG, validation file or run log");
   cmd->add_option("-o,--output", o->output, "spec JSON to write (default: print it)");
   cmd->footer("--set keys (type, range, unit; who takes them):\n" + set_keys_help());
   cmd->callback([&action, o] { action = [o] { return write_spec(*o); }; });

@@ -42,8 +42,9 @@ struct ValidateOptions {
   std::string svg = "validation.svg";
   std::string json;
   bool no_pin = false;
-  bool speedup = false;       // also the same flags on 1 worker, runs alternated
-  nlohmann::json experiment;  // canonical spec of what runs (null for --plan)
+  bool speedup = false;               // also the same flags on 1 worker, runs alternated
+  nlohmann::json experiment;          // canonical spec of what runs (null for --plan)
+  real::OptimizerSettings optimizer;  // the experiment's (--plan: --optimizer and --set's)
 };
 
 double span_of(const Trace& t) {
@@ -84,6 +85,7 @@ NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
   real::PlanRunSettings settings;
   settings.seed = static_cast<std::uint64_t>(o.flags.seed);
   settings.pin_workers = !o.no_pin;
+  settings.optimizer = o.optimizer;
   settings.device = o.device;
   settings.executor = executor_for<float>(o.device, *backend);
   settings.transport = transport;
@@ -304,8 +306,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   add_common_flags(*cmd, o->flags, true);
   add_replay_flags(*cmd, o->replay);
   cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
-  cmd->add_option("--platform", o->flags.platform,
-                  "SimGrid platform to simulate on (default: this machine, from --calibration)");
+  add_platform_flag(*cmd, o->flags, PlatformFlag::this_machine);
   cmd->add_option("--transport", o->transport, "threads (default) or mpi");
   cmd->add_option("--device", o->device,
                   "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");
@@ -331,9 +332,11 @@ void add_validate_command(CLI::App& app, Action& action) {
       if (o->plan.empty()) {
         const Experiment e = experiment_of(o->flags, kRunBatchPerWorker);
         o->experiment = canonical_json(e);
+        o->optimizer = optimizer_of(e);
         plan = plan_to_run(e);
       } else {
         plan = plan_to_run(o->flags, o->plan);
+        o->optimizer = plan_optimizer(o->flags, plan);
       }
       Simulation sim = prepare_simulation(*o);
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));

@@ -86,7 +86,17 @@ std::string replay_job(const Model& model, const StrategyConfig& config, const E
 std::string write_best_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
   ReplayOptions replay_options = options.replay;
   replay_options.keep_trace = true;
-  const ReplayResult result = replay(lower(model, config), options.platform, replay_options);
+  Plan plan = lower(model, config);
+  Experiment experiment;
+  if (options.experiment) {
+    experiment = experiment_for(*options.experiment, config);
+    plan.info.experiment_hash = experiment_hash(experiment);
+  }
+  ReplayResult result = replay(plan, options.platform, replay_options);
+  if (options.experiment) {
+    result.trace.experiment = canonical_json(experiment);
+    result.trace.experiment_hash = plan.info.experiment_hash;
+  }
   if (!options.best_trace_path.empty()) write_trace(result.trace, options.best_trace_path);
   if (!options.best_perfetto_path.empty()) write_chrome_trace(result.trace, options.best_perfetto_path);
   if (!options.best_svg_path.empty()) {
@@ -166,6 +176,17 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
     }
   }
   return out;
+}
+
+Experiment experiment_for(Experiment base, const StrategyConfig& config) {
+  base.dp = config.dp;
+  base.tp = config.tp;
+  base.pp = config.pp;
+  base.schedule = config.schedule;
+  base.microbatches = config.microbatches;
+  base.global_batch = config.global_batch;
+  base.replicas = config.lowered_replicas;
+  return base;
 }
 
 ExploreResult explore(const ExploreOptions& requested) {

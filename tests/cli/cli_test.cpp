@@ -1,7 +1,6 @@
 // The strata command end to end: bad input gives one line on stderr, a non-zero exit and no
 // output file; the same inputs give byte-identical files.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -12,50 +11,17 @@
 #include <sstream>
 #include <string>
 
+#include "cli_process.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int rc = 0;
-  std::string out;
-  std::string err;
-};
+using strata_test::Outcome;
 
-class Cli : public ::testing::Test {
+class Cli : public strata_test::CliProcess {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  Outcome run(const std::string& args) const {
-    const std::string err_file = path("stderr.txt");
-    const std::string cmd = std::string(STRATA_BINARY) + " " + args + " 2>" + err_file;
-    Outcome r;
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
-    int status = ::pclose(pipe);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-    r.err = slurp(err_file);
-    return r;
-  }
-
-  static std::string slurp(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  void write(const std::string& name, const std::string& content) const {
-    std::ofstream(path(name)) << content;
-  }
+  Cli() : CliProcess("strata-cli-", false) {}
 
   // One line on stderr naming `expected`, exit 1, and no file at `output`.
   void expect_one_line_error(const Outcome& r, const std::string& expected,
@@ -69,8 +35,6 @@ class Cli : public ::testing::Test {
         EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
     }
   }
-
-  fs::path dir_;
 };
 
 const std::string kPlatforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";

@@ -1,60 +1,28 @@
 // Experiments as files: `strata spec`, `--spec` on every command, the spec and its hash in every
 // output, and the shipped examples (issue 13's "Done when").
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
+#include "cli_process.hpp"
 #include "strata/models/experiment.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int rc = 0;
-  std::string out;
-  std::string err;
-};
+using strata_test::Outcome;
 
-class Spec : public ::testing::Test {
+class Spec : public strata_test::CliProcess {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata-spec-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  Outcome run(const std::string& args) const {
-    const std::string err_file = path("stderr.txt");
-    const std::string cmd = "cd " + dir_.string() + " && " + STRATA_BINARY + " " + args + " 2>" + err_file;
-    Outcome r;
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
-    const int status = ::pclose(pipe);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-    r.err = slurp(err_file);
-    return r;
-  }
-
-  static std::string slurp(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  fs::path dir_;
+  Spec() : CliProcess("strata-spec-", true) {}
 };
 
 const std::string kSource = STRATA_SOURCE_DIR;
@@ -110,6 +78,34 @@ TEST_F(Spec, TracesAndPerfettoFilesRecordTheSpec) {
   }
 }
 
+// explore's best-configuration files record the spec of that configuration: simulating it again
+// from the spec gives the iteration time explore printed for it.
+TEST_F(Spec, ExploresBestFilesRecordTheBestConfigurationsSpec) {
+  const std::string platform = kSource + "/platforms/a100-node-8.xml";
+  const Outcome r = run("explore --model gpt2-small --set layers=2 --platform " + platform +
+                        " --top 2 --trace t.json --perfetto f.json --svg s.svg");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::smatch best;
+  ASSERT_TRUE(
+      std::regex_search(r.out, best, std::regex(R"(\n +1 +\d+ +\d+ +\d+ +\S+ +\d+ +[0-9.]+ +([0-9.]+) )")))
+      << r.out;
+  ASSERT_EQ(run("spec --from t.json -o b.json").rc, 0);
+  for (const char* file : {"f.json", "s.svg"}) {
+    const Outcome from = run(std::string("spec --from ") + file);
+    ASSERT_EQ(from.rc, 0) << file << ": " << from.err;
+    EXPECT_EQ(from.out, slurp(path("b.json"))) << file;
+  }
+  const strata::Experiment e = strata::read_experiment(path("b.json"));
+  EXPECT_EQ(e.model, "gpt2-small");
+  EXPECT_EQ(e.params.layers, 2);
+  EXPECT_EQ(nlohmann::json::parse(slurp(path("t.json"))).at("experiment_hash"), strata::experiment_hash(e));
+  ASSERT_EQ(run("simulate --spec b.json --platform " + platform + " --report r.json").rc, 0);
+  char simulated[32];
+  std::snprintf(simulated, sizeof simulated, "%.4f",
+                nlohmann::json::parse(slurp(path("r.json"))).at("iteration_time_s").get<double>());
+  EXPECT_EQ(simulated, best[1].str());
+}
+
 TEST_F(Spec, HelpListsEveryKeyOfTheTable) {
   const Outcome r = run("spec --help");
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -139,14 +135,18 @@ TEST_F(Spec, BadSpecsAndUnknownKeysAreOneLine) {
 
 // --set lr is a key of the table, so every command takes it.
 TEST_F(Spec, RunAndValidateAcceptTheLearningRate) {
-  const Outcome r = run("run --model mlp --epochs 1 --no-pin --set lr=0.01 --optimizer sgd --trace m.json");
+  const Outcome r =
+      run("run --model mlp --epochs 1 --no-pin --set lr=0.01 --optimizer sgd --trace m.json --log l.csv");
   ASSERT_EQ(r.rc, 0) << r.err;
+  // The log's sidecar records the same spec as the trace.
+  ASSERT_EQ(run("spec --from l.csv -o from-log.json").rc, 0);
   // The measured trace records the run's spec, learning rate and batch (64 per rank) included.
   ASSERT_EQ(run("spec --from m.json -o from-trace.json").rc, 0);
   const strata::Experiment measured = strata::read_experiment(path("from-trace.json"));
   EXPECT_DOUBLE_EQ(*measured.learning_rate, 0.01);
   EXPECT_EQ(measured.optimizer, strata::Optimizer::sgd);
   EXPECT_EQ(measured.global_batch, 64);
+  EXPECT_EQ(slurp(path("from-log.json")), slurp(path("from-trace.json")));
   std::ofstream(path("c.json")) << R"({"schema_version": 2, "format": "strata-calibration",
     "flops_efficiency": {"linear_fwd/fp32": 0.5},
     "transports": {"threads": {"p2p_alpha_s": 2e-5, "p2p_beta_s_per_byte": 1e-10, "allreduce_alpha_s": 1e-5,

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
 
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/units.hpp"
@@ -49,6 +52,42 @@ double tick_step(double span) {
 
 }  // namespace
 
+std::string svg_experiment_metadata(const Trace& trace) {
+  nlohmann::ordered_json j;
+  j["experiment_hash"] = trace.experiment_hash;
+  j["strata_version"] = strata_version();
+  j["experiment"] = trace.experiment;
+  return "<metadata id=\"strata-experiment\">" + xml_escape(j.dump()) + "</metadata>\n";
+}
+
+std::string svg_metadata_json(const std::string& svg) {
+  const std::string open = "<metadata id=\"strata-experiment\">";
+  const std::size_t begin = svg.find(open);
+  if (begin == std::string::npos) return "";
+  const std::size_t from = begin + open.size();
+  const std::size_t end = svg.find("</metadata>", from);
+  if (end == std::string::npos) return "";
+  std::string out;
+  for (std::size_t i = from; i < end; ++i) {
+    if (svg[i] != '&') {
+      out += svg[i];
+      continue;
+    }
+    bool known = false;
+    for (const auto& [entity, c] : {std::pair{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}}) {
+      const std::string_view e(entity);
+      if (svg.compare(i, e.size(), e) == 0) {
+        out += c;
+        i += e.size() - 1;
+        known = true;
+        break;
+      }
+    }
+    if (!known) out += '&';
+  }
+  return out;
+}
+
 std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -90,6 +129,7 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options) {
                   "\" height=\"" + std::to_string(height) +
                   "\" font-family=\"sans-serif\" font-size=\"10\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  if (!trace.experiment_hash.empty()) s += svg_experiment_metadata(trace);
   const std::string title = options.title.empty() ? trace.source : options.title;
   s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"16\" font-size=\"13\">" + xml_escape(title) +
        "</text>\n";

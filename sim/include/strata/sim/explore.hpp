@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "strata/models/cost/analytical.hpp"
+#include "strata/models/experiment.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata {
@@ -23,7 +24,10 @@ struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
   StrategyConfig base;  // dtype, optimizer, global batch, seed, bucket size, algos
-  int workers = 0;      // 0 = every worker slot of the platform
+  // The experiment the options came from (strategy aside): the best configuration's files record
+  // it with the best dp/tp/pp/schedule/microbatches/batch (experiment_for), and its hash.
+  std::optional<Experiment> experiment;
+  int workers = 0;  // 0 = every worker slot of the platform
   int top_k = 5;
   bool allow_cross_host_tp = false;
   std::string platform;
@@ -62,6 +66,10 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
 ClusterSpec cluster_spec(const PlatformSummary& platform);
 
 ExploreResult explore(const ExploreOptions& options);
+
+// `base` with the strategy of `config` (dp, tp, pp, schedule, microbatches, global batch and the
+// replicas a reduced replay lowers): the spec that `strata simulate --spec` replays as explore did.
+Experiment experiment_for(Experiment base, const StrategyConfig& config);
 
 // The ranked table: rank, dp, tp, pp, schedule, microbatches, analytical and simulated
 // iteration time (s), tokens/s, MFU (%), bubble (%), peak memory per GPU (GiB), fits.

@@ -26,6 +26,13 @@ std::string trace_to_svg(const Trace& trace, const TimelineOptions& options = {}
 // writers share it).
 std::string xml_escape(const std::string& text);
 
+// A trace that records its experiment (Trace::experiment_hash set) carries it in the SVG as
+// <metadata id="strata-experiment">{"experiment_hash", "strata_version", "experiment"}</metadata>
+// (the JSON XML-escaped): svg_experiment_metadata() writes that element, svg_metadata_json() reads
+// the JSON text back out of an SVG document ("" when it has none).
+std::string svg_experiment_metadata(const Trace& trace);
+std::string svg_metadata_json(const std::string& svg);
+
 // Writes trace_to_svg atomically.
 void write_timeline_svg(const Trace& trace, const std::string& path, const TimelineOptions& options = {});
 

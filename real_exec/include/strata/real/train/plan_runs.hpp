@@ -1,8 +1,8 @@
 // plan_runs(): one Plan's real runs, one iteration per call, whatever trains it: the
 // PlanTrainer that make_plan_trainer picks from the Plan's solver (plan_trainer.hpp) — a backprop
 // Plan on consecutive Fashion-MNIST batches, an ADMM Plan's sweeps on its seeded full batch, a GCN
-// Plan's rounds on the kNN graph of its nodes (gcn.hpp's Adam step, lr 0.01). What
-// `strata validate` measures and what `strata calibrate` times tasks in.
+// Plan's rounds on the kNN graph of its nodes. What `strata validate` measures and what
+// `strata calibrate` times tasks in.
 //
 // Each call returns every task's (start, end) of that iteration, merged over the processes when
 // the transport spreads the workers (a collective then: every process calls it in step).
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ namespace strata::real {
 struct PlanRunSettings {
   std::uint64_t seed = 0;
   bool pin_workers = true;
+  // The experiment's optimizer (models::optimizer_of); empty: each solver's own (RealSettings).
+  std::optional<OptimizerSettings> optimizer;
   std::string device = "cpu";             // what `executor` builds on (ADMM and GCN Plans: cpu only)
   ExecutorFactory<float> executor;        // backprop Plans' executor; empty: TaskRunner on the CPU
   Transport<float>* transport = nullptr;  // null: the workers are threads of this process
