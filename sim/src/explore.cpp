@@ -192,6 +192,8 @@ Experiment experiment_for(Experiment base, const StrategyConfig& config) {
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
+  // Checked here, in the parent, so that every replay's child (forked after) skips the check.
+  check_platform(options.platform, options.replay.network);
   const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child([&] {
     return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump();
   })));
