@@ -95,6 +95,29 @@ std::set<std::string>& verified_platforms() {
   return verified;
 }
 
+// Every ordered pair of hosts, a host with itself included, must have a route: SimGrid aborts
+// on a transfer over an empty route of no latency ("no connecting path"), which a Full zone
+// missing a <route> gives. Checked for platforms of up to kRouteCheckHosts hosts (65,536
+// route queries, a few milliseconds); larger ones are clusters, whose routes SimGrid builds.
+constexpr std::size_t kRouteCheckHosts = 256;
+
+void check_routes(const std::string& path, const LoadedPlatform& platform) {
+  const std::size_t n = platform.summary().hosts.size();
+  if (n > kRouteCheckHosts) return;
+  std::vector<simgrid::s4u::Link*> links;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      links.clear();
+      double latency = 0;
+      platform.host(static_cast<int>(a))->route_to(platform.host(static_cast<int>(b)), links, &latency);
+      if (links.empty() && latency <= 0)
+        throw InputError(input_error_message(path, "",
+                                             "no route from host '" + platform.summary().hosts[a].name +
+                                                 "' to host '" + platform.summary().hosts[b].name +
+                                                 "' (SimGrid aborts on a transfer between them)"));
+    }
+}
+
 }  // namespace
 
 void verify_platform(const std::string& path, const NetworkConfig& network) {
@@ -109,6 +132,7 @@ void verify_platform(const std::string& path, const NetworkConfig& network) {
       [&] {
         static std::unique_ptr<LoadedPlatform> loaded;
         loaded = std::make_unique<LoadedPlatform>(path, network, LoadedPlatform::Verify::no);
+        check_routes(path, *loaded);
         return std::string();
       },
       path + ": SimGrid cannot load this platform");

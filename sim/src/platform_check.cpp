@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -221,6 +222,13 @@ class PlatformChecker {
     Element e{name, a.count("id") ? a.at("id") : "", 1};
     if (name == "prop") {
       check_prop(a);
+    } else if (name == "include" || name == "storage" || name == "storage_type" || name == "mount") {
+      // SimGrid 3.32 kills the process on these (xbt_die).
+      report(e, "element",
+             std::string("<") + name + "> was removed in SimGrid " + (name == "include" ? "3.18" : "3.27") +
+                 "; SimGrid 3.32 does not read it");
+    } else if (name == "platform") {
+      check_version(e, a);
     } else if (name == "host" || name == "cluster") {
       e.pstates = quantities(e, a, "speed", Dimension::speed, ",");
       integer(e, a, "core", 1, 1000000);
@@ -257,6 +265,18 @@ class PlatformChecker {
       quantity(e, a, "write_bw", Dimension::bandwidth);
     }
     stack_.push_back(std::move(e));
+  }
+
+  // SimGrid reads the version with std::stod, then rounds 100 times it to a long: NaN or a huge
+  // value would be undefined there. It then refuses versions other than 4.x itself.
+  void check_version(const Element& e, const Attributes& a) {
+    const auto it = a.find("version");
+    if (it == a.end()) return;
+    char* end = nullptr;
+    const double version = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || !(version >= 0 && version < 1e6))
+      report(e, "attribute version",
+             "'" + it->second + "' is not a platform version (SimGrid 3.32 reads 4.1)");
   }
 
   // SimGrid 3.32's routings (sg_platf.cpp, compared ignoring case); any other kills it (xbt_die).
@@ -332,6 +352,11 @@ void check_network_model(const std::string& model) {
     if (m == model) return;
   std::string known;
   for (const std::string& m : network_models()) known += (known.empty() ? "" : ", ") + m;
+  if (model == "Constant" || model == "ns-3")
+    throw InputError(
+        "--network-model: SimGrid's '" + model + "' model cannot replay strata's plans (" +
+        (model == "ns-3" ? "Debian's SimGrid is built without ns-3" : "it has no links nor routes") +
+        "); use one of " + known);
   throw InputError("--network-model: unknown SimGrid network model '" + model + "' (known: " + known + ")");
 }
 

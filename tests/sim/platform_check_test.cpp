@@ -3,6 +3,7 @@
 // SimGrid's own units are accepted exactly as SimGrid accepts them (the files that pass are
 // then loaded by SimGrid in a child process, which would fail the test if SimGrid disagreed).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -207,7 +208,8 @@ TEST(PlatformCheck, NetworkModelsAreCheckedAgainstSimGridsList) {
         << model;
   // Constant has no links, and strata reads routes: refused before SimGrid aborts on a route.
   EXPECT_EQ(problem_of("m4.xml", cluster_xml(), NetworkOptions{"Constant", false}),
-            "--network-model: unknown SimGrid network model 'Constant' " + known);
+            "--network-model: SimGrid's 'Constant' model cannot replay strata's plans (it has no links nor "
+            "routes); use one of LV08, CM02, SMPI, IB");
 }
 
 TEST(PlatformCheck, DirectoriesMissingFilesAndNonUtf8NamesGetOneLine) {
@@ -225,12 +227,26 @@ TEST(PlatformCheck, DirectoriesMissingFilesAndNonUtf8NamesGetOneLine) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), dir + "/missing.xml: cannot open file: No such file or directory");
   }
+  const std::string fifo = (test::temp_dir() / "a-fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    check_platform(fifo);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": not a regular file (SimGrid reads platforms from files)");
+  }
   EXPECT_EQ(problem_of("latin1.xml", link_xml("1GBps", "0s", "n\xe9ud-0")),
             "latin1.xml:5: not UTF-8 (byte 0xe9); strata reads platform files as UTF-8 only");
   EXPECT_EQ(
       problem_of("unclosed.xml", kHead + "<zone id=\"z\" routing=\"Full\">\n<host id=\"a\" speed=\"1f\">\n"
                                          "</zone>\n</platform>\n"),
       "unclosed.xml:6: XML: mismatched tag");
+  EXPECT_EQ(
+      problem_of("include.xml", kHead + "<include file=\"other.xml\"/>\n</platform>\n"),
+      "include.xml:4: include element: <include> was removed in SimGrid 3.18; SimGrid 3.32 does not read it");
+  EXPECT_EQ(
+      problem_of("version.xml", replaced(cluster_xml(), "version=\"4.1\"", "version=\"nan\"")),
+      "version.xml:3: platform attribute version: 'nan' is not a platform version (SimGrid 3.32 reads 4.1)");
 }
 
 TEST(PlatformCheck, WhatSimGridAbortsOnBecomesOneLine) {
@@ -253,6 +269,18 @@ TEST(PlatformCheck, WhatSimGridAbortsOnBecomesOneLine) {
                                          "</zone>\n</platform>\n"),
       "no-route.xml: SimGrid cannot load this platform: simulation process killed by signal Segmentation "
       "fault");
+}
+
+TEST(PlatformCheck, EveryPairOfHostsNeedsARoute) {
+  // A Full zone missing the route a -> c: SimGrid aborts at the first transfer between them.
+  EXPECT_EQ(problem_of("routes.xml", kHead + "<zone id=\"z\" routing=\"Full\">\n"
+                                             "<host id=\"a\" speed=\"1Tf\"/><host id=\"b\" speed=\"1Tf\"/>"
+                                             "<host id=\"c\" speed=\"1Tf\"/>\n"
+                                             "<link id=\"l\" bandwidth=\"1GBps\" latency=\"1us\"/>\n"
+                                             "<route src=\"a\" dst=\"a\"><link_ctn id=\"l\"/></route>\n"
+                                             "<route src=\"a\" dst=\"b\"><link_ctn id=\"l\"/></route>\n"
+                                             "</zone>\n</platform>\n"),
+            "routes.xml: no route from host 'a' to host 'c' (SimGrid aborts on a transfer between them)");
 }
 
 TEST(PlatformCheck, EveryShippedPlatformPasses) {
