@@ -149,10 +149,10 @@ class PlatformChecker {
   // Keeps the first problem: "p.xml:12: link 'l0' attribute bandwidth: <problem>".
   void report(const Element& e, const std::string& what, const std::string& problem) {
     if (problem.empty() || !error_.empty()) return;
-    const std::string kAttribute = "attribute ";
-    const std::string line =
-        std::to_string(what.rfind(kAttribute, 0) == 0 ? attribute_line(what.substr(kAttribute.size()))
-                                                      : XML_GetCurrentLineNumber(parser_));
+    const std::string attribute_prefix = "attribute ";
+    const std::string line = std::to_string(what.rfind(attribute_prefix, 0) == 0
+                                                ? attribute_line(what.substr(attribute_prefix.size()))
+                                                : XML_GetCurrentLineNumber(parser_));
     error_ = input_error_message(path_ + ":" + line,
                                  e.name + (e.id.empty() ? "" : " '" + e.id + "'") + " " + what, problem);
     XML_StopParser(parser_, XML_FALSE);
