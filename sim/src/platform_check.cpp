@@ -180,8 +180,16 @@ class PlatformChecker {
   void integer(const Element& e, const Attributes& a, const std::string& attribute, long long min,
                long long max) {
     const auto it = a.find(attribute);
+    if (it == a.end()) return;
+    // The DTD writes pstate's default as "0.0" (SimGrid reads it with std::stoi): a zero
+    // fraction is accepted there.
+    std::string text = it->second;
+    const std::size_t dot = text.find('.');
+    if (attribute == "pstate" && dot != std::string::npos && dot > 0 &&
+        text.find_first_not_of('0', dot + 1) == std::string::npos)
+      text.erase(dot);
     long long value = 0;
-    if (it != a.end()) report(e, "attribute " + attribute, parse_int(it->second, min, max, value));
+    report(e, "attribute " + attribute, parse_int(text, min, max, value));
   }
 
   // "0-99,120,200-203" (SimGrid's explodesRadical): counts the hosts, refusing more than

@@ -117,6 +117,8 @@ TEST(PlatformCheck, CoresPstatesAndSpeedsAreChecked) {
   EXPECT_EQ(
       problem_of("speeds.xml", link_xml("1GBps", "0s", "h0", "speed=\"1Gf, 0f\"")),
       "speeds.xml:5: host 'h0' attribute speed: item 1 of '1Gf, 0f': '0f' is zero; it must be positive");
+  EXPECT_EQ(problem_of("pstate-ok.xml", link_xml("1GBps", "0s", "h0", "speed=\"1Gf,2Gf\" pstate=\"1.0\"")),
+            "");
   EXPECT_EQ(
       problem_of("speed-unit.xml", link_xml("1GBps", "0s", "h0", "speed=\"1Gflops\"")),
       "speed-unit.xml:5: host 'h0' attribute speed: '1Gflops' has an unknown unit 'Gflops' (units: f, kf, "
