@@ -1,11 +1,14 @@
 #include "strata/traces/plan_json.hpp"
 
+#include <functional>
+#include <new>
 #include <unordered_map>
 #include <variant>
 
 #include "plan_info_json.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/json_stream.hpp"
 
 namespace strata {
 inline namespace traces {
@@ -99,17 +102,58 @@ OrderedJson task_to_json(const Plan& plan, const Task& task) {
   return j;
 }
 
-OrderedJson plan_document(const Plan& plan) {
+// The members before the buffers and tasks, in the file's order.
+OrderedJson plan_header(const Plan& plan) {
   OrderedJson doc;
   doc["schema_version"] = kPlanSchemaVersion;
   doc["format"] = kFormat;
   doc["info"] = plan_json::info_to_json(plan.info);
   doc["num_workers"] = plan.num_workers();
+  return doc;
+}
+
+OrderedJson plan_document(const Plan& plan) {
+  OrderedJson doc = plan_header(plan);
   OrderedJson& buffers = doc["buffers"] = OrderedJson::array();
   for (const Buffer& b : plan.buffers()) buffers.push_back(buffer_to_json(b));
   OrderedJson& tasks = doc["tasks"] = OrderedJson::array();
   for (const Task& t : plan.tasks()) tasks.push_back(task_to_json(plan, t));
   return doc;
+}
+
+// One element per line, as dump_one_element_per_line lays out a document (json_io.hpp), written
+// element by element: at 10^6 tasks the whole document as a DOM took 4.2 GB.
+void write_array(const char* key, std::size_t count, const std::function<OrderedJson(std::size_t)>& element,
+                 const std::string& path, const ChunkWriter& write) {
+  write(std::string(",\"") + key + "\":");
+  if (count == 0) {
+    write("[]");
+    return;
+  }
+  write("[\n");
+  const std::string pointer = std::string("/") + key + "/";
+  for (std::size_t i = 0; i < count; ++i) {
+    write(dump_json_value(element(i), path, pointer + std::to_string(i)));
+    write(i + 1 < count ? ",\n" : "\n");
+  }
+  write("]");
+}
+
+void write_document(const Plan& plan, const std::string& path, const ChunkWriter& write) {
+  const OrderedJson header = plan_header(plan);
+  bool first = true;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    write(first ? "{" : ",");
+    first = false;
+    write(OrderedJson(it.key()).dump() + ":" + dump_json_value(*it, path, "/" + it.key()));
+  }
+  write_array(
+      "buffers", plan.buffers().size(), [&](std::size_t b) { return buffer_to_json(plan.buffer(b)); }, path,
+      write);
+  write_array(
+      "tasks", plan.size(),
+      [&](std::size_t t) { return task_to_json(plan, plan.task(static_cast<TaskIndex>(t))); }, path, write);
+  write("}\n");
 }
 
 // ---- reading ----------------------------------------------------------------------------------
@@ -232,26 +276,6 @@ Task read_task(const JsonNode& node, const BufferIds& buffer_ids) {
   return task;
 }
 
-void read_dependencies(const JsonNode& tasks, Plan& plan) {
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    JsonNode node = tasks.at(i);
-    for (const char* key : {"data_deps", "control_deps"}) {
-      std::optional<JsonNode> deps = node.find(key);
-      if (!deps) continue;
-      for (std::size_t d = 0; d < deps->size(); ++d) {
-        JsonNode ref = deps->at(d);
-        long dep = plan.find(ref.as_string());
-        if (dep < 0) ref.fail("unknown task " + quote_for_message(ref.as_string()));
-        auto consumer = static_cast<TaskIndex>(i);
-        if (key[0] == 'd')
-          plan.add_data_dep(static_cast<TaskIndex>(dep), consumer);
-        else
-          plan.add_control_dep(static_cast<TaskIndex>(dep), consumer);
-      }
-    }
-  }
-}
-
 // The file's schema version, when this strata reads it: kPlanSchemaVersion, or an older one whose
 // missing fields read_info derives. A newer file names the version it needs.
 std::int64_t check_header(const JsonNode& root) {
@@ -270,57 +294,186 @@ std::int64_t check_header(const JsonNode& root) {
   return v;
 }
 
-Plan build_plan(const JsonNode& root, std::int64_t version) {
-  root.reject_unknown_fields({"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
-  Plan plan(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
-  if (std::optional<JsonNode> info = root.find("info")) plan.info = plan_json::read_info(*info, version);
+// Builds a Plan from its buffers and tasks as they come (a file streamed by stream_json_file, or
+// the arrays of a DOM), then from the rest of the document: the header (schema_version, format,
+// num_workers, info) is checked at the end, and the version as soon as the first buffer or task
+// arrives, so that a newer file fails on its version rather than on a field it added.
+// Dependencies on tasks further down the file are resolved at the end, in file order.
+class PlanReader {
+ public:
+  explicit PlanReader(const std::string& source) : source_(source) {}
 
-  BufferIds buffer_ids;
-  if (std::optional<JsonNode> buffers = root.find("buffers")) {
-    for (std::size_t b = 0; b < buffers->size(); ++b) {
-      JsonNode node = buffers->at(b);
-      Buffer buffer = read_buffer(node);
-      if (!buffer_ids.emplace(buffer.id, plan.add_buffer(buffer)).second)
-        node.at("id").fail("duplicate buffer id " + quote_for_message(buffer.id));
+  void element(std::string_view array, std::size_t index, const nlohmann::json& value,
+               const nlohmann::json& root) {
+    if (!version_checked_ && root.is_object() && root.contains("schema_version")) {
+      check_header(JsonNode(root, source_));
+      version_checked_ = true;
+    }
+    const JsonNode node(value, source_, "/" + std::string(array) + "/" + std::to_string(index));
+    if (array == "buffers") {
+      add_buffer(node);
+    } else {
+      buffers_came_first_ = root.is_object() && root.contains("buffers");
+      add_task(node);
     }
   }
-  JsonNode tasks = root.at("tasks");
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    JsonNode node = tasks.at(i);
-    Task task = read_task(node, buffer_ids);
+
+  Plan finish(const nlohmann::json& doc) {
+    const JsonNode root(doc, source_);
+    const std::int64_t version = check_header(root);
+    root.reject_unknown_fields({"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
+    plan_.set_num_workers(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
+    if (std::optional<JsonNode> info = root.find("info")) plan_.info = plan_json::read_info(*info, version);
+    if (std::optional<JsonNode> buffers = root.find("buffers")) buffers->size();  // an array
+    root.at("tasks").size();                                                      // an array
+    resolve_forward_dependencies();
+    if (version == 1) plan_.info.graph_nodes = plan_json::legacy_graph_nodes(plan_);
+    // Ranges, stream/kind agreement, self-dependencies and cycles: one check shared with Plans
+    // that strategies build in memory. Task N of the file is task index N, so pointers agree.
+    plan_.validate(source_);
+    return std::move(plan_);
+  }
+
+  std::size_t tasks_read() const { return plan_.size(); }
+  void release() { plan_ = Plan(); }
+
+ private:
+  // A dependency on a task not read yet: its slot in the consumer's list is filled at the end.
+  struct ForwardDependency {
+    TaskIndex consumer;
+    bool control;
+    std::uint32_t position;  // in the file's list (the JSON pointer)
+    std::uint32_t slot;      // in the task's list
+    std::string id;
+  };
+
+  void add_buffer(const JsonNode& node) {
+    Buffer buffer = read_buffer(node);
+    if (!buffer_ids_.emplace(buffer.id, plan_.add_buffer(buffer)).second)
+      node.at("id").fail("duplicate buffer id " + quote_for_message(buffer.id));
+  }
+
+  void add_task(const JsonNode& node) {
+    Task task;
+    try {
+      task = read_task(node, buffer_ids_);
+    } catch (const InputError& e) {
+      if (buffers_came_first_ ||
+          std::string_view(e.what()).find(": unknown buffer ") == std::string_view::npos)
+        throw;
+      throw InputError(std::string(e.what()) + " (the \"buffers\" list must come before \"tasks\")");
+    }
     // Plan::add_task detects the duplicate in its own index (one hash lookup per task, which
     // matters at 10^5 tasks); only then look up where the first one was, to say so.
+    TaskIndex index = 0;
     try {
-      plan.add_task(std::move(task));
+      index = plan_.add_task(std::move(task));
     } catch (const InputError&) {
       const std::string id = node.at("id").as_string();
       node.at("id").fail("duplicate task id " + quote_for_message(id) + " (first at /tasks/" +
-                         std::to_string(plan.find(id)) + ")");
+                         std::to_string(plan_.find(id)) + ")");
+    }
+    add_dependencies(node, index);
+  }
+
+  void add_dependencies(const JsonNode& node, TaskIndex consumer) {
+    for (const bool control : {false, true}) {
+      std::optional<JsonNode> deps = node.find(control ? "control_deps" : "data_deps");
+      if (!deps) continue;
+      std::vector<TaskIndex>& list =
+          control ? plan_.mutable_task(consumer).control_deps : plan_.mutable_task(consumer).data_deps;
+      for (std::size_t d = 0; d < deps->size(); ++d) {
+        std::string id = deps->at(d).as_string();
+        const long dep = plan_.find(id);
+        if (dep < 0)
+          forward_.push_back({consumer, control, static_cast<std::uint32_t>(d),
+                              static_cast<std::uint32_t>(list.size()), std::move(id)});
+        list.push_back(dep < 0 ? 0 : static_cast<TaskIndex>(dep));
+      }
     }
   }
-  read_dependencies(tasks, plan);
-  if (version == 1) plan.info.graph_nodes = plan_json::legacy_graph_nodes(plan);
-  return plan;
+
+  void resolve_forward_dependencies() {
+    for (const ForwardDependency& f : forward_) {
+      const long dep = plan_.find(f.id);
+      if (dep < 0)
+        throw InputError(input_error_message(source_,
+                                             "/tasks/" + std::to_string(f.consumer) +
+                                                 (f.control ? "/control_deps/" : "/data_deps/") +
+                                                 std::to_string(f.position),
+                                             "unknown task " + quote_for_message(f.id)));
+      Task& task = plan_.mutable_task(f.consumer);
+      (f.control ? task.control_deps : task.data_deps)[f.slot] = static_cast<TaskIndex>(dep);
+    }
+    forward_.clear();
+    forward_.shrink_to_fit();
+  }
+
+  const std::string& source_;
+  Plan plan_;
+  BufferIds buffer_ids_;
+  std::vector<ForwardDependency> forward_;
+  bool version_checked_ = false;
+  bool buffers_came_first_ = true;
+};
+
+// 1234567 -> "1,234,567".
+std::string with_thousands(std::size_t n) {
+  std::string digits = std::to_string(n);
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
+    digits.insert(static_cast<std::size_t>(at), ",");
+  return digits;
 }
 
 }  // namespace
 
 Plan plan_from_json(const nlohmann::json& doc, const std::string& source) {
-  JsonNode root(doc, source);
-  const std::int64_t version = check_header(root);
-  Plan plan = build_plan(root, version);
-  // Ranges, stream/kind agreement, self-dependencies and cycles: one check shared with Plans
-  // that strategies build in memory. Task N of the file is task index N, so pointers agree.
-  plan.validate(source);
-  return plan;
+  PlanReader reader(source);
+  if (doc.is_object()) {
+    for (const char* array : {"buffers", "tasks"}) {
+      auto it = doc.find(array);
+      if (it == doc.end() || !it->is_array()) continue;
+      for (std::size_t i = 0; i < it->size(); ++i) reader.element(array, i, (*it)[i], doc);
+    }
+  }
+  return reader.finish(doc);
 }
 
-Plan read_plan(const std::string& path) { return plan_from_json(read_json_file(path), path); }
+Plan read_plan(const std::string& path) {
+  PlanReader reader(path);
+  try {
+    const nlohmann::json rest = stream_json_file(
+        path, {"buffers", "tasks"},
+        [&reader](std::string_view array, std::size_t index, const nlohmann::json& element,
+                  const nlohmann::json& root) { reader.element(array, index, element, root); });
+    return reader.finish(rest);
+  } catch (const std::bad_alloc&) {
+    const std::string in_use = address_space_in_use();
+    const std::size_t tasks = reader.tasks_read();
+    reader.release();
+    throw InputError(input_error_message(
+        path, "",
+        "out of memory reading the Plan after " + with_thousands(tasks) + " tasks (" + in_use + ")"));
+  }
+}
 
 nlohmann::json plan_to_json(const Plan& plan) { return nlohmann::json(plan_document(plan)); }
 
 void write_plan(const Plan& plan, const std::string& path) {
-  write_file_atomically(path, dump_one_element_per_line(plan_document(plan), path));
+  std::size_t written = 0;
+  try {
+    write_file_atomically(path, [&](const ChunkWriter& write) {
+      write_document(plan, path, [&](std::string_view piece) {
+        write(piece);
+        written += piece.size();
+      });
+    });
+  } catch (const std::bad_alloc&) {
+    throw InputError(input_error_message(path, "",
+                                         "out of memory writing a Plan of " + with_thousands(plan.size()) +
+                                             " tasks after " + with_thousands(written) + " bytes (" +
+                                             address_space_in_use() + ")"));
+  }
 }
 
 }  // namespace traces
