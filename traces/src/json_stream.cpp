@@ -32,6 +32,13 @@ std::string parse_problem(const std::string& what) {
   return what.starts_with("[json.exception.") && tag != std::string::npos ? what.substr(tag + 2) : what;
 }
 
+// 4294967296 -> "4 GiB", 1048576 -> "1 MiB", 1000 -> "1000 bytes".
+std::string size_text(std::uint64_t bytes) {
+  if (bytes != 0 && bytes % (std::uint64_t{1} << 30) == 0) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes != 0 && bytes % (std::uint64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
 // The bytes of one input (a file descriptor read in 64 KiB chunks, or text in memory), with the
 // line and column of the last two bytes handed out, for parse errors.
 class ByteSource {
@@ -94,10 +101,10 @@ class ByteSource {
       if (n == 0) return false;
       consumed_ += static_cast<std::uint64_t>(n);
       if (!regular_ && consumed_ > limit_)
-        throw InputError(input_error_message(
-            path_, "",
-            "more than " + std::to_string(limit_ >> 20) +
-                " MiB from an input that is not a regular file (pipe or device); refused"));
+        throw InputError(
+            input_error_message(path_, "",
+                                "more than " + size_text(limit_) +
+                                    " from an input that is not a regular file (pipe or device); refused"));
       data_ = buffer_.data();
       length_ = static_cast<std::size_t>(n);
       position_ = 0;
