@@ -10,8 +10,7 @@
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
 #if STRATA_HAVE_CUDA
-#include "strata/real/cuda_calibrate.hpp"
-#include "strata/real/cuda_task_runner.hpp"
+#include "strata/real/exec/cuda_module.hpp"
 #endif
 #include "strata/sim/platform.hpp"
 #include "strata/traces/error.hpp"
@@ -107,16 +106,17 @@ Measured measure_cpu(const std::vector<std::string>& transports, const real::Pro
 Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
   Measured m;
 #if STRATA_HAVE_CUDA
+  const real::CudaModule& cuda = real::load_cuda_module();
   m.backend = "cuda-cublas";
-  m.peaks = real::measure_cuda_peaks(0, step);
+  m.peaks = cuda.measure_peaks(0, step);
   const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
-  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, real::cuda_executor<float>(0));
+  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, cuda.executor<float>(0));
   if (step) step("dispatch overhead");
-  m.dispatch = real::measure_dispatch(real::cuda_executor<float>(0));
+  m.dispatch = real::measure_dispatch(cuda.executor<float>(0));
   m.calibration = real::fit_calibration(m.peaks, m.tasks, m.dispatch);
   if (step) step("transport cuda");
   m.calibration.transports["cuda"] = real::fit_transport(
-      real::measure_transport("cuda", real::executor_plan_timer(real::cuda_executor<float>(0))));
+      real::measure_transport("cuda", real::executor_plan_timer(cuda.executor<float>(0))));
 #endif
   return m;
 }
