@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace traces {
@@ -144,32 +145,15 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what, int error, bool remove_tmp) {
-    if (remove_tmp) ::unlink(tmp.c_str());
-    throw InputError(input_error_message(path, "", what + ": " + errno_text(error)));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail("cannot write", errno, false);
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      fail("cannot write", error, true);
-    }
-    done += static_cast<std::size_t>(n);
+  if (OutputSet* set = staging_output_set(); set != nullptr && set->defers(path)) {
+    set->stage(path, content);
+    return;
   }
-  // fsync before rename: otherwise a crash can leave an empty file under the final name.
-  if (::fsync(fd) != 0) {
-    int error = errno;
-    ::close(fd);
-    fail("cannot write", error, true);
-  }
-  if (::close(fd) != 0) fail("cannot write", errno, true);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", errno, true);
+  OutputSet one;
+  one.add_output("", path);
+  one.check();
+  one.stage(path, content);
+  one.commit();
 }
 
 std::string format_number(double value) {
