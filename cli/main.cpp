@@ -74,7 +74,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "strata: error: " << strata::cli::one_line(e.what()) << "\n";
+    std::string what = strata::cli::one_line(e.what());
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-')
+      what = "unknown command '" + std::string(argv[1]) + "' (strata --help lists them)";
+    std::cerr << "strata: error: " << what << "\n";
     return 1;
   }
   try {

@@ -190,7 +190,7 @@ TEST_F(Outputs, ParseErrorsAreOneLineAndExitOne) {
   expect_refused(run("plan --model mlp -o p.json --bogus"), {"--bogus"});
   expect_refused(run("plan --model mlp -o"), {"--output"});
   expect_refused(run("plan --model mlp"), {"--output", "required"});
-  expect_refused(run("frobnicate"), {"subcommand"});
+  expect_refused(run("frobnicate"), {"unknown command 'frobnicate'"});
   expect_refused(run(""), {"subcommand"});
   EXPECT_TRUE(files().empty());
 }
