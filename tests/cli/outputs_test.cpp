@@ -71,10 +71,28 @@ TEST_F(Outputs, ADanglingSymlinksTargetIsCreated) {
   EXPECT_TRUE(fs::is_regular_file(path("sub/new.json")));
 }
 
+// Every entry of /dev with its type and, for a link, its target.
+std::string dev_listing() {
+  std::string out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev", ec)) {
+    const fs::file_status st = fs::symlink_status(e.path(), ec);
+    out += e.path().string() + " " + std::to_string(static_cast<int>(st.type()));
+    if (fs::is_symlink(st)) out += " -> " + fs::read_symlink(e.path(), ec).string();
+    out += "\n";
+  }
+  return out;
+}
+
 TEST_F(Outputs, DevNullIsWrittenAndStaysACharacterDevice) {
-  const Outcome r = run("plan --model mlp -o /dev/null");
+  const std::string before = dev_listing();
+  Outcome r = run("plan --model mlp -o /dev/null");
   ASSERT_EQ(r.rc, 0) << r.err;
+  r = run("plan --model mlp --strategy dp=2 -o /dev/stdout");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"schema_version\"", 0), 0u) << r.out.substr(0, 200);
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_EQ(dev_listing(), before);
   EXPECT_TRUE(files().empty());
 }
 

@@ -3,12 +3,14 @@
 #include "strata/traces/outputs.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -136,6 +138,22 @@ TEST_F(OutputSetTest, WriteFileAtomicallyKeepsALinkAndADevice) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
   EXPECT_THROW(strata::write_file_atomically("/dev/full", "x"), InputError);
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
+}
+
+TEST_F(OutputSetTest, AFifoIsWrittenInPlace) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  const pid_t reader = ::fork();
+  if (reader == 0) {
+    std::ifstream in(path("fifo"));
+    std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ::_exit(got == "through the pipe" ? 0 : 1);
+  }
+  strata::write_file_atomically(path("fifo"), "through the pipe");
+  int status = 0;
+  ASSERT_EQ(::waitpid(reader, &status, 0), reader);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(fs::is_fifo(path("fifo")));
+  EXPECT_EQ(files(), (std::set<std::string>{"fifo"}));
 }
 
 TEST_F(OutputSetTest, InputsAndOtherOutputsAreNotOverwritten) {
