@@ -140,6 +140,22 @@ TEST_F(OutputSetTest, WriteFileAtomicallyKeepsALinkAndADevice) {
   EXPECT_TRUE(fs::is_character_file("/dev/full"));
 }
 
+TEST_F(OutputSetTest, AStreamingWriterWritesStraightIntoTheTemporary) {
+  strata::write_file_with(path("s.txt"), [](std::ostream& out) {
+    for (int i = 0; i < 3; ++i) out << i << '\n';
+  });
+  EXPECT_EQ(slurp(path("s.txt")), "0\n1\n2\n");
+  spit(path("kept.txt"), "before");
+  EXPECT_THROW(strata::write_file_with(path("kept.txt"),
+                                       [](std::ostream& out) {
+                                         out << "half";
+                                         throw InputError("kept.txt: /x: not finite");
+                                       }),
+               InputError);
+  EXPECT_EQ(slurp(path("kept.txt")), "before");
+  EXPECT_EQ(files(), (std::set<std::string>{"s.txt", "kept.txt"}));
+}
+
 TEST_F(OutputSetTest, AFifoIsWrittenInPlace) {
   ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
   const pid_t reader = ::fork();

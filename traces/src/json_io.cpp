@@ -145,15 +145,9 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  if (OutputSet* set = staging_output_set(); set != nullptr && set->defers(path)) {
-    set->stage(path, content);
-    return;
-  }
-  OutputSet one;
-  one.add_output("", path);
-  one.check();
-  one.stage(path, content);
-  one.commit();
+  write_file_with(path, [&content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
 }
 
 std::string format_number(double value) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <system_error>
@@ -181,27 +182,39 @@ void write_direct(const OutputTarget& target, const std::string& content, const 
   if (!error.empty()) fail(where, "cannot write: " + error);
 }
 
-std::string write_temporary(const OutputTarget& target, const std::string& content,
-                            const std::string& where) {
+std::string write_temporary(const OutputTarget& target, const OutputWriter& write, const std::string& where) {
   remove_stale_once(target.folder);
   install_handlers_once();
   const std::string tmp = target.path + ".tmp." + std::to_string(::getpid());
   register_temporary(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int error = errno;
-    forget_temporary(tmp);
-    fail(where, "cannot write: " + errno_message(error));
-  }
-  std::string error = write_all(fd, content);
-  // fsync before the rename: otherwise a crash can leave an empty file under the final name.
-  if (error.empty() && ::fsync(fd) != 0) error = errno_message(errno);
-  if (::close(fd) != 0 && error.empty()) error = errno_message(errno);
-  if (!error.empty()) {
+  const auto give_up = [&](int error) {
     ::unlink(tmp.c_str());
     forget_temporary(tmp);
-    fail(where, "cannot write: " + error);
+    fail(where, "cannot write: " + errno_message(error == 0 ? EIO : error));
+  };
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) give_up(errno);
+  errno = 0;
+  try {
+    write(out);
+  } catch (...) {
+    out.close();
+    ::unlink(tmp.c_str());
+    forget_temporary(tmp);
+    throw;
   }
+  out.flush();
+  if (!out.good()) give_up(errno);
+  out.close();
+  if (out.fail()) give_up(errno);
+  // fsync before the rename: otherwise a crash can leave an empty file under the final name.
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    give_up(error);
+  }
+  ::close(fd);
   return tmp;
 }
 

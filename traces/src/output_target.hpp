@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "strata/traces/outputs.hpp"
+
 namespace strata {
 inline namespace traces {
 
@@ -24,9 +26,9 @@ OutputTarget resolve_output(const std::string& path, const std::string& where);
 // Writes `content` to a direct target. Throws InputError naming `where`.
 void write_direct(const OutputTarget& target, const std::string& content, const std::string& where);
 
-// Writes `content` to `<target.path>.tmp.<pid>` (first removing the folder's stale temporaries),
-// registered for removal on SIGINT/SIGTERM; returns its path. Throws InputError naming `where`.
-std::string write_temporary(const OutputTarget& target, const std::string& content, const std::string& where);
+// Writes what `write` puts in a stream to `<target.path>.tmp.<pid>` (first removing the folder's stale
+// temporaries), registered for removal on SIGINT/SIGTERM; returns its path. Throws InputError naming `where`.
+std::string write_temporary(const OutputTarget& target, const OutputWriter& write, const std::string& where);
 
 // Registers or forgets a temporary removed on SIGINT/SIGTERM.
 void register_temporary(const std::string& path);

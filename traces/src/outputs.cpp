@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <sstream>
 #include <system_error>
 
 #include "output_target.hpp"
@@ -112,6 +113,12 @@ bool OutputSet::defers(const std::string& path) const {
 }
 
 void OutputSet::stage(const std::string& path, const std::string& content) {
+  stage_with(path, [&content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
+}
+
+void OutputSet::stage_with(const std::string& path, const OutputWriter& write) {
   Output* out = find(path);
   if (out == nullptr) {
     add_output("", path);
@@ -122,11 +129,26 @@ void OutputSet::stage(const std::string& path, const std::string& content) {
   if (out->target.fd == STDOUT_FILENO) out->target.fd = stdout_fd_;
   discard(out->tmp);
   out->tmp.clear();
-  if (out->target.direct)
-    out->direct = content;
-  else
-    out->tmp = write_temporary(out->target, content, out->where());
+  if (out->target.direct) {
+    std::ostringstream bytes;
+    write(bytes);
+    out->direct = std::move(bytes).str();
+  } else {
+    out->tmp = write_temporary(out->target, write, out->where());
+  }
   out->staged = true;
+}
+
+void write_file_with(const std::string& path, const OutputWriter& write) {
+  if (OutputSet* set = staging_output_set(); set != nullptr && set->defers(path)) {
+    set->stage_with(path, write);
+    return;
+  }
+  OutputSet one;
+  one.add_output("", path);
+  one.check();
+  one.stage_with(path, write);
+  one.commit();
 }
 
 namespace {

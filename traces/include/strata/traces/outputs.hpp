@@ -22,12 +22,18 @@
 // Not thread-safe: one OutputSet per command, used by the thread that runs it.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 namespace strata {
 inline namespace traces {
+
+// Writes one output's bytes into a stream (a streaming writer: no copy of the whole file in memory
+// for a file target).
+using OutputWriter = std::function<void(std::ostream&)>;
 
 class OutputSet {
  public:
@@ -54,6 +60,9 @@ class OutputSet {
   // Stages `content` for `path`: a file target's temporary is written now; a direct target's
   // bytes are kept until commit(). Staging a path twice keeps the last content. Throws InputError.
   void stage(const std::string& path, const std::string& content);
+  // The same with the bytes written by `write` (straight into the temporary for a file target).
+  // An exception `write` throws removes the temporary and goes on.
+  void stage_with(const std::string& path, const OutputWriter& write);
 
   // Writes everything staged: direct targets first, then the renames, all last. If a rename fails
   // midway, the outputs already renamed are put back (previous contents restored, new files
@@ -86,6 +95,10 @@ class StagingScope {
   StagingScope(const StagingScope&) = delete;
   StagingScope& operator=(const StagingScope&) = delete;
 };
+
+// write_file_atomically (json_io.hpp) for a streaming writer: staged into the live StagingScope's
+// set when it defers `path`, written now otherwise.
+void write_file_with(const std::string& path, const OutputWriter& write);
 
 // The OutputSet of the live StagingScope, or null.
 OutputSet* staging_output_set();
