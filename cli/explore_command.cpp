@@ -16,8 +16,10 @@ void add_explore_command(CLI::App& app, Action& action) {
     CommonFlags flags;
     int top = 5;
     bool cross_host_tp = false;
-    std::string trace;     // the best configuration's files: none unless asked for (they can be
-    std::string perfetto;  // hundreds of MB for the largest models)
+    // The best configuration's files: none unless asked for (hundreds of MB for the largest
+    // models, so writing them by default would fill the folder explore runs in).
+    std::string trace;
+    std::string perfetto;
     std::string svg;
     ReplayFlags replay;
     std::size_t rows = 20;
