@@ -239,7 +239,7 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   o->flags.track(cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")
                      ->check(CLI::IsMember({"sgd", "adam"})));
   o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice")
-                     ->transform(whole_number(0, INT64_MAX)));
+                     ->transform(whole_number(INT64_MIN, INT64_MAX)));
   o->flags.track(
       cmd->add_option("--set", o->flags.sets, "key=value model, solver or optimizer setting (repeatable)"));
   add_replay_flags(*cmd, o->replay);

@@ -153,7 +153,8 @@ void default_batch(Experiment& e, std::int64_t per_worker) {
 }  // namespace
 
 CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
-  const std::string range = max == INT32_MAX || max == INT64_MAX
+  const std::string range = min == INT64_MIN ? "any whole number"
+                            : max == INT32_MAX || max == INT64_MAX
                                 ? ">= " + std::to_string(min)
                                 : std::to_string(min) + " to " + std::to_string(max);
   return CLI::Validator(
@@ -242,7 +243,7 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   flags.track(
       app.add_option("--optimizer", flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"})));
   flags.track(app.add_option("--seed", flags.seed, "seed of every random choice")
-                  ->transform(whole_number(0, INT64_MAX)));
+                  ->transform(whole_number(INT64_MIN, INT64_MAX)));
   flags.track(app.add_option(
       "--set", flags.sets,
       "key=value model, solver or optimizer setting (repeatable; strata spec --help lists them)"));
