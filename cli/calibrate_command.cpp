@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
@@ -127,15 +128,16 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("calibrate", "measure this machine: kernel efficiencies, dispatch, transports");
   auto o = std::make_shared<CalibrateOptions>();
-  cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
-  cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
+  add_output_option(*cmd, "-o,--output", o->output, "calibration JSON to write")->required();
+  add_output_option(*cmd, "--emit-platform", o->platform,
+                    "also write a SimGrid platform of this machine (one host)");
   cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")
       ->delimiter(',');
   cmd->add_option("--device", o->device,
                   "what to measure: cpu (OpenBLAS, default) or cuda (GPU 0: cuBLAS and strata's kernels; "
                   "its transport is 'cuda', device-to-device copies)");
-  cmd->add_option("--samples", o->samples,
-                  "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
+  add_output_option(*cmd, "--samples", o->samples,
+                    "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
   cmd->add_flag("--mpi-probe", o->mpi_probe, "internal: the MPI half of --transport mpi, under mpirun -np 2")
       ->group("");
   cmd->callback([&action, o] {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/real/train/admm_plan.hpp"
@@ -224,20 +225,21 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
                                  "measured time per epoch, accuracy, bytes, memory");
   auto o = std::make_shared<CompareOptions>();
   o->flags.model = "mlp";
-  cmd->add_option("--spec", o->flags.spec,
-                  "experiment spec JSON (model, settings); flags given too override it");
+  add_input_option(*cmd, "--spec", o->flags.spec,
+                   "experiment spec JSON (model, settings); flags given too override it");
   o->flags.track(cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)"));
   o->flags.track(cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
-                     ->check(CLI::PositiveNumber));
+                     ->transform(whole_number(1)));
   add_platform_flag(*cmd, o->flags, PlatformFlag::required);
   cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(whole_number(0));
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--svg", o->svg, "accuracy against time plot");
+      ->transform(real_number(0.0, 1.0));
+  add_output_option(*cmd, "--svg", o->svg, "accuracy against time plot");
   o->flags.track(cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")
                      ->check(CLI::IsMember({"sgd", "adam"})));
-  o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice"));
+  o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice")
+                     ->transform(whole_number(INT64_MIN, INT64_MAX)));
   o->flags.track(
       cmd->add_option("--set", o->flags.sets, "key=value model, solver or optimizer setting (repeatable)"));
   add_replay_flags(*cmd, o->replay);

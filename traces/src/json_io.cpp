@@ -12,6 +12,7 @@
 
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_stream.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace traces {
@@ -113,60 +114,17 @@ nlohmann::json read_json_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  write_file_atomically(path, [&content](const ChunkWriter& write) { write(content); });
+  write_file_with(path, [&content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
 }
 
 void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what, int error, bool remove_tmp) {
-    if (remove_tmp) ::unlink(tmp.c_str());
-    throw InputError(input_error_message(path, "", what + ": " + errno_text(error)));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail("cannot write", errno, false);
-  struct WriteFailed {
-    int error;
-  };
-  auto write_all = [&](std::string_view bytes) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw WriteFailed{errno};
-      done += static_cast<std::size_t>(n);
-    }
-  };
-  // Pieces are gathered into 1 MiB writes.
-  constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
-  std::string pending;
-  try {
-    produce([&](std::string_view piece) {
-      if (pending.size() + piece.size() > kFlushBytes) {
-        write_all(pending);
-        pending.clear();
-      }
-      if (piece.size() > kFlushBytes)
-        write_all(piece);
-      else
-        pending.append(piece);
+  write_file_with(path, [&produce](std::ostream& out) {
+    produce([&out](std::string_view piece) {
+      out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
     });
-    write_all(pending);
-  } catch (const WriteFailed& e) {
-    ::close(fd);
-    fail("cannot write", e.error, true);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // fsync before rename: otherwise a crash can leave an empty file under the final name.
-  if (::fsync(fd) != 0) {
-    int error = errno;
-    ::close(fd);
-    fail("cannot write", error, true);
-  }
-  if (::close(fd) != 0) fail("cannot write", errno, true);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", errno, true);
+  });
 }
 
 std::string format_number(double value) {

@@ -32,8 +32,11 @@ nlohmann::json read_json_file(const std::string& path);
 // Parses `text`; errors name `source` as read_json_file's do.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
-// Replaces `path` with `content`: writes `path.tmp.<pid>`, flushes it to disk, renames it over
-// `path`. On any failure removes the temporary file and throws InputError naming `path`.
+// Writes `content` to the output `path` as outputs.hpp says: a regular file (or a symlink's
+// target) is replaced atomically (`path.tmp.<pid>` written, flushed, renamed over it), a device,
+// FIFO or `-` written directly. Inside a StagingScope whose OutputSet defers `path`, the content
+// is staged there and written at its commit(). On any failure removes the temporary file and
+// throws InputError naming `path`.
 void write_file_atomically(const std::string& path, const std::string& content);
 
 // The same with the content produced in pieces: `produce` calls its argument with each piece
