@@ -59,35 +59,26 @@ TaskIndex matching_send(const Plan& plan, TaskIndex r, const std::string& source
   return match;
 }
 
-// Whether `reader` depends, directly or transitively, on a task that writes buffer `b`. Depth
-// first, lowest topological position first, never below `floor` (the first writer's position:
-// nothing ordered before it can depend on it). On the Plans strata lowers a writer is one or two
-// dependencies away, so the search stays near linear over the whole Plan; `stamp` marks the tasks
-// this search visited (the caller gives each search its own `mark`).
+// Whether `reader` depends, directly or transitively, on a task that writes buffer `b`. Breadth
+// first, each task tested as it is found, so a writer k dependencies away is found after the
+// tasks within k - 1; never below `floor` (the first writer's position: nothing ordered before it
+// can depend on it). On the Plans strata lowers the writer is a direct dependency or one step
+// further, so the check stays linear in the Plan; `stamp` marks the tasks this search found (the
+// caller gives each search its own `mark`).
 bool depends_on_writer(const Plan& plan, TaskIndex reader, BufferIndex b,
                        const std::vector<std::size_t>& position, std::size_t floor,
-                       std::vector<std::uint32_t>& stamp, std::uint32_t mark, std::vector<TaskIndex>& stack) {
-  stack.clear();
-  auto push_deps = [&](TaskIndex t) {
-    const std::size_t first = stack.size();
-    const Task& task = plan.task(t);
+                       std::vector<std::uint32_t>& stamp, std::uint32_t mark, std::vector<TaskIndex>& queue) {
+  queue.assign(1, reader);
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const Task& task = plan.task(queue[head]);
     for (const auto* deps : {&task.data_deps, &task.control_deps})
-      for (TaskIndex d : *deps)
-        if (stamp[d] != mark && position[d] >= floor) {
-          stamp[d] = mark;
-          stack.push_back(d);
-        }
-    // Highest position pushed first, so the one nearest the writers is popped first.
-    std::sort(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end(),
-              [&](TaskIndex x, TaskIndex y) { return position[x] > position[y]; });
-  };
-  push_deps(reader);
-  while (!stack.empty()) {
-    const TaskIndex t = stack.back();
-    stack.pop_back();
-    const std::vector<BufferIndex>& writes = plan.task(t).writes;
-    if (std::find(writes.begin(), writes.end(), b) != writes.end()) return true;
-    push_deps(t);
+      for (TaskIndex d : *deps) {
+        if (stamp[d] == mark || position[d] < floor) continue;
+        stamp[d] = mark;
+        const std::vector<BufferIndex>& writes = plan.task(d).writes;
+        if (std::find(writes.begin(), writes.end(), b) != writes.end()) return true;
+        queue.push_back(d);
+      }
   }
   return false;
 }
@@ -122,7 +113,7 @@ void check_buffer_order(const Plan& plan, const std::vector<TaskIndex>& order, c
       if (first_writer[b] == kNoTask) first_writer[b] = t;
 
   std::vector<std::uint32_t> stamp(plan.size(), 0);
-  std::vector<TaskIndex> stack;
+  std::vector<TaskIndex> queue;
   std::uint32_t mark = 0;
   for (TaskIndex r = 0; r < plan.size(); ++r) {
     const Task& task = plan.task(r);
@@ -134,7 +125,7 @@ void check_buffer_order(const Plan& plan, const std::vector<TaskIndex>& order, c
         std::fill(stamp.begin(), stamp.end(), 0);
         mark = 1;
       }
-      if (!depends_on_writer(plan, r, b, position, position[first_writer[b]], stamp, mark, stack))
+      if (!depends_on_writer(plan, r, b, position, position[first_writer[b]], stamp, mark, queue))
         fail(source, r, "reads/" + std::to_string(j),
              "task " + quoted(plan, r) + " reads buffer " + quote_for_message(plan.buffer(b).id) +
                  " but depends on no task that writes it (e.g. " + quoted(plan, first_writer[b]) + ")");
