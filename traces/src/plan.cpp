@@ -38,21 +38,38 @@ std::string number(double value) {
   return text;
 }
 
-// Figure `field` of task `index`: finite, >= 0 (the messages tests and users already know) and
-// below `bound`, a message that names the task's id (`unit` and `bound_name` for it).
-void check_size(const std::string& source, std::size_t index, const char* field, double value,
-                const std::string& id, double bound = kMaxBytes, const char* unit = "B",
-                const char* bound_name = "2^53 B") {
-  const std::string place = pointer(index, field);
+void check_size(const std::string& source, std::size_t index, const char* field, double value) {
   if (!std::isfinite(value))
-    throw InvalidPlanError(input_error_message(source, place, "not a finite number"));
+    throw InvalidPlanError(input_error_message(source, pointer(index, field), "not a finite number"));
   if (value < 0)
-    throw InvalidPlanError(input_error_message(source, place, "negative value " + std::to_string(value)));
+    throw InvalidPlanError(
+        input_error_message(source, pointer(index, field), "negative value " + std::to_string(value)));
+}
+
+// Figure `field` of the task `id` at `index`: finite, >= 0 and below `bound` (`unit` and
+// `bound_name` for the message, which names the task).
+void check_bound(const std::string& source, std::size_t index, const char* field, double value,
+                 const std::string& id, double bound = kMaxBytes, const char* unit = "B",
+                 const char* bound_name = "2^53 B") {
+  check_size(source, index, field, value);
   if (value >= bound)
-    throw InvalidPlanError(input_error_message(source, place,
+    throw InvalidPlanError(input_error_message(source, pointer(index, field),
                                                "task " + quote_for_message(id) + ": " + number(value) + " " +
                                                    unit + " is out of range (must be below " + bound_name +
                                                    ")"));
+}
+
+// The bounds above, on task i (validate() only: validate_graph() leaves values to executors).
+void check_task_bounds(const Task& t, const std::string& source, std::size_t i) {
+  check_bound(source, i, "flops", t.flops, t.id, kMaxFlops, "FLOP", "1e24 FLOP");
+  check_bound(source, i, "bytes_read", t.bytes_read, t.id);
+  check_bound(source, i, "bytes_written", t.bytes_written, t.id);
+  check_bound(source, i, "comm_bytes", t.comm_bytes, t.id);
+  check_bound(source, i, "mem_alloc", t.mem_alloc, t.id);
+  check_bound(source, i, "mem_free", t.mem_free, t.id);
+  if (t.kind == TaskKind::fixed)
+    if (const std::optional<double> seconds = t.attr_real("duration_s"))
+      check_bound(source, i, "attrs/duration_s", *seconds, t.id, kMaxFixedSeconds, "s", "1e7 s");
 }
 
 void check_worker(const std::string& source, std::size_t index, const std::string& field, WorkerId worker,
@@ -66,15 +83,12 @@ void check_worker(const std::string& source, std::size_t index, const std::strin
 void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   const Task& t = plan.task(static_cast<TaskIndex>(i));
   if (t.id.empty()) throw InvalidPlanError(input_error_message(source, pointer(i, "id"), "empty id"));
-  check_size(source, i, "flops", t.flops, t.id, kMaxFlops, "FLOP", "1e24 FLOP");
-  check_size(source, i, "bytes_read", t.bytes_read, t.id);
-  check_size(source, i, "bytes_written", t.bytes_written, t.id);
-  check_size(source, i, "comm_bytes", t.comm_bytes, t.id);
-  check_size(source, i, "mem_alloc", t.mem_alloc, t.id);
-  check_size(source, i, "mem_free", t.mem_free, t.id);
-  if (t.kind == TaskKind::fixed)
-    if (const std::optional<double> seconds = t.attr_real("duration_s"))
-      check_size(source, i, "attrs/duration_s", *seconds, t.id, kMaxFixedSeconds, "s", "1e7 s");
+  check_size(source, i, "flops", t.flops);
+  check_size(source, i, "bytes_read", t.bytes_read);
+  check_size(source, i, "bytes_written", t.bytes_written);
+  check_size(source, i, "comm_bytes", t.comm_bytes);
+  check_size(source, i, "mem_alloc", t.mem_alloc);
+  check_size(source, i, "mem_free", t.mem_free);
   const bool comm = is_communication(t.kind);
   if (comm != (t.stream == Stream::comm))
     throw InvalidPlanError(input_error_message(source, pointer(i, "stream"),
@@ -203,6 +217,13 @@ int Plan::num_iterations() const {
 
 void Plan::validate(const std::string& source) const {
   const std::vector<TaskIndex> order = checked_order(source);
+  for (std::size_t i = 0; i < tasks_.size(); ++i) check_task_bounds(tasks_[i], source, i);
+  for (std::size_t b = 0; b < buffers_.size(); ++b)
+    if (buffers_[b].bytes >= kMaxBytes)
+      throw InvalidPlanError(input_error_message(source, "/buffers/" + std::to_string(b) + "/bytes",
+                                                 "buffer " + quote_for_message(buffers_[b].id) + ": " +
+                                                     number(buffers_[b].bytes) +
+                                                     " B is out of range (must be below 2^53 B)"));
   check_p2p_pairs(*this, source);
   check_buffer_order(*this, order, source);
 }
@@ -218,11 +239,6 @@ std::vector<TaskIndex> Plan::checked_order(const std::string& source) const {
     const std::string place = "/buffers/" + std::to_string(b) + "/bytes";
     if (bytes < 0 || !std::isfinite(bytes))
       throw InvalidPlanError(input_error_message(source, place, "negative or non-finite size"));
-    if (bytes >= kMaxBytes)
-      throw InvalidPlanError(input_error_message(source, place,
-                                                 "buffer " + quote_for_message(buffers_[b].id) + ": " +
-                                                     number(bytes) +
-                                                     " B is out of range (must be below 2^53 B)"));
     if (buffers_[b].worker < 0 || buffers_[b].worker >= num_workers_)
       throw InvalidPlanError(input_error_message(source, "/buffers/" + std::to_string(b) + "/worker",
                                                  "worker outside [0, num_workers)"));
