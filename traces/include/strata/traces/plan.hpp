@@ -120,8 +120,9 @@ class Plan {
   // Checks every invariant above; throws InvalidPlanError naming `source` (a file or "plan"), the
   // JSON pointer of the offending task (/tasks/N/...) and the problem.
   void validate(const std::string& source = "plan") const;
-  // The invariants of each task on its own and acyclicity, without the point-to-point pairing and
-  // the buffer order: for scheduling fixtures (dispatch tests) whose sends have no receiver. An
+  // Each task's fields (workers, streams, dependencies, sizes finite and >= 0) and acyclicity,
+  // without the bounds, the point-to-point pairing and the buffer order: for scheduling fixtures
+  // (dispatch tests, a send with no receiver) and for tests of an executor's own refusals. An
   // executor runs only Plans that passed validate().
   void validate_graph(const std::string& source = "plan") const;
 
