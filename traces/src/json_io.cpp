@@ -18,8 +18,6 @@ namespace strata {
 inline namespace traces {
 namespace {
 
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
 // Short text for a value inside a message.
 std::string describe(const nlohmann::json& value) {
   switch (value.type()) {
