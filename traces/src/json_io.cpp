@@ -120,6 +120,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(source + ":" + line_column(text, e.byte) + ": parse error: " + parse_problem(e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double's range, "1e999" (406): nlohmann-json gives no byte offset for it.
+    const std::string what = e.what();
+    const std::size_t bracket = what.find("] ");
+    throw InputError(input_error_message(
+        source, "", "parse error: " + what.substr(bracket == std::string::npos ? 0 : bracket + 2)));
   }
 }
 
