@@ -14,6 +14,8 @@ namespace {
 const std::string kSource = "fuzz-spec.json";
 }  // namespace
 
+// libFuzzer calls this with each input (the name is libFuzzer's).
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace strata;
   const std::string text = fuzz::as_text(data, size);

@@ -23,8 +23,10 @@
 #include "fuzz_support.hpp"
 #include "strata/sim/replay.hpp"
 
-// Bounds of the section of inline 8-bit counters, defined by the linker.
+// Bounds of the section of inline 8-bit counters, defined (and named) by the linker.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" __attribute__((weak)) std::uint8_t __start___sancov_cntrs[];
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" __attribute__((weak)) std::uint8_t __stop___sancov_cntrs[];
 
 namespace {
@@ -83,6 +85,8 @@ void counters_from_child() {
 
 }  // namespace
 
+// libFuzzer calls this with each input (the name is libFuzzer's).
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const strata::fuzz::InputFile file(".xml");
   const std::string& path = file.write(strata::fuzz::as_text(data, size));

@@ -29,6 +29,8 @@ std::vector<std::string> arguments(std::string_view text) {
 
 }  // namespace
 
+// libFuzzer calls this with each input (the name is libFuzzer's).
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace strata;
   if (size < 2) return 0;

@@ -9,6 +9,8 @@
 #include "fuzz_support.hpp"
 #include "strata/models/lowering/strategy.hpp"
 
+// libFuzzer calls this with each input (the name is libFuzzer's).
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace strata;
   std::string text = fuzz::as_text(data, size);

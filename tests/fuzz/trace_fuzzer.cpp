@@ -23,6 +23,8 @@ std::string written(const strata::Trace& trace) { return trace_to_json(trace).du
 
 }  // namespace
 
+// libFuzzer calls this with each input (the name is libFuzzer's).
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace strata;
   static const fuzz::InputFile file(".json");
