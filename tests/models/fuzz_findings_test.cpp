@@ -47,6 +47,14 @@ TEST(FuzzFindings, CalibrationNumberBeyondDoubleIsInvalidJsonNamingTheFile) {
             path + ": invalid JSON: number overflow parsing '1e999'");
 }
 
+// calibration harness, crash-b0a568c1 (an unknown key with newlines in it): the JSON pointer
+// naming the key carried them raw, so the message spread over several lines.
+TEST(FuzzFindings, UnknownCalibrationKeyWithNewlinesIsNamedInOneLine) {
+  const std::string path = write_file(
+      "fuzz-key.json", "{\"schema_version\": 2, \"formav--[\\n---v-ency\": {\"linear_fwd/bf15\": 10.72}}");
+  EXPECT_EQ(error_of([&] { load_calibration(path); }), path + R"(: /formav--[\n---v-ency: unknown key)");
+}
+
 // set harness, crash-3df95193 (model mlp, "bucktree\nlr=0.01"): a control character in the
 // argument was copied raw into the message, which then spread over several lines. --strategy
 // copied its argument the same way.

@@ -38,5 +38,17 @@ TEST(FuzzFindings, NumberBeyondDoubleIsAParseErrorNamingTheFile) {
             "t.json: parse error: number overflow parsing '-1e400'");
 }
 
+// What the calibration harness found (crash-b0a568c1) holds for every reader that names a JSON
+// pointer: a key's control characters are escaped in it, so the message stays one line.
+TEST(FuzzFindings, PointerToAKeyWithControlCharactersIsOneLine) {
+  EXPECT_EQ(json_pointer_token("a\nb\x01/~"), R"(a\nb\x01~1~0)");
+  const std::string error = error_of([] {
+    plan_from_json(parse_json_text("{\"schema_version\":2,\"format\":\"strata-plan\",\"x\\ny\":1}", "p.json"),
+                   "p.json");
+  });
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_EQ(error.rfind("p.json: ", 0), 0u) << error;
+}
+
 }  // namespace
 }  // namespace strata

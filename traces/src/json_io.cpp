@@ -217,7 +217,10 @@ std::string json_pointer_token(std::string_view key) {
       out += "~0";
     else if (c == '/')
       out += "~1";
-    else
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      const std::string quoted = quote_for_message(std::string_view(&c, 1));  // "'\n'", "'\x01'"
+      out += quoted.substr(1, quoted.size() - 2);
+    } else
       out += c;
   }
   return out;

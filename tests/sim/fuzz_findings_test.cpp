@@ -1,0 +1,39 @@
+// Platforms the platform fuzz harness found (tests/fuzz, docs/fuzzing.md), each now refused with
+// one line that names the file. Each test runs in its own process (one SimGrid engine each).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim_fixtures.hpp"
+#include "strata/sim/replay.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata {
+namespace {
+
+std::string load_error(const std::string& path) {
+  try {
+    load_platform_summary(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no InputError";
+}
+
+// platform harness, crash-df4e7e62 (a100-cluster-64.xml with a backspace before the idle
+// wattage): a malformed host property was reported without the file, its control character raw.
+TEST(FuzzFindings, MalformedHostPropertyNamesTheFileInOneLine) {
+  const std::string path = test::write_temp(
+      "fuzz-wattage.xml",
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\">\n"
+      "<cluster id=\"c\" prefix=\"node-\" radical=\"0-1\" suffix=\"\" speed=\"1e12f\" core=\"8\" "
+      "bw=\"200GBps\" lat=\"0.7us\">\n"
+      "<prop id=\"wattage_per_state\" value=\"\b500:1500:6500\"/>\n"
+      "</cluster>\n</platform>\n");
+  EXPECT_EQ(load_error(path),
+            path + R"(: host 'node-0': property 'wattage_per_state': malformed value '\x08500:1500:6500')");
+}
+
+}  // namespace
+}  // namespace strata
