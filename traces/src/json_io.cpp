@@ -209,6 +209,8 @@ std::string quote_for_message(std::string_view text) {
   return out + "'";
 }
 
+// Control characters are escaped as quote_for_message writes them (\n, \x01), so that a message
+// naming the pointer stays one line.
 std::string json_pointer_token(std::string_view key) {
   std::string out;
   out.reserve(key.size());

@@ -42,8 +42,7 @@ std::string format_number(double value);
 // after 120 bytes (at a UTF-8 boundary) with "...".
 std::string quote_for_message(std::string_view text);
 
-// `key` escaped as one JSON pointer reference token: '~' -> "~0", '/' -> "~1"; control characters
-// as quote_for_message writes them (\n, \x01), so that a message naming the pointer stays one line.
+// `key` escaped as one JSON pointer reference token: '~' -> "~0", '/' -> "~1".
 std::string json_pointer_token(std::string_view key);
 
 // Serialises the object `doc` compactly, except that each element of a non-empty top-level array
