@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libboost-graph-dev
+readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libexpat1-dev libboost-graph-dev
                    nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev
                    libopenblas-dev zlib1g-dev dataset-fashion-mnist
                    libopenmpi-dev openmpi-bin)

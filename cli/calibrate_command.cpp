@@ -6,12 +6,12 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
 #if STRATA_HAVE_CUDA
-#include "strata/real/cuda_calibrate.hpp"
-#include "strata/real/cuda_task_runner.hpp"
+#include "strata/real/exec/cuda_module.hpp"
 #endif
 #include "strata/sim/platform.hpp"
 #include "strata/traces/error.hpp"
@@ -107,16 +107,17 @@ Measured measure_cpu(const std::vector<std::string>& transports, const real::Pro
 Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
   Measured m;
 #if STRATA_HAVE_CUDA
+  const real::CudaModule& cuda = real::load_cuda_module();
   m.backend = "cuda-cublas";
-  m.peaks = real::measure_cuda_peaks(0, step);
+  m.peaks = cuda.measure_peaks(0, step);
   const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
-  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, real::cuda_executor<float>(0));
+  m.tasks = real::measure_tasks(real::zoo_calibration_plans(), train, step, cuda.executor<float>(0));
   if (step) step("dispatch overhead");
-  m.dispatch = real::measure_dispatch(real::cuda_executor<float>(0));
+  m.dispatch = real::measure_dispatch(cuda.executor<float>(0));
   m.calibration = real::fit_calibration(m.peaks, m.tasks, m.dispatch);
   if (step) step("transport cuda");
   m.calibration.transports["cuda"] = real::fit_transport(
-      real::measure_transport("cuda", real::executor_plan_timer(real::cuda_executor<float>(0))));
+      real::measure_transport("cuda", real::executor_plan_timer(cuda.executor<float>(0))));
 #endif
   return m;
 }
@@ -127,15 +128,16 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("calibrate", "measure this machine: kernel efficiencies, dispatch, transports");
   auto o = std::make_shared<CalibrateOptions>();
-  cmd->add_option("-o,--output", o->output, "calibration JSON to write")->required();
-  cmd->add_option("--emit-platform", o->platform, "also write a SimGrid platform of this machine (one host)");
+  add_output_option(*cmd, "-o,--output", o->output, "calibration JSON to write")->required();
+  add_output_option(*cmd, "--emit-platform", o->platform,
+                    "also write a SimGrid platform of this machine (one host)");
   cmd->add_option("--transport", o->transports, "transports to measure: threads (default), mpi")
       ->delimiter(',');
   cmd->add_option("--device", o->device,
                   "what to measure: cpu (OpenBLAS, default) or cuda (GPU 0: cuBLAS and strata's kernels; "
                   "its transport is 'cuda', device-to-device copies)");
-  cmd->add_option("--samples", o->samples,
-                  "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
+  add_output_option(*cmd, "--samples", o->samples,
+                    "also write every measured task (plan, id, kind, FLOPs, bytes, median s) as CSV");
   cmd->add_flag("--mpi-probe", o->mpi_probe, "internal: the MPI half of --transport mpi, under mpirun -np 2")
       ->group("");
   cmd->callback([&action, o] {

@@ -7,6 +7,7 @@
 // global batch; AMPNet and local parallelism, one instance of `--global-batch` samples (64 by
 // default); the ADMM solvers, one full-batch sweep, which is also their epoch. Each row's Plan is
 // replayed in a child process (one SimGrid engine per process).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/real/train/admm_plan.hpp"
@@ -44,6 +46,7 @@ struct Row {
   std::string label;
   CommonFlags flags;
   std::string why_not;       // non-empty: this row has no Plan here
+  bool plan_failed = false;  // why_not says the Plan was built but is invalid (a strata bug)
   std::string not_measured;  // non-empty: why the real executor did not run it
   double epoch_samples = kEpochSamples;
   Report predicted;
@@ -89,8 +92,12 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     plan = build_plan(row.flags, kBatchPerWorker);
     if (is_admm(plan.info.solver))
       row.epoch_samples = static_cast<double>(plan.info.global_batch);  // a full-batch sweep
-  } catch (const InputError& e) {
+  } catch (const InvalidPlanError& e) {
     row.why_not = e.what();
+    row.plan_failed = true;
+    return;
+  } catch (const InputError& e) {
+    row.why_not = e.what();  // the solver does not apply to this model or these workers
     return;
   }
   row.predicted = report_from_json(nlohmann::json::parse(
@@ -170,7 +177,7 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
               "bytes/iteration", "peak mem/worker");
   for (const Row& r : rows) {
     if (!r.why_not.empty()) {
-      std::printf("%-22s %s\n", r.label.c_str(), r.why_not.c_str());
+      std::printf("%-22s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
       continue;
     }
     const double predicted_epoch = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
@@ -222,22 +229,27 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("compare-solvers",
                                  "every solver and backprop DP / PP-1F1B on the same workers: predicted and "
                                  "measured time per epoch, accuracy, bytes, memory");
+  cmd->footer(
+      "A row whose solver does not apply to the model or the workers prints n/a (why) and leaves the "
+      "exit status 0. A row whose Plan is built but fails validation prints n/a (why); the command "
+      "then exits 1 without writing the plot.");
   auto o = std::make_shared<CompareOptions>();
   o->flags.model = "mlp";
-  cmd->add_option("--spec", o->flags.spec,
-                  "experiment spec JSON (model, settings); flags given too override it");
+  add_input_option(*cmd, "--spec", o->flags.spec,
+                   "experiment spec JSON (model, settings); flags given too override it");
   o->flags.track(cmd->add_option("--model", o->flags.model, "model from the zoo (default mlp)"));
   o->flags.track(cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
-                     ->check(CLI::PositiveNumber));
+                     ->transform(whole_number(1)));
   add_platform_flag(*cmd, o->flags, PlatformFlag::required);
   cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(whole_number(0));
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--svg", o->svg, "accuracy against time plot");
+      ->transform(real_number(0.0, 1.0));
+  add_output_option(*cmd, "--svg", o->svg, "accuracy against time plot");
   o->flags.track(cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")
                      ->check(CLI::IsMember({"sgd", "adam"})));
-  o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice"));
+  o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice")
+                     ->transform(whole_number(INT64_MIN, INT64_MAX)));
   o->flags.track(
       cmd->add_option("--set", o->flags.sets, "key=value model, solver or optimizer setting (repeatable)"));
   add_replay_flags(*cmd, o->replay);
@@ -247,8 +259,12 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
       const std::string platform = resolve_platform(o->flags.platform);
       const ReplayOptions options = replay_options(o->replay);  // reads the calibration once
       for (Row& r : rows) predict(r, platform, options);
+      const auto failed = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.plan_failed; });
       for (Row& r : rows) measure(r, *o);
       print_table(rows, *o);
+      if (failed != rows.end())
+        throw InputError("compare-solvers: row '" + failed->label +
+                         "': its Plan is invalid (n/a in the table); the other rows are printed");
       if (!o->svg.empty() && o->epochs > 0) write_plot(rows, *o);
       return 0;
     };

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
@@ -15,9 +16,11 @@ void add_explore_command(CLI::App& app, Action& action) {
     CommonFlags flags;
     int top = 5;
     bool cross_host_tp = false;
-    std::string trace = "explore-best.trace.json";
-    std::string perfetto = "explore-best.perfetto.json";
-    std::string svg = "explore-best.svg";
+    // The best configuration's files: none unless asked for (hundreds of MB for the largest
+    // models, so writing them by default would fill the folder explore runs in).
+    std::string trace;
+    std::string perfetto;
+    std::string svg;
     ReplayFlags replay;
     std::size_t rows = 20;
   };
@@ -25,13 +28,14 @@ void add_explore_command(CLI::App& app, Action& action) {
   o->flags.model = "gpt3-13b";
   add_common_flags(*cmd, o->flags, false);
   add_platform_flag(*cmd, o->flags, PlatformFlag::shipped_default);
-  cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->transform(whole_number(0));
   cmd->add_flag("--allow-cross-host-tp", o->cross_host_tp, "let tensor parallelism span hosts");
-  cmd->add_option("--trace", o->trace, "where the best configuration's Trace goes (\"\" = none)");
-  cmd->add_option("--perfetto", o->perfetto, "the best configuration's Chrome trace (\"\" = none)");
-  cmd->add_option("--svg", o->svg, "the best configuration's SVG timeline (\"\" = none)");
+  add_output_option(*cmd, "--trace", o->trace, "write the best configuration's Trace (default: none)");
+  add_output_option(*cmd, "--perfetto", o->perfetto,
+                    "write the best configuration's Chrome trace (default: none)");
+  add_output_option(*cmd, "--svg", o->svg, "write the best configuration's SVG timeline (default: none)");
   add_replay_flags(*cmd, o->replay);
-  cmd->add_option("--rows", o->rows, "rows of the table to print");
+  cmd->add_option("--rows", o->rows, "rows of the table to print")->transform(whole_number(0));
   cmd->callback([&action, o] {
     action = [o] {
       ExploreOptions options;

@@ -1,10 +1,14 @@
 #include "flags.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "file_flags.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata::cli {
 namespace {
@@ -148,6 +152,62 @@ void default_batch(Experiment& e, std::int64_t per_worker) {
 
 }  // namespace
 
+CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
+  const std::string range = min == INT64_MIN ? "any whole number"
+                            : max == INT32_MAX || max == INT64_MAX
+                                ? ">= " + std::to_string(min)
+                                : std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, v);
+        if (text.empty() || stop != end || error == std::errc::invalid_argument)
+          return "'" + text + "' is not a whole number";
+        if (error == std::errc::result_out_of_range || v < min || v > max)
+          return "'" + text + "' is out of range (" + range + ")";
+        text = std::to_string(v);  // CLI11 would read "010" as octal
+        return "";
+      },
+      range, "whole number");
+}
+
+CLI::Validator real_number(double min, double max) {
+  const std::string range = format_number(min) + " to " + format_number(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, v);
+        if (text.empty() || stop != end || error == std::errc::invalid_argument)
+          return "'" + text + "' is not a number";
+        if (error == std::errc::result_out_of_range || !std::isfinite(v) || v < min || v > max)
+          return "'" + text + "' is out of range (" + range + ")";
+        return "";
+      },
+      range, "number");
+}
+
+void refuse_beside_plan(const CommonFlags& flags, bool trains) {
+  std::vector<std::string> conflicting = {"--spec",         "--model",    "--workers",      "--strategy",
+                                          "--solver",       "--schedule", "--microbatches", "--iterations",
+                                          "--global-batch", "--dtype"};
+  if (!trains) conflicting.insert(conflicting.end(), {"--optimizer", "--seed"});
+  for (const std::string& flag : conflicting)
+    if (flags.given(flag) || (flag == "--spec" && !flags.spec.empty()))
+      throw InputError("--plan: conflicts with " + flag +
+                       " (a Plan file already fixes the model and the strategy; give one or the other)");
+  for (const std::string& pair : flags.sets) {
+    const std::string key = pair.substr(0, pair.find('='));
+    const auto& keys = set_keys();
+    const auto entry = std::find_if(keys.begin(), keys.end(), [&](const SetKey& k) { return k.name == key; });
+    if (!trains || entry == keys.end() || entry->section != SetSection::optimizer)
+      throw InputError(
+          "--plan: conflicts with --set " + key +
+          " (a Plan file already fixes the model and the strategy; only the optimizer's keys apply)");
+  }
+}
+
 bool CommonFlags::given(const std::string& flag) const {
   if (std::find(forced.begin(), forced.end(), flag) != forced.end()) return true;
   const auto it = options.find(flag);
@@ -159,26 +219,31 @@ void CommonFlags::track(const CLI::Option* option) {
 }
 
 void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
-  app.add_option("--spec", flags.spec, "experiment spec JSON (strata spec); flags given too override it");
+  add_input_option(app, "--spec", flags.spec,
+                   "experiment spec JSON (strata spec); flags given too override it");
   flags.track(app.add_option("--model", flags.model, "model from the zoo (see `strata models`)")
                   ->capture_default_str());
-  flags.track(app.add_option("--workers,--gpus", flags.workers, "number of workers (GPUs)"));
+  flags.track(app.add_option("--workers,--gpus", flags.workers, "number of workers (GPUs)")
+                  ->transform(whole_number(1)));
   if (with_strategy) {
     flags.track(app.add_option("--strategy", flags.strategy, "parallel configuration, e.g. dp=2,tp=2,pp=2"));
     flags.track(app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")
                     ->check(CLI::IsMember({"gpipe", "1f1b"})));
     flags.track(app.add_option("--microbatches", flags.microbatches,
-                               "microbatches per replica and iteration (default: pp)"));
+                               "microbatches per replica and iteration (default: pp)")
+                    ->transform(whole_number(1)));
     flags.track(app.add_option("--iterations", flags.iterations, "training iterations in the Plan")
-                    ->check(CLI::PositiveNumber));
+                    ->transform(whole_number(1)));
   }
-  flags.track(app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration"));
+  flags.track(app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration")
+                  ->transform(whole_number(1, INT64_MAX)));
   flags.track(
       app.add_option("--dtype", flags.dtype, "fp32 | bf16 | fp16 (default: bf16 for GPT, fp32 otherwise)")
           ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16", "fp64"})));
   flags.track(
       app.add_option("--optimizer", flags.optimizer, "sgd | adam")->check(CLI::IsMember({"sgd", "adam"})));
-  flags.track(app.add_option("--seed", flags.seed, "seed of every random choice"));
+  flags.track(app.add_option("--seed", flags.seed, "seed of every random choice")
+                  ->transform(whole_number(INT64_MIN, INT64_MAX)));
   flags.track(app.add_option(
       "--set", flags.sets,
       "key=value model, solver or optimizer setting (repeatable; strata spec --help lists them)"));
@@ -189,19 +254,18 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
 }
 
 void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule) {
+  const std::string shipped = "SimGrid platform XML (shipped ones: platforms/)";
   switch (rule) {
     case PlatformFlag::required:
-      app.add_option("--platform", flags.platform, "SimGrid platform XML (shipped ones: platforms/)")
-          ->required();
+      add_input_option(app, "--platform", flags.platform, shipped)->required();
       return;
     case PlatformFlag::shipped_default:
       if (flags.platform.empty()) flags.platform = "platforms/a100-cluster-64.xml";
-      app.add_option("--platform", flags.platform, "SimGrid platform XML (shipped ones: platforms/)")
-          ->capture_default_str();
+      add_input_option(app, "--platform", flags.platform, shipped)->capture_default_str();
       return;
     case PlatformFlag::this_machine:
-      app.add_option("--platform", flags.platform,
-                     "SimGrid platform XML to simulate on (default: this machine, from --calibration)");
+      add_input_option(app, "--platform", flags.platform,
+                       "SimGrid platform XML to simulate on (default: this machine, from --calibration)");
       return;
   }
 }
@@ -209,7 +273,7 @@ void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule) {
 void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
   app.add_option("--collectives", flags.collectives, "collective fidelity: auto | step | aggregated")
       ->check(CLI::IsMember({"auto", "step", "aggregated"}));
-  app.add_option("--calibration", flags.calibration, "calibration JSON (efficiencies, overheads)");
+  add_input_option(app, "--calibration", flags.calibration, "calibration JSON (efficiencies, overheads)");
   app.add_option("--network-model", flags.network_model, "SimGrid network/model (default LV08)");
   app.add_flag("--simgrid-factors", flags.simgrid_factors,
                "keep SimGrid's TCP latency/bandwidth factors and cross traffic (default: off, exact α-β)");

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +14,12 @@
 #include "strata/sim/replay.hpp"
 
 namespace strata::cli {
+
+// Numbers in flags, one rule for all: the whole text is a decimal number ("5abc", "0x10", "010",
+// " 5", "1e3" for a count, "nan" and "inf" are refused) within [min, max]; CLI11 reports the
+// problem as "--workers: '-2' is out of range (>= 1)".
+CLI::Validator whole_number(std::int64_t min, std::int64_t max = INT32_MAX);
+CLI::Validator real_number(double min, double max);
 
 struct CommonFlags {
   std::string spec;  // --spec FILE.json
@@ -38,6 +46,11 @@ struct CommonFlags {
   // Registers `option` as the flag of one of the fields above (for commands that add their own).
   void track(const CLI::Option* option);
 };
+
+// A Plan file fixes the model and the strategy: beside --plan, the flags that would build them
+// are refused ("--plan: conflicts with --workers ..."). `trains`: the command trains the Plan for
+// real, so --optimizer, --seed and the optimizer's --set keys still apply.
+void refuse_beside_plan(const CommonFlags& flags, bool trains);
 
 // Flags of every subcommand that replays on SimGrid (simulate, explore).
 struct ReplayFlags {

@@ -1,18 +1,62 @@
 // strata: a simulator and performance model of parallel deep-learning training.
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
+#include "strata/traces/trace.hpp"
 
 namespace strata::cli {
+
 bool progress_wanted() { return ::isatty(STDERR_FILENO) != 0; }
+
+namespace {
+
+// A CLI11 message on one line.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n') c = ' ';
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+// Runs the chosen subcommand: its output paths checked before any work, its outputs staged while
+// it runs and committed together when it returns (strata/traces/outputs.hpp).
+int run(const CLI::App& app, const Action& action) {
+  if (!action) return 0;
+  OutputSet outputs;
+  for (const CLI::App* cmd : app.get_subcommands()) add_file_flags(*cmd, outputs);
+  outputs.check();
+  if (outputs.writes_stdout()) {
+    // stdout carries the output alone: the command's own messages go to stderr.
+    std::cout.flush();
+    std::fflush(stdout);
+    const int data = ::dup(STDOUT_FILENO);
+    if (data < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw InputError("-: cannot set up stdout");
+    outputs.set_stdout_descriptor(data);
+  }
+  int status = 0;
+  {
+    StagingScope staging(outputs);
+    status = action();
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  outputs.commit();
+  return status;
+}
+
+}  // namespace
 }  // namespace strata::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: what-if simulation of parallel deep-learning training"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "strata " + std::string(strata::strata_version()));
   strata::cli::Action action;
   strata::cli::add_models_command(app, action);
   strata::cli::add_plan_command(app, action);
@@ -29,10 +73,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::string what = strata::cli::one_line(e.what());
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-')
+      what = "unknown command '" + std::string(argv[1]) + "' (strata --help lists them)";
+    std::cerr << "strata: error: " << what << "\n";
+    return 1;
   }
   try {
-    return action ? action() : 0;
+    return strata::cli::run(app, action);
   } catch (const strata::InputError& e) {
     std::cerr << "strata: error: " << e.what() << "\n";
     return 1;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/traces/plan_json.hpp"
 
@@ -13,7 +14,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<CommonFlags>();
   auto out = std::make_shared<std::string>();
   add_common_flags(*cmd, *flags, true);
-  cmd->add_option("-o,--output", *out, "Plan JSON file to write")->required();
+  add_output_option(*cmd, "-o,--output", *out, "Plan JSON file to write")->required();
   cmd->callback([&action, flags, out] {
     action = [flags, out] {
       Plan plan = build_plan(*flags);

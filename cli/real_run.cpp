@@ -6,7 +6,7 @@
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #if STRATA_HAVE_CUDA
-#include "strata/real/cuda_task_runner.hpp"
+#include "strata/real/exec/cuda_module.hpp"
 #endif
 #include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
@@ -55,7 +55,7 @@ void check_device(const std::string& device, const std::string& transport) {
   if (device == "cpu") return;
   if (device != "cuda") throw InputError("--device: '" + device + "' is not a device (cpu, cuda)");
 #if STRATA_HAVE_CUDA
-  if (real::cuda_device_count() < 1)
+  if (real::load_cuda_module().device_count() < 1)
     throw InputError("--device cuda: no CUDA GPU is visible to this process");
   if (transport != "threads")
     throw InputError(
@@ -70,7 +70,7 @@ void check_device(const std::string& device, const std::string& transport) {
 template <typename T>
 real::ExecutorFactory<T> executor_for(const std::string& device, real::Backend& cpu) {
 #if STRATA_HAVE_CUDA
-  if (device == "cuda") return real::cuda_executor<T>(0);
+  if (device == "cuda") return real::load_cuda_module().executor<T>(0);
 #endif
   STRATA_ASSERT(device == "cpu", "device " + device + " was not checked");
   return real::host_executor<T>(cpu);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/lowering/strategy.hpp"
@@ -313,11 +314,13 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("run", "train for real on Fashion-MNIST by interpreting the Plan");
   auto o = std::make_shared<RunOptions>();
   add_common_flags(*cmd, o->flags, true);
-  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  add_input_option(*cmd, "--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   o->flags.track(cmd->add_option("--epochs", o->flags.epochs, "passes over the 60,000 training images")
-                     ->check(CLI::PositiveNumber));
-  cmd->add_option("--log", o->log, "write accuracy against epoch and seconds (CSV, rewritten each epoch)");
-  cmd->add_option("--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
+                     ->transform(whole_number(1)));
+  add_output_option(*cmd, "--log", o->log,
+                    "write accuracy against epoch and seconds (CSV, rewritten each epoch)",
+                    OutputWrite::as_it_goes, {".experiment.json"});
+  add_output_option(*cmd, "--trace", o->trace, "write the measured Trace of one iteration (strata JSON)");
   cmd->add_option("--transport", o->transport,
                   "threads (workers as threads of this process) or mpi (one OpenMPI process per worker, "
                   "under mpirun -np <workers>)");
@@ -342,6 +345,7 @@ void add_run_command(CLI::App& app, Action& action) {
         o->experiment = canonical_json(e);
         o->epochs = e.epochs;
       } else {
+        refuse_beside_plan(o->flags, true);
         plan = plan_to_run(o->flags, o->plan);
         optimizer = plan_optimizer(o->flags, plan);
         o->epochs = o->flags.epochs;

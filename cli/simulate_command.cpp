@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
@@ -33,7 +34,7 @@ int simulate(const SimulateOptions& o) {
   std::optional<Experiment> experiment;
   Plan plan;
   if (!o.plan.empty()) {
-    if (!o.flags.spec.empty()) throw InputError("--plan: give either --plan or --spec, not both");
+    refuse_beside_plan(o.flags, false);
     plan = read_plan(o.plan);
   } else {
     experiment = experiment_of(o.flags);
@@ -62,12 +63,13 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<SimulateOptions>();
   add_common_flags(*cmd, o->flags, true);
   add_platform_flag(*cmd, o->flags, PlatformFlag::required);
-  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
-  cmd->add_option("--trace", o->trace, "write the predicted Trace (strata JSON)");
-  cmd->add_option("--report", o->report, "write the report (JSON)");
-  cmd->add_option("--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
+  add_input_option(*cmd, "--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  add_output_option(*cmd, "--trace", o->trace, "write the predicted Trace (strata JSON)");
+  add_output_option(*cmd, "--report", o->report, "write the report (JSON)");
+  add_output_option(*cmd, "--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
   add_replay_flags(*cmd, o->replay);
-  cmd->add_option("--placement", o->placement, "host per worker: JSON {\"workers\": [...]} or one per line");
+  add_input_option(*cmd, "--placement", o->placement,
+                   "host per worker: JSON {\"workers\": [...]} or one per line");
   cmd->callback([&action, o] { action = [o] { return simulate(*o); }; });
 }
 

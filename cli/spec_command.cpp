@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -78,10 +79,10 @@ void add_spec_command(CLI::App& app, Action& action) {
   add_common_flags(*cmd, o->flags, true);
   o->flags.track(
       cmd->add_option("--epochs", o->flags.epochs, "passes over the data of a real run (strata run)")
-          ->check(CLI::PositiveNumber));
-  cmd->add_option("--from", o->from,
-                  "read the spec recorded in a report, trace, Perfetto, SVG, validation file or run log");
-  cmd->add_option("-o,--output", o->output, "spec JSON to write (default: print it)");
+          ->transform(whole_number(1)));
+  add_input_option(*cmd, "--from", o->from,
+                   "read the spec recorded in a report, trace, Perfetto, SVG, validation file or run log");
+  add_output_option(*cmd, "-o,--output", o->output, "spec JSON to write (default: print it)");
   cmd->footer("--set keys (type, range, unit; who takes them):\n" + set_keys_help());
   cmd->callback([&action, o] { action = [o] { return write_spec(*o); }; });
 }

@@ -3,6 +3,8 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
+#include "flags.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/perfetto.hpp"
 #include "strata/traces/timeline_svg.hpp"
@@ -19,11 +21,12 @@ void add_trace_export_command(CLI::App& app, Action& action) {
     int iteration = -1;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("trace", o->in, "strata Trace JSON")->required();
-  cmd->add_option("-o,--output", o->out, "Chrome trace event JSON to write (opens in Perfetto)");
-  cmd->add_option("--svg", o->svg, "SVG timeline to write");
-  cmd->add_option("--svg-workers", o->svg_workers, "workers drawn in the SVG")->check(CLI::PositiveNumber);
-  cmd->add_option("--iteration", o->iteration, "draw only this iteration in the SVG");
+  add_input_option(*cmd, "trace", o->in, "strata Trace JSON")->required();
+  add_output_option(*cmd, "-o,--output", o->out, "Chrome trace event JSON to write (opens in Perfetto)");
+  add_output_option(*cmd, "--svg", o->svg, "SVG timeline to write");
+  cmd->add_option("--svg-workers", o->svg_workers, "workers drawn in the SVG")->transform(whole_number(1));
+  cmd->add_option("--iteration", o->iteration, "draw only this iteration in the SVG")
+      ->transform(whole_number(0));
   cmd->callback([&action, o] {
     action = [o] {
       if (o->out.empty() && o->svg.empty()) throw InputError("trace-export: give -o FILE and/or --svg FILE");

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/real/train/gcn_plan.hpp"
@@ -305,18 +306,19 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ValidateOptions>();
   add_common_flags(*cmd, o->flags, true);
   add_replay_flags(*cmd, o->replay);
-  cmd->add_option("--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
+  add_input_option(*cmd, "--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   add_platform_flag(*cmd, o->flags, PlatformFlag::this_machine);
   cmd->add_option("--transport", o->transport, "threads (default) or mpi");
   cmd->add_option("--device", o->device,
                   "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");
   cmd->add_option("--runs", o->iterations, "measured iterations (their median counts)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->warmup, "iterations run before measuring")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--worst", o->worst, "tasks listed with the largest errors")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--perfetto", o->perfetto, "predicted and measured traces side by side (\"\" to skip)");
-  cmd->add_option("--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
-  cmd->add_option("--json", o->json, "the figures as JSON");
+      ->transform(whole_number(1));
+  cmd->add_option("--warmup", o->warmup, "iterations run before measuring")->transform(whole_number(0));
+  cmd->add_option("--worst", o->worst, "tasks listed with the largest errors")->transform(whole_number(0));
+  add_output_option(*cmd, "--perfetto", o->perfetto,
+                    "predicted and measured traces side by side (\"\" to skip)");
+  add_output_option(*cmd, "--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
+  add_output_option(*cmd, "--json", o->json, "the figures as JSON");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->add_flag(
       "--speedup", o->speedup,
@@ -335,6 +337,7 @@ void add_validate_command(CLI::App& app, Action& action) {
         o->optimizer = optimizer_of(e);
         plan = plan_to_run(e);
       } else {
+        refuse_beside_plan(o->flags, true);
         plan = plan_to_run(o->flags, o->plan);
         o->optimizer = plan_optimizer(o->flags, plan);
       }

@@ -35,7 +35,7 @@ room_of() {
       name="$(basename "$p")"
       case "$name" in
         cuda_task_runner.*) echo exec ;;
-        cuda_calibrate.*) echo calibrate ;;
+        cuda_calibrate.* | cuda_module.*) echo calibrate ;;
         cuda_kernels.* | kernels_* | launch.cuh) echo kernels ;;
         *) echo core ;;
       esac

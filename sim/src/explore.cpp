@@ -8,6 +8,7 @@
 
 #include "strata/sim/process.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 #include "strata/traces/perfetto.hpp"
 #include "strata/traces/timeline_svg.hpp"
 #include "strata/traces/trace_json.hpp"
@@ -82,8 +83,28 @@ std::string replay_job(const Model& model, const StrategyConfig& config, const E
   return report_to_json(replay(lower(model, config), options.platform, replay_options).report).dump();
 }
 
-// Replays the best configuration again, keeping its trace, and writes the requested files.
-std::string write_best_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
+// The contents of the files the best configuration's replay gives, framed as "<bytes>\n<content>"
+// per file: the trace, the Perfetto file and the SVG (empty when not asked for).
+std::string frame(const std::string& content) { return std::to_string(content.size()) + "\n" + content; }
+
+std::vector<std::string> unframe(const std::string& framed, std::size_t count) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (out.size() < count) {
+    const std::size_t newline = framed.find('\n', at);
+    STRATA_ASSERT(newline != std::string::npos, "explore: truncated output of the best replay");
+    const std::size_t size = std::stoull(framed.substr(at, newline - at));
+    STRATA_ASSERT(newline + 1 + size <= framed.size(), "explore: truncated output of the best replay");
+    out.push_back(framed.substr(newline + 1, size));
+    at = newline + 1 + size;
+  }
+  return out;
+}
+
+// Replays the best configuration again, keeping its trace, and returns the requested files'
+// contents (frame()): the parent writes them, so that they are committed with its other outputs
+// (all or none) and a replay that dies leaves no file behind.
+std::string best_files_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
   ReplayOptions replay_options = options.replay;
   replay_options.keep_trace = true;
   Plan plan = lower(model, config);
@@ -97,14 +118,25 @@ std::string write_best_job(const Model& model, const StrategyConfig& config, con
     result.trace.experiment = canonical_json(experiment);
     result.trace.experiment_hash = plan.info.experiment_hash;
   }
-  if (!options.best_trace_path.empty()) write_trace(result.trace, options.best_trace_path);
-  if (!options.best_perfetto_path.empty()) write_chrome_trace(result.trace, options.best_perfetto_path);
+  std::string out;
+  out += frame(options.best_trace_path.empty() ? "" : trace_json_text(result.trace, options.best_trace_path));
+  out += frame(
+      options.best_perfetto_path.empty() ? "" : chrome_trace_text(result.trace, options.best_perfetto_path));
+  std::string svg;
   if (!options.best_svg_path.empty()) {
     TimelineOptions timeline;
     timeline.title = "best: " + config.to_string() + " " + model.name + " on " + options.platform;
-    write_timeline_svg(result.trace, options.best_svg_path, timeline);
+    svg = trace_to_svg(result.trace, timeline);
   }
-  return "";
+  return out + frame(svg);
+}
+
+void write_best_files(const std::string& framed, const ExploreOptions& options) {
+  const std::vector<std::string> files = unframe(framed, 3);
+  const std::string* paths[] = {&options.best_trace_path, &options.best_perfetto_path,
+                                &options.best_svg_path};
+  for (std::size_t i = 0; i < 3; ++i)
+    if (!paths[i]->empty()) write_file_atomically(*paths[i], files[i]);
 }
 
 // Tasks the lowering will emit, roughly (forward, backward, weight gradient and a share of the
@@ -192,6 +224,8 @@ Experiment experiment_for(Experiment base, const StrategyConfig& config) {
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
+  // Checked here, in the parent, so that every replay's child (forked after) skips the check.
+  check_platform(options.platform, options.replay.network);
   const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child([&] {
     return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump();
   })));
@@ -257,7 +291,7 @@ ExploreResult explore(const ExploreOptions& requested) {
   if (k > 0 && outputs) {
     StrategyConfig best = result.rows.front().config;
     if (result.rows.front().reduced) best.lowered_replicas = 1;
-    run_in_child([&] { return write_best_job(model, best, options); });
+    write_best_files(run_in_child([&] { return best_files_job(model, best, options); }), options);
   }
   return result;
 }

@@ -1,11 +1,16 @@
 #include "loaded_platform.hpp"
 
+#include <sys/stat.h>
 #include <xbt/log.h>
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
+#include "platform_check.hpp"
+#include "strata/sim/process.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -47,15 +52,14 @@ bool mentions_profiles(const std::string& path) {
   return false;
 }
 
-}  // namespace
-
-LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& network) {
-  // Keep SimGrid quiet: strata reports errors itself, one line each.
+// Creates the process's SimGrid engine (quiet logs: strata reports errors itself, one line
+// each), applies `network` and loads `path`, SimGrid's exceptions turned into one line.
+std::unique_ptr<simgrid::s4u::Engine> load_engine(const std::string& path, const NetworkConfig& network) {
   xbt_log_control_set("root.thresh:critical");
   int argc = 1;
   char name[] = "strata";
   char* argv[] = {name, nullptr};
-  engine_ = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+  auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
   simgrid::s4u::Engine::set_config("network/model:" + network.model);
   simgrid::s4u::Engine::set_config(std::string("network/crosstraffic:") + (network.crosstraffic ? "1" : "0"));
   if (network.ideal_factors && network.model == "LV08") {
@@ -65,13 +69,79 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     simgrid::s4u::Engine::set_config("network/TCP-gamma:0");
   }
   try {
-    engine_->load_platform(path);
+    engine->load_platform(path);
   } catch (const std::exception& e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     // SimGrid's messages already name the file and line; keep them on one line.
     throw InputError(what.find(path) != std::string::npos ? what : input_error_message(path, "", what));
   }
+  return engine;
+}
+
+// What identifies a verified platform: the file (device, inode, size, time of change) and the
+// network settings. A file changed since is checked again.
+std::string verified_key(const std::string& path, const NetworkConfig& network) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return path + '\n' + network.model + (network.ideal_factors ? "/ideal" : "") +
+         (network.crosstraffic ? "/crosstraffic" : "") + '\n' + std::to_string(st.st_dev) + ':' +
+         std::to_string(st.st_ino) + ':' + std::to_string(st.st_size) + ':' +
+         std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::set<std::string>& verified_platforms() {
+  static std::set<std::string> verified;
+  return verified;
+}
+
+// Every ordered pair of hosts, a host with itself included, must have a route: SimGrid aborts
+// on a transfer over an empty route of no latency ("no connecting path"), which a Full zone
+// missing a <route> gives. Checked for platforms of up to kRouteCheckHosts hosts (65,536
+// route queries, a few milliseconds); larger ones are clusters, whose routes SimGrid builds.
+constexpr std::size_t kRouteCheckHosts = 256;
+
+void check_routes(const std::string& path, const LoadedPlatform& platform) {
+  const std::size_t n = platform.summary().hosts.size();
+  if (n > kRouteCheckHosts) return;
+  std::vector<simgrid::s4u::Link*> links;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      links.clear();
+      double latency = 0;
+      platform.host(static_cast<int>(a))->route_to(platform.host(static_cast<int>(b)), links, &latency);
+      if (links.empty() && latency <= 0)
+        throw InputError(input_error_message(path, "",
+                                             "no route from host '" + platform.summary().hosts[a].name +
+                                                 "' to host '" + platform.summary().hosts[b].name +
+                                                 "' (SimGrid aborts on a transfer between them)"));
+    }
+}
+
+}  // namespace
+
+void verify_platform(const std::string& path, const NetworkConfig& network) {
+  check_network_model(network.model);
+  const std::string key = verified_key(path, network);
+  if (!key.empty() && verified_platforms().count(key)) return;
+  check_platform_file(path);
+  // The child builds what strata reads of a platform too (host figures, routes): SimGrid
+  // crashes on some routings only when a route is asked for (a Full zone without a route from a
+  // host to itself). It leaves through _exit, so its engine is never destroyed.
+  run_in_quiet_child(
+      [&] {
+        static std::unique_ptr<LoadedPlatform> loaded;
+        loaded = std::make_unique<LoadedPlatform>(path, network, LoadedPlatform::Verify::no);
+        check_routes(path, *loaded);
+        return std::string();
+      },
+      path + ": SimGrid cannot load this platform");
+  if (!key.empty()) verified_platforms().insert(key);
+}
+
+LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify) {
+  if (verify == Verify::yes) verify_platform(path, network);
+  engine_ = load_engine(path, network);
   host_profiles_ = mentions_profiles(path);
   hosts_ = engine_->get_all_hosts();
   std::sort(hosts_.begin(), hosts_.end(),

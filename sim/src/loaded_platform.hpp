@@ -1,6 +1,7 @@
 // LoadedPlatform: a platform file loaded into this process's SimGrid engine (internal to sim/).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,11 +21,19 @@ struct NetworkConfig {
   bool crosstraffic = false;   // network/crosstraffic
 };
 
+// Checks the network model and the platform file (platform_check.hpp), then loads the platform
+// once in a child process with its output kept from the terminal, so that whatever SimGrid
+// aborts on becomes one InputError line naming the file. Remembered per process (and so in
+// the children forked after): a platform is verified once per file version and settings.
+void verify_platform(const std::string& path, const NetworkConfig& network);
+
 class LoadedPlatform {
  public:
-  // Creates the process's SimGrid engine (quiet logs), applies `network`, loads `path`.
-  // Throws InputError naming the file for any SimGrid load error.
-  LoadedPlatform(const std::string& path, const NetworkConfig& network);
+  enum class Verify : std::uint8_t { yes, no };  // no: only in verify_platform's own child
+
+  // Verifies the platform (verify_platform), then creates the process's SimGrid engine (quiet
+  // logs), applies `network`, loads `path`. Throws InputError naming the file for any problem.
+  LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify = Verify::yes);
   ~LoadedPlatform();
   LoadedPlatform(const LoadedPlatform&) = delete;
   LoadedPlatform& operator=(const LoadedPlatform&) = delete;

@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <sstream>
 
 #include "strata/traces/error.hpp"
 
@@ -17,6 +19,7 @@ namespace {
 struct Child {
   pid_t pid = -1;
   int fd = -1;
+  int output = -1;  // a temporary file holding the child's stdout and stderr, or -1
 };
 
 void write_all(int fd, const std::string& data) {
@@ -29,13 +32,28 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-Child spawn(const std::function<std::string()>& work) {
+// A temporary file, already unlinked, for a child's output: a file rather than a pipe, so that
+// a child writing much while the parent waits for its result cannot block.
+int output_file() {
+  char path[] = "/tmp/strata-child-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) throw InputError(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::unlink(path);
+  return fd;
+}
+
+Child spawn(const std::function<std::string()>& work, bool capture_output = false) {
   int fds[2];
   if (::pipe(fds) != 0) throw InputError(std::string("cannot create pipe: ") + std::strerror(errno));
+  const int output = capture_output ? output_file() : -1;
   pid_t pid = ::fork();
   if (pid < 0) throw InputError(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(fds[0]);
+    if (output >= 0) {
+      ::dup2(output, STDOUT_FILENO);
+      ::dup2(output, STDERR_FILENO);
+    }
     std::string out;
     int status = 0;
     try {
@@ -49,10 +67,36 @@ Child spawn(const std::function<std::string()>& work) {
     ::_exit(status);  // skip destructors of the parent's state, including SimGrid's
   }
   ::close(fds[1]);
-  return Child{pid, fds[0]};
+  return Child{pid, fds[0], output};
 }
 
-std::string collect(Child child) {
+// The first line of what a child printed that says something: SimGrid's "[0.000000]
+// [ker_lmm/CRITICAL]" prefixes and source locations are dropped, the backtrace that follows
+// is not read.
+std::string first_useful_line(int fd) {
+  std::string text(4096, '\0');
+  const ssize_t n = ::pread(fd, text.data(), text.size(), 0);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    for (const char* level : {"CRITICAL] ", "ERROR] ", "WARNING] ", "INFO] "}) {
+      const std::size_t at = line.find(level);
+      if (at != std::string::npos) {
+        line.erase(0, at + std::strlen(level));
+        break;
+      }
+    }
+    while (!line.empty() && line.front() == '[' && line.find("] ") != std::string::npos)
+      line.erase(0, line.find("] ") + 2);
+    const std::size_t b = line.find_first_not_of(" \t\r");
+    const std::size_t e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos) return line.substr(b, e - b + 1);
+  }
+  return "";
+}
+
+std::string collect(Child child, const std::string& context = "") {
   std::string data;
   char buf[65536];
   for (;;) {
@@ -65,17 +109,30 @@ std::string collect(Child child) {
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  std::string said;
+  if (child.output >= 0) {
+    said = first_useful_line(child.output);
+    ::close(child.output);
+  }
+  const std::string prefix = context.empty() ? "" : context + ": ";
+  // SimGrid's own signal handler says "Segmentation fault." again: not repeated.
+  const bool repeats = WIFSIGNALED(status) && said.rfind(strsignal(WTERMSIG(status)), 0) == 0;
+  const std::string because = said.empty() || repeats ? "" : ": " + said;
   if (WIFSIGNALED(status))
-    throw InputError(std::string("simulation process killed by signal ") + strsignal(WTERMSIG(status)));
+    throw InputError(prefix + "simulation process killed by signal " + strsignal(WTERMSIG(status)) + because);
   if (data.rfind("ok\n", 0) == 0) return data.substr(3);
   if (data.rfind("error\n", 0) == 0) throw InputError(data.substr(6));
-  throw InputError("simulation process ended without a result (exit status " +
-                   std::to_string(WEXITSTATUS(status)) + ")");
+  throw InputError(prefix + "simulation process ended without a result (exit status " +
+                   std::to_string(WEXITSTATUS(status)) + ")" + because);
 }
 
 }  // namespace
 
 std::string run_in_child(const std::function<std::string()>& work) { return collect(spawn(work)); }
+
+std::string run_in_quiet_child(const std::function<std::string()>& work, const std::string& context) {
+  return collect(spawn(work, true), context);
+}
 
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
                                          const std::function<void(std::size_t)>& on_done) {

@@ -1,6 +1,7 @@
 #include "strata/sim/replay.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <unordered_map>
 
@@ -13,6 +14,8 @@ namespace sg = simgrid::s4u;
 namespace strata {
 inline namespace sim {
 namespace {
+
+constexpr double kMaxTransferBytes = 9007199254740992.0;  // 2^53
 
 class ReplayEngine {
  public:
@@ -150,6 +153,9 @@ class ReplayEngine {
 
   void start_comm(TaskIndex t, std::int32_t flow, WorkerId src, WorkerId dst, double bytes) {
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
+    // check_transfer_sizes bounds a task's bytes by 2^53 and a flow carries at most twice its
+    // task's (an aggregated ring allreduce), so the conversion below is defined.
+    STRATA_ASSERT(bytes >= 0 && bytes <= 2 * kMaxTransferBytes, "flow of " + std::to_string(bytes) + " B");
     // At least one byte: concurrent zero-byte transfers serialise in SimGrid 3.32.
     comm->set_payload_size(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bytes + 0.5)));
     track(comm, t, flow);
@@ -265,6 +271,24 @@ class ReplayEngine {
   std::size_t next_progress_ = 0;
 };
 
+// Every transfer's size is a whole number of bytes SimGrid takes as a 64-bit integer; strata
+// refuses sizes above 2^53 B (9.007e15 B, 9 PB in one message: no real transfer), the largest
+// a double holds exactly, so that the conversion never overflows (undefined behaviour).
+void check_transfer_sizes(const Plan& plan) {
+  for (const Task& t : plan.tasks()) {
+    if (t.kind != TaskKind::send && !is_collective(t.kind)) continue;
+    if (t.comm_bytes >= 0 && t.comm_bytes <= kMaxTransferBytes) continue;
+    char figure[32];
+    std::snprintf(figure, sizeof figure, "%g B", t.comm_bytes);
+    throw InputError(input_error_message("plan", "task '" + t.id + "'",
+                                         std::string(figure) + " to transfer" +
+                                             (t.comm_bytes < 0 || t.comm_bytes != t.comm_bytes
+                                                  ? " is not a size"
+                                                  : " is above 2^53 B (9.007e15 B), the largest transfer "
+                                                    "the simulator takes")));
+  }
+}
+
 NetworkConfig network_config(const NetworkOptions& options) {
   NetworkConfig c;
   c.model = options.model;
@@ -304,7 +328,12 @@ PlatformSummary load_platform_summary(const std::string& platform_path, const Ne
   return platform.summary();
 }
 
+void check_platform(const std::string& platform_path, const NetworkOptions& network) {
+  verify_platform(platform_path, network_config(network));
+}
+
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
+  check_transfer_sizes(plan);
   LoadedPlatform platform(platform_path, network_config(options.network));
   std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(), options.placement);
   const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);

@@ -105,6 +105,14 @@ TEST_F(Cli, UnknownTaskKind) {
   expect_one_line_error(r, "/tasks/0/kind: unknown task kind 'warp_drive'");
 }
 
+// /dev/zero never ends: the Plan reader stops at its first byte (and a pipe at 4 GiB) instead of
+// reading it into memory for ever.
+TEST_F(Cli, DevZeroAsPlanIsOneLine) {
+  Outcome r = run("simulate --platform " + kPlatforms + "test-flat-4.xml --plan /dev/zero --report " +
+                  path("r.json"));
+  expect_one_line_error(r, "/dev/zero:1:1: parse error: ", path("r.json"));
+}
+
 TEST_F(Cli, UnknownModel) {
   Outcome r = run("plan --model gpt5 -o " + path("p.json"));
   expect_one_line_error(r, "unknown model 'gpt5'", path("p.json"));

@@ -36,7 +36,7 @@ TEST(FuzzFindings, SpecNumberBeyondDoubleIsAParseErrorNamingTheFile) {
   EXPECT_EQ(error_of([] {
               experiment_from_json(parse_json_text(R"({"strategy": {"dp": 101e999}})", "s.json"), "s.json");
             }),
-            "s.json: parse error: number overflow parsing '101e999'");
+            "s.json:1:27: parse error: number overflow parsing '101e999'");
 }
 
 // The calibration reader parses on its own: the same number escaped it too.

@@ -139,6 +139,21 @@ TEST_F(FashionMnistFiles, TruncatedHeaderNamesTheFile) {
   EXPECT_THAT(load_error(), one_line_about(images(), "byte 8: truncated header"));
 }
 
+// 116 bytes declaring 2.7 million images: refused from the file's size before the 2.1 GB of
+// pixels are allocated (they were allocated and zeroed before the truncation was seen).
+TEST_F(FashionMnistFiles, HeaderDeclaringMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
+  write_gz(images(), idx_images(0x00000803, 2700000, 28, 28, 100));
+  EXPECT_THAT(load_error(), one_line_about(images(),
+                                           "byte 4: the header declares 2116800000 bytes of pixels, "
+                                           "more than this"));
+  // A plain (not gzipped) file is held to exactly what follows its header.
+  std::ofstream(images(), std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(idx_images(0x00000803, 3, 2, 2, 11).data()), 16 + 11);
+  EXPECT_THAT(load_error(), one_line_about(images(),
+                                           "byte 4: the header declares 12 bytes of pixels, more than "
+                                           "this 27-byte file holds after its header (at most 11)"));
+}
+
 TEST_F(FashionMnistFiles, CutGzipStreamNamesTheFile) {
   write_gz(images(), idx_images(0x00000803, 100, 28, 28, 78400));
   const auto size = fs::file_size(images());

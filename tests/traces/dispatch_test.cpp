@@ -138,7 +138,7 @@ TEST(Dispatcher, ComputeStreamRunsOneTaskAtATimeByPriorityThenIndex) {
   plan.add_task(compute("a", 0, 2));
   plan.add_task(compute("b", 0, 0));
   plan.add_task(compute("c", 0, 1));
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {1, 1, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start_order, (std::vector<TaskIndex>{1, 2, 0}));
@@ -164,7 +164,7 @@ TEST(Dispatcher, ComputeAndCommStreamsOfOneWorkerOverlap) {
   const TaskIndex b = plan.add_task(compute("b", 0, 1));
   const TaskIndex s1 = plan.add_task(p2p(TaskKind::send, "s1", 0, 1, 0));
   const TaskIndex s2 = plan.add_task(p2p(TaskKind::send, "s2", 0, 1, 1));
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {3, 1, 2, 2});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start[a], 0);
@@ -196,7 +196,7 @@ TEST(Dispatcher, CollectiveWaitsForAllMembersAndIsNotOvertaken) {
   plan.add_task(p2p(TaskKind::send, "t0", 1, 0, 0));
   plan.add_task(collective(TaskKind::allreduce, "t1", {0, 1}, 1));
   plan.add_task(p2p(TaskKind::send, "t2", 0, 1, 2));
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {5, 2, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start, (std::vector<double>{0, 5, 7}));
@@ -214,7 +214,7 @@ TEST(Dispatcher, CollectiveWaitsForItsLastMemberToBecomeReady) {
   const TaskIndex ar = plan.add_task(collective(TaskKind::allreduce, "ar", {2, 0, 1}, 0));
   const TaskIndex snd = plan.add_task(p2p(TaskKind::send, "snd", 0, 1, 5));
   plan.add_data_dep(c, ar);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {4, 3, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start[snd], 0);
@@ -229,7 +229,7 @@ TEST(Dispatcher, CollectiveEndFreesEveryMemberStream) {
   plan.add_task(collective(TaskKind::allreduce, "ar", {0, 1}, 0));
   plan.add_task(p2p(TaskKind::send, "s0", 0, 1, 1));
   plan.add_task(p2p(TaskKind::send, "s1", 1, 0, 1));
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {2, 1, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start, (std::vector<double>{0, 2, 2}));
@@ -252,7 +252,7 @@ TEST(Dispatcher, MoreUrgentTaskReadyLaterTakesTheHeadBeforeABlockedCollective) {
   plan.add_task(p2p(TaskKind::send, "t3", 0, 1, 1));
   plan.add_task(p2p(TaskKind::send, "t4", 0, 1, 4));
   plan.add_data_dep(0, 3);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {1, 5, 2, 2, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start, (std::vector<double>{0, 0, 5, 1, 7}));
@@ -270,7 +270,7 @@ TEST(Dispatcher, ControlDependenciesAreHonouredLikeDataOnes) {
   plan.add_control_dep(a, b);
   plan.add_data_dep(b, c);
   plan.add_control_dep(c, d);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, {2, 1, 1, 1});
   EXPECT_TRUE(s.violations.empty()) << s.violations.front();
   EXPECT_EQ(s.start, (std::vector<double>{0, 2, 3, 4}));
@@ -315,7 +315,7 @@ TEST(Dispatcher, CompleteUnstartedReleasesSuccessorsBeforeItsOwnDependencies) {
   const TaskIndex c = plan.add_task(compute("c", 1));
   plan.add_data_dep(a, b);
   plan.add_data_dep(b, c);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   Dispatcher dispatcher(plan);
   dispatcher.complete_unstarted(b);
   EXPECT_EQ(dispatcher.completed(), 1u);
@@ -336,7 +336,7 @@ TEST(Dispatcher, CompleteUnstartedClearsAQueuedCollectiveThatHeldAStream) {
   const TaskIndex t0 = plan.add_task(p2p(TaskKind::send, "t0", 1, 0, 0));
   const TaskIndex t1 = plan.add_task(collective(TaskKind::allreduce, "t1", {0, 1}, 1));
   const TaskIndex t2 = plan.add_task(p2p(TaskKind::send, "t2", 0, 1, 2));
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   Dispatcher dispatcher(plan);
   EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{t0}));
   dispatcher.complete_unstarted(t1);
@@ -355,7 +355,7 @@ TEST(Dispatcher, TaskRunElsewhereIsNeverHandedOutEvenWhenReady) {
   const TaskIndex y = plan.add_task(compute("y", 0, 0));
   const TaskIndex z = plan.add_task(compute("z", 0, 5));
   plan.add_data_dep(x, y);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   Dispatcher dispatcher(plan);
   dispatcher.run_elsewhere(x);
   EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{z}));
@@ -438,7 +438,7 @@ TEST(DispatcherRandom, GeneratorMakesValidMixedPlans) {
   // Guards the tests below: they mean something only if the plans are valid and mix every kind.
   std::vector<double> duration;
   const Plan plan = random_plan(1, 2000, 8, duration);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   EXPECT_EQ(plan.size(), 2000u);
   EXPECT_EQ(duration.size(), plan.size());
   int computes = 0, sends = 0, recvs = 0, collectives = 0;
@@ -463,7 +463,7 @@ class DispatcherRandomSeed : public ::testing::TestWithParam<std::uint32_t> {};
 TEST_P(DispatcherRandomSeed, FinishesRespectsDependenciesAndStreams) {
   std::vector<double> duration;
   const Plan plan = random_plan(GetParam(), 2000, 8, duration);
-  ASSERT_NO_THROW(plan.validate());
+  ASSERT_NO_THROW(plan.validate_graph());
   const Schedule s = run_on_virtual_clock(plan, duration);
 
   // (7) and the order of take_startable(), checked while running.

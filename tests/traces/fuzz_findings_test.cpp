@@ -26,16 +26,16 @@ std::string error_of(const std::function<void()>& f) {
 // nlohmann's out_of_range.406 ("internal error" in the CLI), with no file named.
 TEST(FuzzFindings, NumberBeyondDoubleIsAParseErrorNamingTheFile) {
   EXPECT_EQ(error_of([] { parse_json_text(R"({"strategy": {"dp": 101e999}})", "s.json"); }),
-            "s.json: parse error: number overflow parsing '101e999'");
+            "s.json:1:27: parse error: number overflow parsing '101e999'");
   EXPECT_EQ(error_of([] {
               plan_from_json(parse_json_text(R"({"schema_version":2,"tasks":[{"flops":1e999}]})", "p.json"),
                              "p.json");
             }),
-            "p.json: parse error: number overflow parsing '1e999'");
+            "p.json:1:43: parse error: number overflow parsing '1e999'");
   EXPECT_EQ(error_of([] {
               trace_from_json(parse_json_text(R"({"records":[{"end":-1e400}]})", "t.json"), "t.json");
             }),
-            "t.json: parse error: number overflow parsing '-1e400'");
+            "t.json:1:25: parse error: number overflow parsing '-1e400'");
 }
 
 // What the calibration harness found (crash-b0a568c1) holds for every reader that names a JSON

@@ -87,8 +87,8 @@ std::vector<TaskIndex> find_cycle(const DependencyGraph& graph) {
     if (i > 0) path += " -> ";
     path += quote_for_message(plan.task(cycle[i % cycle.size()]).id);
   }
-  throw InputError(input_error_message(source, "/tasks/" + std::to_string(cycle.front()),
-                                       "dependency cycle through " + path));
+  throw InvalidPlanError(input_error_message(source, "/tasks/" + std::to_string(cycle.front()),
+                                             "dependency cycle through " + path));
 }
 
 }  // namespace

@@ -7,39 +7,16 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <new>
 #include <system_error>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_stream.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace traces {
 namespace {
-
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
-// "line:column" (both 1-based) of the byte the parser stopped at. nlohmann reports `byte` as the
-// count of bytes read, so the offending byte is at index byte - 1.
-std::string line_column(const std::string& text, std::size_t byte) {
-  const std::size_t at = std::min(byte == 0 ? 0 : byte - 1, text.size());
-  std::size_t line = 1;
-  std::size_t line_start = 0;
-  for (std::size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(at - line_start + 1);
-}
-
-// nlohmann's message without its "[json.exception.parse_error.101] parse error at line L,
-// column C: " prefix: the place is already in our own prefix.
-std::string parse_problem(const std::string& what) {
-  std::size_t at = what.find("parse error");
-  if (at == std::string::npos) return what;
-  std::size_t colon = what.find(": ", at);
-  return colon == std::string::npos ? what : what.substr(colon + 2);
-}
 
 // Short text for a value inside a message.
 std::string describe(const nlohmann::json& value) {
@@ -117,65 +94,35 @@ std::string dump_lines(const Json& doc, const std::string& where) {
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(source + ":" + line_column(text, e.byte) + ": parse error: " + parse_problem(e.what()));
-  } catch (const nlohmann::json::out_of_range& e) {
-    // A number beyond double's range, "1e999" (406): nlohmann-json gives no byte offset for it.
-    const std::string what = e.what();
-    const std::size_t bracket = what.find("] ");
-    throw InputError(input_error_message(
-        source, "", "parse error: " + what.substr(bracket == std::string::npos ? 0 : bracket + 2)));
+    return stream_json_text(text, source, {}, {});
+  } catch (const std::bad_alloc&) {
+    throw InputError(input_error_message(source, "",
+                                         "out of memory reading " + std::to_string(text.size()) +
+                                             " bytes of JSON (" + address_space_in_use() + ")"));
   }
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(input_error_message(path, "", "cannot open: " + errno_text(errno)));
-  std::string text;
-  char chunk[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      throw InputError(input_error_message(path, "", "cannot read: " + errno_text(error)));
-    }
-    if (n == 0) break;
-    text.append(chunk, static_cast<std::size_t>(n));
+  try {
+    return stream_json_file(path, {}, {});
+  } catch (const std::bad_alloc&) {
+    throw InputError(
+        input_error_message(path, "", "out of memory reading JSON (" + address_space_in_use() + ")"));
   }
-  ::close(fd);
-  return parse_json_text(text, path);
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what, int error, bool remove_tmp) {
-    if (remove_tmp) ::unlink(tmp.c_str());
-    throw InputError(input_error_message(path, "", what + ": " + errno_text(error)));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail("cannot write", errno, false);
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      fail("cannot write", error, true);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // fsync before rename: otherwise a crash can leave an empty file under the final name.
-  if (::fsync(fd) != 0) {
-    int error = errno;
-    ::close(fd);
-    fail("cannot write", error, true);
-  }
-  if (::close(fd) != 0) fail("cannot write", errno, true);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", errno, true);
+  write_file_with(path, [&content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
+  write_file_with(path, [&produce](std::ostream& out) {
+    produce([&out](std::string_view piece) {
+      out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    });
+  });
 }
 
 std::string format_number(double value) {
@@ -226,6 +173,20 @@ std::string json_pointer_token(std::string_view key) {
       out += c;
   }
   return out;
+}
+
+std::string dump_json_value(const nlohmann::ordered_json& value, const std::string& where,
+                            const std::string& pointer) {
+  std::string inside;
+  if (const nlohmann::ordered_json* bad = find_non_finite(value, inside))
+    throw InputError(input_error_message(
+        where, pointer + inside,
+        "cannot write " + format_number(bad->get<double>()) + ": JSON has no non-finite numbers"));
+  try {
+    return value.dump();
+  } catch (const nlohmann::json::type_error& e) {
+    throw InputError(input_error_message(where, pointer, std::string("cannot write: ") + e.what()));
+  }
 }
 
 std::string dump_one_element_per_line(const nlohmann::json& doc, const std::string& where) {

@@ -127,8 +127,12 @@ OrderedJson chrome_document(const std::vector<LabelledTrace>& traces) {
 
 nlohmann::json trace_to_chrome(const Trace& trace) { return nlohmann::json(chrome_document(trace)); }
 
+std::string chrome_trace_text(const Trace& trace, const std::string& where) {
+  return dump_one_element_per_line(chrome_document(trace), where);
+}
+
 void write_chrome_trace(const Trace& trace, const std::string& path) {
-  write_file_atomically(path, dump_one_element_per_line(chrome_document(trace), path));
+  write_file_atomically(path, chrome_trace_text(trace, path));
 }
 
 nlohmann::json traces_to_chrome(const std::vector<LabelledTrace>& traces) {

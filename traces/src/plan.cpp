@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 
+#include "plan_checks.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace traces {
@@ -16,25 +19,70 @@ std::string pointer(std::size_t index, const char* field) {
   return out;
 }
 
+// Upper bounds on a task's figures. Beyond them a value is a slip (a unit, an overflow), not a
+// workload, and executors would misbehave on it:
+// - bytes < 2^53 (9.0 PB): every byte count is then an exact integer in a double, so converting
+//   it to std::uint64_t (the replay's transfer sizes, sim/src/replay.cpp) is defined and exact;
+//   the largest buffer in the zoo (GPT-3 175B's fp32 weights) is 7.0e11 B.
+// - flops < 1e24 FLOP: the whole training of GPT-3 175B is 3.1e23 FLOP (Brown et al. 2020,
+//   table D.1), so no single task comes near it.
+// - a fixed task's duration_s < 1e7 s (116 days): longer than any training run strata models;
+//   a larger value is a unit slip (ms or µs given as s).
+constexpr double kMaxBytes = 9007199254740992.0;  // 2^53
+constexpr double kMaxFlops = 1e24;
+constexpr double kMaxFixedSeconds = 1e7;
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
 void check_size(const std::string& source, std::size_t index, const char* field, double value) {
   if (!std::isfinite(value))
-    throw InputError(input_error_message(source, pointer(index, field), "not a finite number"));
+    throw InvalidPlanError(input_error_message(source, pointer(index, field), "not a finite number"));
   if (value < 0)
-    throw InputError(
+    throw InvalidPlanError(
         input_error_message(source, pointer(index, field), "negative value " + std::to_string(value)));
+}
+
+// Figure `field` of the task `id` at `index`: finite, >= 0 and below `bound` (`unit` and
+// `bound_name` for the message, which names the task).
+void check_bound(const std::string& source, std::size_t index, const char* field, double value,
+                 const std::string& id, double bound = kMaxBytes, const char* unit = "B",
+                 const char* bound_name = "2^53 B") {
+  check_size(source, index, field, value);
+  if (value >= bound)
+    throw InvalidPlanError(input_error_message(source, pointer(index, field),
+                                               "task " + quote_for_message(id) + ": " + number(value) + " " +
+                                                   unit + " is out of range (must be below " + bound_name +
+                                                   ")"));
+}
+
+// The bounds above, on task i (validate() only: validate_graph() leaves values to executors).
+void check_task_bounds(const Task& t, const std::string& source, std::size_t i) {
+  check_bound(source, i, "flops", t.flops, t.id, kMaxFlops, "FLOP", "1e24 FLOP");
+  check_bound(source, i, "bytes_read", t.bytes_read, t.id);
+  check_bound(source, i, "bytes_written", t.bytes_written, t.id);
+  check_bound(source, i, "comm_bytes", t.comm_bytes, t.id);
+  check_bound(source, i, "mem_alloc", t.mem_alloc, t.id);
+  check_bound(source, i, "mem_free", t.mem_free, t.id);
+  if (t.kind == TaskKind::fixed)
+    if (const std::optional<double> seconds = t.attr_real("duration_s"))
+      check_bound(source, i, "attrs/duration_s", *seconds, t.id, kMaxFixedSeconds, "s", "1e7 s");
 }
 
 void check_worker(const std::string& source, std::size_t index, const std::string& field, WorkerId worker,
                   int num_workers) {
   if (worker < 0 || worker >= num_workers)
-    throw InputError(input_error_message(
+    throw InvalidPlanError(input_error_message(
         source, pointer(index, field.c_str()),
         "worker " + std::to_string(worker) + " outside [0, " + std::to_string(num_workers) + ")"));
 }
 
 void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   const Task& t = plan.task(static_cast<TaskIndex>(i));
-  if (t.id.empty()) throw InputError(input_error_message(source, pointer(i, "id"), "empty id"));
+  if (t.id.empty()) throw InvalidPlanError(input_error_message(source, pointer(i, "id"), "empty id"));
   check_size(source, i, "flops", t.flops);
   check_size(source, i, "bytes_read", t.bytes_read);
   check_size(source, i, "bytes_written", t.bytes_written);
@@ -43,16 +91,17 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   check_size(source, i, "mem_free", t.mem_free);
   const bool comm = is_communication(t.kind);
   if (comm != (t.stream == Stream::comm))
-    throw InputError(input_error_message(source, pointer(i, "stream"),
-                                         std::string("kind '") + std::string(to_string(t.kind)) +
-                                             "' must run on the " + (comm ? "comm" : "compute") + " stream"));
+    throw InvalidPlanError(input_error_message(source, pointer(i, "stream"),
+                                               std::string("kind '") + std::string(to_string(t.kind)) +
+                                                   "' must run on the " + (comm ? "comm" : "compute") +
+                                                   " stream"));
   if (is_collective(t.kind)) {
     if (t.group.empty())
-      throw InputError(input_error_message(source, pointer(i, "group"), "collective without group"));
+      throw InvalidPlanError(input_error_message(source, pointer(i, "group"), "collective without group"));
     std::vector<WorkerId> sorted = t.group;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      throw InputError(input_error_message(source, pointer(i, "group"), "worker listed twice"));
+      throw InvalidPlanError(input_error_message(source, pointer(i, "group"), "worker listed twice"));
     for (std::size_t g = 0; g < t.group.size(); ++g)
       check_worker(source, i, "group/" + std::to_string(g), t.group[g], plan.num_workers());
   } else {
@@ -61,7 +110,8 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   if (t.kind == TaskKind::send || t.kind == TaskKind::recv) {
     check_worker(source, i, "peer", t.peer, plan.num_workers());
     if (t.peer == t.worker)
-      throw InputError(input_error_message(source, pointer(i, "peer"), "peer is the task's own worker"));
+      throw InvalidPlanError(
+          input_error_message(source, pointer(i, "peer"), "peer is the task's own worker"));
   }
   for (const auto* deps : {&t.data_deps, &t.control_deps}) {
     const char* field = deps == &t.data_deps ? "data_deps" : "control_deps";
@@ -69,15 +119,16 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
       TaskIndex dep = (*deps)[d];
       std::string place = pointer(i, field) + "/" + std::to_string(d);
       if (dep >= plan.size())
-        throw InputError(input_error_message(source, place, "unknown task index " + std::to_string(dep)));
-      if (dep == i) throw InputError(input_error_message(source, place, "task depends on itself"));
+        throw InvalidPlanError(
+            input_error_message(source, place, "unknown task index " + std::to_string(dep)));
+      if (dep == i) throw InvalidPlanError(input_error_message(source, place, "task depends on itself"));
     }
   }
   for (const auto* bufs : {&t.reads, &t.writes})
     for (BufferIndex b : *bufs)
       if (b >= plan.buffers().size())
-        throw InputError(input_error_message(source, pointer(i, bufs == &t.reads ? "reads" : "writes"),
-                                             "unknown buffer index " + std::to_string(b)));
+        throw InvalidPlanError(input_error_message(source, pointer(i, bufs == &t.reads ? "reads" : "writes"),
+                                                   "unknown buffer index " + std::to_string(b)));
 }
 
 }  // namespace
@@ -165,17 +216,34 @@ int Plan::num_iterations() const {
 }
 
 void Plan::validate(const std::string& source) const {
-  if (num_workers_ <= 0) throw InputError(input_error_message(source, "/num_workers", "must be positive"));
+  const std::vector<TaskIndex> order = checked_order(source);
+  for (std::size_t i = 0; i < tasks_.size(); ++i) check_task_bounds(tasks_[i], source, i);
+  for (std::size_t b = 0; b < buffers_.size(); ++b)
+    if (buffers_[b].bytes >= kMaxBytes)
+      throw InvalidPlanError(input_error_message(source, "/buffers/" + std::to_string(b) + "/bytes",
+                                                 "buffer " + quote_for_message(buffers_[b].id) + ": " +
+                                                     number(buffers_[b].bytes) +
+                                                     " B is out of range (must be below 2^53 B)"));
+  check_p2p_pairs(*this, source);
+  check_buffer_order(*this, order, source);
+}
+
+void Plan::validate_graph(const std::string& source) const { checked_order(source); }
+
+std::vector<TaskIndex> Plan::checked_order(const std::string& source) const {
+  if (num_workers_ <= 0)
+    throw InvalidPlanError(input_error_message(source, "/num_workers", "must be positive"));
   for (std::size_t i = 0; i < tasks_.size(); ++i) check_task(*this, source, i);
   for (std::size_t b = 0; b < buffers_.size(); ++b) {
-    if (buffers_[b].bytes < 0 || !std::isfinite(buffers_[b].bytes))
-      throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/bytes",
-                                           "negative or non-finite size"));
+    const double bytes = buffers_[b].bytes;
+    const std::string place = "/buffers/" + std::to_string(b) + "/bytes";
+    if (bytes < 0 || !std::isfinite(bytes))
+      throw InvalidPlanError(input_error_message(source, place, "negative or non-finite size"));
     if (buffers_[b].worker < 0 || buffers_[b].worker >= num_workers_)
-      throw InputError(input_error_message(source, "/buffers/" + std::to_string(b) + "/worker",
-                                           "worker outside [0, num_workers)"));
+      throw InvalidPlanError(input_error_message(source, "/buffers/" + std::to_string(b) + "/worker",
+                                                 "worker outside [0, num_workers)"));
   }
-  topological_order(*this, source);
+  return topological_order(*this, source);
 }
 
 }  // namespace traces

@@ -92,8 +92,12 @@ Trace read_trace(const std::string& path) { return trace_from_json(read_json_fil
 
 nlohmann::json trace_to_json(const Trace& trace) { return nlohmann::json(trace_document(trace)); }
 
+std::string trace_json_text(const Trace& trace, const std::string& where) {
+  return dump_one_element_per_line(trace_document(trace), where);
+}
+
 void write_trace(const Trace& trace, const std::string& path) {
-  write_file_atomically(path, dump_one_element_per_line(trace_document(trace), path));
+  write_file_atomically(path, trace_json_text(trace, path));
 }
 
 }  // namespace traces

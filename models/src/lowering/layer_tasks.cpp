@@ -275,6 +275,22 @@ Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DTyp
   return task;
 }
 
+SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype) {
+  STRATA_ASSERT(!backward_weight_kind(layer.op), "layer " + layer.name + " has a backward-weight kind");
+  SplitBackward out{layer_task(layer, Phase::backward_data, microbatch, tp, dtype), {}};
+  out.weight = out.data;
+  const double ranks = is_split(layer) ? tp : 1;
+  const Footprint f = footprint(layer, microbatch, tp);
+  const double b = bytes_per_element(dtype);
+  out.data.flops = layer.bwd_data_flops * microbatch / ranks;
+  out.data.bytes_written = f.input * b;
+  out.weight.flops = layer.bwd_weight_flops * microbatch / ranks;
+  out.weight.bytes_read = (f.input + f.output) * b;
+  out.weight.bytes_written = f.weights * b;
+  if (layer.op == LayerOp::fixed) out.weight.attrs["duration_s"] = 0.0;
+  return out;
+}
+
 Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {
   const double elem = bytes_per_element(dtype);
   const double cost_params = model.family == "synthetic" ? 0.0 : params;

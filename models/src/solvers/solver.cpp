@@ -89,6 +89,19 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
                          " has only " + std::to_string(blocks) + " layer groups");
       break;
     case Solver::local: {
+      // Each chunk but the last trains on a head from its output to the class scores.
+      const std::size_t n = model.layers.size();
+      if (n < 2 || model.layers[n - 1].op != LayerOp::loss || model.layers[n - 2].out_elems <= 0)
+        throw InputError("--solver local: model " + model.name +
+                         " ends in no loss over class scores, and local parallelism trains every chunk on "
+                         "a loss of its own over them");
+      // strata's auxiliary head is dense over a whole sample (make_mlp): over a sequence of tokens
+      // it would be a (seq x hidden) by (seq x vocab) matrix, 4e13 parameters for gpt2-small.
+      if (model.seq > 1)
+        throw InputError("--solver local: model " + model.name + " is a sequence model (" +
+                         std::to_string(model.seq) +
+                         " tokens per sample); strata's local heads map a whole sample to its class scores, "
+                         "not each token to the vocabulary");
       if (solver.chunks > blocks)
         throw InputError("--set chunks: " + std::to_string(solver.chunks) + " chunks but model " +
                          model.name + " has only " + std::to_string(blocks) + " layer groups");

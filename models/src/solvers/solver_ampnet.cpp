@@ -23,6 +23,13 @@
 // attrs["param_version"], so staleness, k - f*v, is visible in the trace. With mak = 1 and f = 1,
 // v = k: serial backprop with per-layer steps.
 //
+// The input gradient of a node reads its weights at version v, so U(n, v) waits for it; the weight
+// gradient of instance k accumulates into the one gradient buffer, so it waits for U(n, g(k) - 1).
+// A stale stage has v < g(k) - 1, so the two must be tasks of their own: a layer whose op computes
+// both in one task (layer norm, batch norm, embedding, a fixed layer) gets a bwdw task beside its bwd
+// (split_backward_task). As one task it closed a cycle B(k) -> U(v) -> B(v + 1) -> ... through the
+// in-flight edges, for every model with such a layer on a stale stage (every GPT and ResNet).
+//
 // Gradients: the loss of each instance is its mean over B samples divided by f (attr
 // "mean_over" = B*f), so a step applies the mean gradient of its f instances.
 #include <algorithm>
@@ -141,7 +148,7 @@ void AmpnetBuilder::build(int stages, Plan& plan) {
   const std::vector<int> stage = solvers::stage_of_layers(model_, stages);
   const std::int64_t mean_over = pipe_.batch() * solver_.min_update_frequency;
   for (std::size_t i = 0; i < model_.layers.size(); ++i)
-    pipe_.add_layer(model_.layers[i], stage[i], static_cast<int>(i) - 1, mean_over);
+    pipe_.add_layer(model_.layers[i], stage[i], static_cast<int>(i) - 1, mean_over, /*own_weight_grad=*/true);
   pipe_.add_buffers();
   const auto k_count = static_cast<std::size_t>(solver_.instances);
   fwd_.resize(k_count);

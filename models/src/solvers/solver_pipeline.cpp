@@ -20,7 +20,8 @@ LayerPipeline::LayerPipeline(const Model& model, const StrategyConfig& config, s
 
 std::string LayerPipeline::prefix(int stage) const { return "dp0/" + coord("pp", stage) + "/tp0/"; }
 
-int LayerPipeline::add_layer(const Layer& layer, int stage, int input, std::int64_t mean_over) {
+int LayerPipeline::add_layer(const Layer& layer, int stage, int input, std::int64_t mean_over,
+                             bool own_weight_grad) {
   const auto b = static_cast<double>(batch_);
   const double elem = bytes_per_element(config_.dtype);
   PipeLayer l;
@@ -31,7 +32,14 @@ int LayerPipeline::add_layer(const Layer& layer, int stage, int input, std::int6
   l.fwd = layer_task(layer, Phase::forward, b, 1, config_.dtype);
   l.bwd = layer_task(layer, Phase::backward_data, b, 1, config_.dtype);
   l.has_bwdw = backward_weight_kind(layer.op).has_value() && layer.params > 0;
-  if (l.has_bwdw) l.bwdw = layer_task(layer, Phase::backward_weight, b, 1, config_.dtype);
+  if (l.has_bwdw) {
+    l.bwdw = layer_task(layer, Phase::backward_weight, b, 1, config_.dtype);
+  } else if (own_weight_grad && layer.params > 0) {
+    SplitBackward split = split_backward_task(layer, b, 1, config_.dtype);
+    l.bwd = std::move(split.data);
+    l.bwdw = std::move(split.weight);
+    l.has_bwdw = true;
+  }
   l.has_params = layer.params > 0;
   l.params = layer.params;
   l.out_bytes = layer.out_elems * b * elem;

@@ -43,8 +43,11 @@ class LayerPipeline {
                 Plan& plan);
 
   // Appends `layer` on `stage`, reading the output of layer `input` (kModelInput: the model's
-  // input); returns its index. Its loss, if it is one, averages over `mean_over` samples.
-  int add_layer(const Layer& layer, int stage, int input, std::int64_t mean_over);
+  // input); returns its index. Its loss, if it is one, averages over `mean_over` samples. With
+  // `own_weight_grad`, a layer with parameters whose op has no backward-weight kind still gets a
+  // bwdw task (split_backward_task): its bwd then writes dX only.
+  int add_layer(const Layer& layer, int stage, int input, std::int64_t mean_over,
+                bool own_weight_grad = false);
   // Every layer added: creates the weight, gradient and optimizer-state buffers of each layer
   // with parameters, and per instance its output and gradient buffers and the copies of inputs
   // that cross stages.

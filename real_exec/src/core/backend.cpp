@@ -9,8 +9,14 @@
 
 #include "strata/traces/error.hpp"
 
+// blas_threads.cpp (libstrata_blas_threads): OpenBLAS has started with one thread; the
+// environment goes back to what the user gave.
+extern "C" void strata_forget_blas_thread_setting();
+
 namespace strata::real {
 namespace {
+
+[[gnu::constructor]] void forget_blas_thread_setting() { strata_forget_blas_thread_setting(); }
 
 blasint to_blas_int(std::int64_t value, const char* what) {
   STRATA_ASSERT(value >= 0 && value <= std::numeric_limits<blasint>::max(),

@@ -32,7 +32,9 @@ struct ExploreOptions {
   bool allow_cross_host_tp = false;
   std::string platform;
   ReplayOptions replay;
-  // The best configuration is replayed once more (in its own process) to write these; "" = none.
+  // The best configuration is replayed once more (in its own process, which returns the files'
+  // contents) and these are written by write_file_atomically here, so that a command's OutputSet
+  // stages them with its other outputs; "" = none.
   std::string best_trace_path;               // strata Trace JSON
   std::string best_perfetto_path;            // Chrome trace event JSON
   std::string best_svg_path;                 // SVG timeline

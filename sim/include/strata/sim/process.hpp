@@ -14,6 +14,12 @@ inline namespace sim {
 // killed by a signal becomes an InputError naming the signal.
 std::string run_in_child(const std::function<std::string()>& work);
 
+// Like run_in_child, with the child's standard output and error kept from the terminal: a
+// child that dies (SimGrid's abort on a platform it cannot build, with its multi-line CRITICAL
+// message and backtrace) becomes one InputError line, "<context>: simulation process killed by
+// signal Aborted: <the first line the child printed>".
+std::string run_in_quiet_child(const std::function<std::string()>& work, const std::string& context);
+
 // Runs every job in a child, at most `parallel` at a time; results in job order. `on_done`, if
 // given, is called in the parent with the number of jobs finished so far.
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,

@@ -56,8 +56,16 @@ struct ReplayResult {
 };
 
 // REQUIRES: plan validated; called at most once per process.
-// Throws InputError for platform, placement or slot problems.
+// Throws InputError for platform, placement or slot problems, and for a send or collective of
+// more than 2^53 bytes ("plan: task 'x': 1e+20 B to transfer is above 2^53 B ...").
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options);
+
+// Checks a platform file and network model without creating a SimGrid engine in this process:
+// the network model against SimGrid's list, every attribute and property of the file, then
+// the file loaded once in a child process, so that SimGrid aborting on it (with its multi-line
+// message) becomes one InputError line naming the file. Remembered for this process and the
+// children it forks afterwards; replay() and load_platform_summary() call it themselves.
+void check_platform(const std::string& platform_path, const NetworkOptions& network = {});
 
 // Loads the platform in this process and returns its summary (also one engine per process).
 PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network = {});

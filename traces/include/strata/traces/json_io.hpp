@@ -1,8 +1,9 @@
 // json_io: what every strata JSON reader and writer shares.
 //
-// Reading: a whole file becomes a DOM, or one InputError line — `plan.json: cannot open: No such
-// file or directory`, `plan.json:3:14: parse error: ...`. A JsonNode then walks the DOM remembering
-// where it is (file and JSON pointer, RFC 6901), so that every typed access that fails reports
+// Reading (through json_stream.hpp's SAX reader, which bounds what it reads by the file's size,
+// or a fixed cap for pipes and devices): a whole file becomes a DOM, or one InputError line — `plan.json:
+// cannot open: No such file or directory`, `plan.json:3:14: parse error: ...`. A JsonNode then walks the DOM
+// remembering where it is (file and JSON pointer, RFC 6901), so that every typed access that fails reports
 // `plan.json: /tasks/3/flops: negative value -1` and nothing else.
 //
 // Writing: documents are dumped deterministically (same value, same bytes) with one element of
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,9 +32,18 @@ nlohmann::json read_json_file(const std::string& path);
 // Parses `text`; errors name `source` as read_json_file's do.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
-// Replaces `path` with `content`: writes `path.tmp.<pid>`, flushes it to disk, renames it over
-// `path`. On any failure removes the temporary file and throws InputError naming `path`.
+// Writes `content` to the output `path` as outputs.hpp says: a regular file (or a symlink's
+// target) is replaced atomically (`path.tmp.<pid>` written, flushed, renamed over it), a device,
+// FIFO or `-` written directly. Inside a StagingScope whose OutputSet defers `path`, the content
+// is staged there and written at its commit(). On any failure removes the temporary file and
+// throws InputError naming `path`.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+// The same with the content produced in pieces: `produce` calls its argument with each piece
+// (gathered into 1 MiB writes), so that a large file is never one string in memory. Whatever
+// `produce` throws removes the temporary file and goes on.
+using ChunkWriter = std::function<void(std::string_view)>;
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
 
 // Shortest decimal text that reads back as the same double ("0.1", "3", "1e+20", "nan");
 // independent of the locale.
@@ -50,6 +61,12 @@ std::string json_pointer_token(std::string_view key);
 // valid UTF-8 or a number is not finite.
 std::string dump_one_element_per_line(const nlohmann::json& doc, const std::string& where);
 std::string dump_one_element_per_line(const nlohmann::ordered_json& doc, const std::string& where);
+
+// One value serialised compactly (as nlohmann's dump()), for writers that stream a document
+// piece by piece; a non-finite number or invalid UTF-8 throws InputError naming `where` and
+// `pointer` (the value's place in the document) followed by the place inside the value.
+std::string dump_json_value(const nlohmann::ordered_json& value, const std::string& where,
+                            const std::string& pointer);
 
 class JsonNode;
 

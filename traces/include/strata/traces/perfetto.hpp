@@ -28,6 +28,9 @@ inline namespace traces {
 // {"traceEvents":[...], "otherData":{"executor","source"}}.
 nlohmann::json trace_to_chrome(const Trace& trace);
 
+// The bytes write_chrome_trace writes; errors name `where`.
+std::string chrome_trace_text(const Trace& trace, const std::string& where);
+
 // Writes trace_to_chrome(trace) to `path` atomically, one event per line.
 void write_chrome_trace(const Trace& trace, const std::string& path);
 

@@ -6,7 +6,13 @@
 // - every dependency names an earlier-or-later existing task, never itself; the graph of data
 //   and control dependencies together is acyclic;
 // - every worker, peer and group member is in [0, num_workers); sizes are finite and >= 0;
-// - communication kinds are on the comm stream, compute kinds on the compute stream.
+//   bytes below 2^53 B, FLOPs below 1e24 FLOP, a fixed task's duration_s below 1e7 s (plan.cpp
+//   says why);
+// - communication kinds are on the comm stream, compute kinds on the compute stream;
+// - every recv has exactly one matching send among its data dependencies (from its peer, to its
+//   worker; comm_bytes 0 or the send's), and every send exactly one recv;
+// - a task reading a non-persistent buffer that some task writes depends, directly or
+//   transitively, on one of its writers (plan_checks.hpp).
 // Tasks are immutable after validation: executors only read a Plan.
 #pragma once
 
@@ -18,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "strata/traces/error.hpp"
 #include "strata/traces/task.hpp"
 
 namespace strata {
@@ -88,6 +95,14 @@ struct PlanInfo {
   bool trains_graph() const { return graph_nodes > 0; }
 };
 
+// What Plan::validate and topological_order throw: an InputError (one line, the Plan may come
+// from a file) that also says the Plan itself is malformed, so a caller that lowers several
+// Plans (compare-solvers) tells a Plan that failed apart from a solver that does not apply.
+class InvalidPlanError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 class Plan {
  public:
   Plan() = default;
@@ -102,9 +117,14 @@ class Plan {
   void add_data_dep(TaskIndex producer, TaskIndex consumer);
   void add_control_dep(TaskIndex before, TaskIndex after);
 
-  // Checks every invariant above; throws InputError naming `source` (a file or "plan"), the
+  // Checks every invariant above; throws InvalidPlanError naming `source` (a file or "plan"), the
   // JSON pointer of the offending task (/tasks/N/...) and the problem.
   void validate(const std::string& source = "plan") const;
+  // Each task's fields (workers, streams, dependencies, sizes finite and >= 0) and acyclicity,
+  // without the bounds, the point-to-point pairing and the buffer order: for scheduling fixtures
+  // (dispatch tests, a send with no receiver) and for tests of an executor's own refusals. An
+  // executor runs only Plans that passed validate().
+  void validate_graph(const std::string& source = "plan") const;
 
   std::size_t size() const { return tasks_.size(); }
   const Task& task(TaskIndex i) const { return tasks_[i]; }
@@ -125,6 +145,9 @@ class Plan {
   PlanInfo info;
 
  private:
+  // validate_graph()'s checks; returns a topological order.
+  std::vector<TaskIndex> checked_order(const std::string& source) const;
+
   int num_workers_ = 0;
   std::vector<Task> tasks_;
   std::vector<Buffer> buffers_;
@@ -133,7 +156,7 @@ class Plan {
 };
 
 // Topological order of all tasks (data and control edges), Kahn's algorithm through Boost.Graph.
-// Throws InputError naming `source` and one task on a cycle.
+// Throws InvalidPlanError naming `source` and one task on a cycle.
 std::vector<TaskIndex> topological_order(const Plan& plan, const std::string& source = "plan");
 
 }  // namespace traces

@@ -14,6 +14,13 @@
 //   plan.json: /tasks/1/data_deps/0: unknown task 'x'
 //   plan.json:3:14: parse error: syntax error while parsing value - invalid literal; ...
 //
+// Streaming: read_plan parses the file as SAX events (json_stream.hpp) and adds each buffer and
+// task to the Plan as it is parsed, so memory holds the Plan and one task's JSON, not the file's
+// DOM (about 4 KB per task before); the "buffers" list must come before "tasks", as strata writes
+// it. write_plan writes one element at a time. A file is read up to its size, a pipe or device up
+// to 4 GiB. Out of memory is one line: "big.json: out of memory reading the Plan after 812,345
+// tasks (1.93 GB of address space in use)".
+//
 // Writing is deterministic: equal Plans give byte-identical files. Fields a task kind does not use
 // (a collective's worker, a compute task's peer) and zero-valued optional numbers and empty lists
 // are left out to keep large plans small; the reader accepts them present. write_plan replaces the

@@ -30,6 +30,9 @@ Trace trace_from_json(const nlohmann::json& doc, const std::string& source);
 // The document write_trace writes (object keys in nlohmann::json's sorted order).
 nlohmann::json trace_to_json(const Trace& trace);
 
+// The bytes write_trace writes; a time that is not finite throws InputError naming `where`.
+std::string trace_json_text(const Trace& trace, const std::string& where);
+
 // Writes `trace` to `path` atomically; writes nothing if a time is not finite.
 void write_trace(const Trace& trace, const std::string& path);
 

@@ -66,6 +66,19 @@ bool has_backward_weight(const Layer& layer);
 // REQUIRES: microbatch > 0, tp >= 1; phase is backward_weight only if backward_weight_kind(op).
 Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
 
+// The backward of a layer whose op has no backward-weight kind (norm, embedding, fixed, ...), as
+// two tasks of its backward-data kind: `data` reads dY and the weights and writes dX
+// (bwd_data_flops), `weight` reads the input and dY and writes dW (bwd_weight_flops); together
+// they carry what layer_task(backward_data) carries. For a solver that must order the two apart:
+// AMPNet's input gradient reads a stale weight version while its weight gradient waits for the
+// previous step (solver_ampnet.cpp). A fixed layer has one duration and no FLOP split: it stays
+// on `data`, and `weight` takes 0 s. REQUIRES: !backward_weight_kind(layer.op).
+struct SplitBackward {
+  Task data;
+  Task weight;
+};
+SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype);
+
 // layer_task without the shape attributes (fixed layers still get duration_s): all a CostModel
 // reads, without copying attribute maps, for the analytical estimate's inner loop.
 Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);

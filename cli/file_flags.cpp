@@ -1,0 +1,66 @@
+#include "file_flags.hpp"
+
+#include <map>
+
+namespace strata::cli {
+namespace {
+
+struct FileFlag {
+  std::string flag;  // as shown in messages: "--trace", "-o"
+  std::string* path;
+  bool output;
+  OutputWrite write;
+  std::vector<std::string> companions;
+};
+
+// The file flags of every subcommand. The paths live in the subcommands' option structs, which
+// live as long as the app.
+std::map<const CLI::App*, std::vector<FileFlag>>& registry() {
+  static std::map<const CLI::App*, std::vector<FileFlag>> flags;
+  return flags;
+}
+
+// The name a message shows: the first long name ("-o,--output" -> "--output"), or the option's
+// own name for a positional argument.
+std::string shown_name(const CLI::Option* option) {
+  const std::vector<std::string>& names = option->get_lnames();
+  return names.empty() ? option->get_name() : "--" + names.front();
+}
+
+}  // namespace
+
+CLI::Option* add_output_option(CLI::App& cmd, const std::string& name, std::string& path,
+                               const std::string& description, OutputWrite write,
+                               std::vector<std::string> companions) {
+  CLI::Option* option = cmd.add_option(name, path, description);
+  registry()[&cmd].push_back({shown_name(option), &path, true, write, std::move(companions)});
+  return option;
+}
+
+CLI::Option* add_input_option(CLI::App& cmd, const std::string& name, std::string& path,
+                              const std::string& description) {
+  CLI::Option* option = cmd.add_option(name, path, description);
+  track_input(cmd, option, path);
+  return option;
+}
+
+void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path) {
+  registry()[&cmd].push_back({shown_name(option), &path, false, OutputWrite::at_end, {}});
+}
+
+void add_file_flags(const CLI::App& cmd, OutputSet& set) {
+  const auto it = registry().find(&cmd);
+  if (it == registry().end()) return;
+  for (const FileFlag& f : it->second) {
+    if (!f.output) {
+      set.add_input(f.flag, *f.path);
+      continue;
+    }
+    const bool deferred = f.write == OutputWrite::at_end;
+    set.add_output(f.flag, *f.path, deferred);
+    if (!f.path->empty())
+      for (const std::string& suffix : f.companions) set.add_output(f.flag, *f.path + suffix, deferred);
+  }
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,36 @@
+// The flags of a subcommand that name files: its outputs and its inputs. Registered with the
+// subcommand's other options; after parsing, main() gathers those of the chosen subcommand into an
+// OutputSet (strata/traces/outputs.hpp), checks them all before any work, stages the outputs while
+// the command runs and commits them together at the end.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "strata/traces/outputs.hpp"
+
+namespace strata::cli {
+
+enum class OutputWrite : std::uint8_t {
+  at_end,      // staged, written with the command's other outputs when it succeeds
+  as_it_goes,  // checked up front, rewritten while the command runs (a run's --log)
+};
+
+// add_option(name, path, description), registered as an output. `companions` are suffixes of
+// files written beside it ("--log run.csv" also writes run.csv.experiment.json).
+CLI::Option* add_output_option(CLI::App& cmd, const std::string& name, std::string& path,
+                               const std::string& description, OutputWrite write = OutputWrite::at_end,
+                               std::vector<std::string> companions = {});
+
+// add_option(name, path, description), registered as an input.
+CLI::Option* add_input_option(CLI::App& cmd, const std::string& name, std::string& path,
+                              const std::string& description);
+
+// Registers an option already added (a shared flag such as --spec) as an input.
+void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path);
+
+// Adds the file flags of `cmd` as parsed to `set`.
+void add_file_flags(const CLI::App& cmd, OutputSet& set);
+
+}  // namespace strata::cli

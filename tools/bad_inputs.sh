@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Bad inputs, each answered as strata promises: exit status 1, exactly one line on stderr that
+# starts with "strata: error:", and no file created or changed in the folder it runs in.
+#
+# Usage: tools/bad_inputs.sh [strata binary]   (default: build/cli/strata)
+# Prints one line per case (PASS or FAIL, the arguments, strata's message) and a total; exits 1 if
+# any case fails. CTest runs it (test bad_inputs, label cli).
+#
+# Adding a case: one line at the end,
+#   bad "what is wrong" ARGS...                     runs `strata ARGS...` in a fresh scratch folder
+#   SETUP='ln -s p.json a.json' bad "..." ARGS...   runs SETUP there first (before the snapshot)
+# The scratch folder is a copy of the fixtures made below: p.json (a Plan, mlp dp=2), t.json (its
+# Trace), r.json (its report), s.json (an experiment spec); $PLATFORMS is the shipped platforms
+# folder.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STRATA=$(realpath "${1:-$ROOT/build/cli/strata}")
+PLATFORMS=$ROOT/platforms
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/strata-bad-inputs.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+FIXTURES=$WORK/fixtures
+mkdir -p "$FIXTURES"
+(
+  cd "$FIXTURES" &&
+    "$STRATA" plan --model mlp --strategy dp=2 -o p.json >/dev/null &&
+    "$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --trace t.json \
+      --report r.json >/dev/null &&
+    "$STRATA" spec --model mlp --workers 2 -o s.json >/dev/null
+) || {
+  echo "bad_inputs.sh: cannot make the fixtures with $STRATA" >&2
+  exit 2
+}
+
+# Every entry of the current folder with its type, size, mtime, link target and checksum.
+snapshot() {
+  find . -mindepth 1 -printf '%p %y %s %T@ %l\n' | sort
+  find . -type f -exec md5sum {} + | sort
+  ls -l /dev/null /dev/full
+}
+
+passed=0
+failed=0
+n=0
+bad() {
+  local what=$1
+  shift
+  n=$((n + 1))
+  local dir=$WORK/case-$n
+  cp -a "$FIXTURES" "$dir"
+  local verdict=PASS problem=""
+  (cd "$dir" && eval "${SETUP:-true}") || { verdict=FAIL problem="setup failed; "; }
+  local before after status
+  before=$(cd "$dir" && snapshot)
+  (cd "$dir" && exec "$STRATA" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null)
+  status=$?
+  after=$(cd "$dir" && snapshot)
+  local lines message
+  lines=$(wc -l <"$WORK/err")
+  message=$(head -n 1 "$WORK/err")
+  [[ $status -eq 1 ]] || problem+="exit $status; "
+  [[ $lines -eq 1 ]] || problem+="$lines lines on stderr; "
+  [[ $message == "strata: error: "* ]] || problem+="no 'strata: error:' prefix; "
+  [[ $before == "$after" ]] || problem+="files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -n 3 | tr '\n' ' '); "
+  [[ -z $problem ]] || verdict=FAIL
+  if [[ $verdict == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  printf '%s  %-44s strata %s\n      %s%s\n' "$verdict" "$what" "$*" "${problem:+[$problem] }" "$message"
+  rm -rf "$dir"
+}
+
+FLAT4=$PLATFORMS/test-flat-4.xml
+
+# ---- numbers in flags -------------------------------------------------------------------------
+bad "negative count" plan --model mlp -o x.json --workers -2
+bad "zero count" plan --model mlp -o x.json --workers 0
+bad "trailing garbage in a count" plan --model mlp -o x.json --workers 5abc
+bad "hexadecimal count" plan --model mlp -o x.json --workers 0x10
+bad "exponent in a count" plan --model mlp -o x.json --workers 1e3
+bad "count beyond 64 bits" plan --model mlp -o x.json --workers 99999999999999999999
+bad "space before a count" plan --model mlp -o x.json --workers ' 5'
+bad "empty count" plan --model mlp -o x.json --iterations ''
+bad "zero microbatches" plan --model mlp -o x.json --microbatches 0
+bad "negative global batch" plan --model mlp -o x.json --global-batch -8
+bad "fractional iterations" plan --model mlp -o x.json --iterations 2.5
+bad "seed that is no number" plan --model mlp -o x.json --seed abc
+bad "--set number with garbage" plan --model mlp -o x.json --set bucket_mb=5abc
+bad "NaN target accuracy" compare-solvers --platform "$FLAT4" --target nan
+bad "infinite target accuracy" compare-solvers --platform "$FLAT4" --target 1e999
+bad "target accuracy above 1" compare-solvers --platform "$FLAT4" --target 2
+bad "negative rows" explore --rows -1
+bad "negative top" explore --top -1
+bad "zero SVG workers" trace-export t.json --svg x.svg --svg-workers 0
+bad "zero measured runs" validate --plan p.json --runs 0
+
+# ---- CLI11 parse errors -------------------------------------------------------------------------
+bad "unknown flag" plan --model mlp -o x.json --bogus
+bad "flag without its value" plan --model mlp -o
+bad "required flag missing" plan --model mlp
+bad "unknown subcommand" frobnicate
+bad "no subcommand"
+
+# ---- a Plan file beside the flags that build one --------------------------------------------------
+bad "--plan with --workers" simulate --platform "$FLAT4" --plan p.json --workers 2
+bad "--plan with --model" simulate --platform "$FLAT4" --plan p.json --model mlp
+bad "--plan with --spec" simulate --platform "$FLAT4" --plan p.json --spec s.json
+bad "--plan with --strategy (run)" run --plan p.json --strategy dp=2
+bad "--plan with a model --set (validate)" validate --plan p.json --set layers=2
+
+# ---- outputs ----------------------------------------------------------------------------------
+bad "output is the input Plan" simulate --platform "$FLAT4" --plan p.json --trace p.json
+SETUP='ln -s p.json alias.json' bad "output is a link to the input" \
+  simulate --platform "$FLAT4" --plan p.json --report alias.json
+bad "output is the input trace" trace-export t.json -o t.json
+bad "output is the --from file" spec --from r.json -o r.json
+bad "two outputs into one file" simulate --platform "$FLAT4" --plan p.json --trace o.json --perfetto ./o.json
+bad "second output's folder missing" simulate --platform "$FLAT4" --plan p.json --trace o.json --perfetto nodir/f.json
+SETUP='mkdir out' bad "output is a directory" plan --model mlp -o out
+bad "explore output's folder missing" explore --top 1 --trace best.json --svg nodir/x.svg
+bad "calibrate output's folder missing" calibrate -o nodir/c.json
+bad "run log's folder missing" run --plan p.json --epochs 1 --log nodir/l.csv
+bad "validate output's folder missing" validate --plan p.json --json nodir/v.json
+bad "device that refuses the bytes" plan --model mlp -o /dev/full
+bad "work fails after the check" simulate --platform "$FLAT4" --model mlp --strategy dp=8 --trace o.json
+
+echo "$passed of $n bad inputs answered as promised, $failed failed"
+[[ $failed -eq 0 ]]
