@@ -35,5 +35,18 @@ TEST(FuzzFindings, MalformedHostPropertyNamesTheFileInOneLine) {
   EXPECT_EQ(load_error(path), path + ":5: XML: not well-formed (invalid token)");
 }
 
+// platform harness, crash-cb922d14 and crash-395e2311 (tests/fuzz/corpus/platform): SimGrid 3.32
+// aborted on a FAT_TREE cluster with fewer radicals than leaves ("Insufficient number of radicals
+// available") and on an unknown routing model ("Not a valid model!"); the platform validation
+// refuses both before SimGrid sees them.
+TEST(FuzzFindings, PlatformsThatAbortedSimGridAreOneLineNamingTheFile) {
+  for (const char* name : {"crash-cb922d14-fattree-radicals.xml", "crash-395e2311-unknown-routing.xml"}) {
+    const std::string path = std::string(STRATA_SOURCE_DIR) + "/tests/fuzz/corpus/platform/" + name;
+    const std::string error = load_error(path);
+    EXPECT_EQ(error.rfind(path + ":", 0), 0u) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+}
+
 }  // namespace
 }  // namespace strata
