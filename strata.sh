@@ -11,6 +11,12 @@
 #   ./strata.sh build             set-up and build everything
 #   ./strata.sh tidy [files]      clang-tidy (.clang-tidy: the naming scheme) over every .cpp file of
 #                                 compile_commands.json (not the .cu files), or over the files named
+#   ./strata.sh fuzz [seconds] [libFuzzer flags]
+#                                 build the libFuzzer harnesses of tests/fuzz with clang++ in
+#                                 build-fuzz (-DSTRATA_FUZZ=ON; traces, models, sim and the harnesses
+#                                 only), run each for `seconds` (default 60) from its seed corpus,
+#                                 print its executions and exec/s; a finding fails with its input
+#                                 saved under build-fuzz/fuzz/<harness>/findings (docs/fuzzing.md)
 #   ./strata.sh <subcommand> ...  any other strata subcommand (models, plan, simulate, ...): builds the
 #                                 strata command only
 #
@@ -24,6 +30,9 @@ readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libexpat1-dev
                    libopenblas-dev zlib1g-dev dataset-fashion-mnist
                    libopenmpi-dev openmpi-bin)
 readonly TIDY_PACKAGES=(clang-tidy-14)
+# clang++ and its runtimes (libFuzzer, ASan, UBSan): Debian 12 ships libFuzzer in libclang-rt-14-dev.
+readonly FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+readonly FUZZ_HARNESSES=(plan trace calibration experiment set strategy platform)
 BUILD_DIR=${BUILD_DIR:-build}
 
 install_missing() {
@@ -69,6 +78,60 @@ tidy() {
     -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error "${files[@]}"
 }
 
+# The number printed after `stat::<name>:` in a libFuzzer log (-print_final_stats=1).
+fuzz_stat() { sed -n "s/^stat::$1: *\([0-9]*\)$/\1/p" "$2" | tail -n 1; }
+
+# fuzz_one harness seconds [libFuzzer flags]: runs one harness; its new inputs go to
+# build-fuzz/fuzz/<harness>/corpus (the seeds under tests/fuzz/corpus are only read).
+fuzz_one() {
+  local harness=$1 seconds=$2
+  shift 2
+  local bin="$FUZZ_DIR/tests/fuzz/strata_fuzz_$harness" work="$FUZZ_DIR/fuzz/$harness"
+  if [ ! -x "$bin" ]; then
+    echo "fuzz $harness: not built (the platform harness needs STRATA_WITH_SIMGRID=ON)"
+    return 0
+  fi
+  mkdir -p "$work/corpus" "$work/findings"
+  local flags=(-max_total_time="$seconds" -print_final_stats=1 -timeout=30 -rss_limit_mb=4096
+               -artifact_prefix="$work/findings/")
+  [ -f "tests/fuzz/$harness.dict" ] && flags+=(-dict="tests/fuzz/$harness.dict")
+  local start=$SECONDS
+  # No allocation stacks (half the executions per second of the JSON readers); a finding run
+  # alone on its input (docs/fuzzing.md) has them.
+  if ! ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0} UBSAN_OPTIONS=print_stacktrace=1 "$bin" "${flags[@]}" "$@" "$work/corpus" "tests/fuzz/corpus/$harness" \
+       >"$work/log" 2>&1; then
+    tail -n 40 "$work/log"
+    echo "fuzz $harness: FINDING after $((SECONDS - start)) s; input under $work/findings/, log $work/log"
+    return 1
+  fi
+  printf 'fuzz %-11s %10s executions %8s exec/s %5s s  corpus %s inputs\n' "$harness" \
+    "$(fuzz_stat number_of_executed_units "$work/log")" "$(fuzz_stat average_exec_per_sec "$work/log")" \
+    "$((SECONDS - start))" "$(find "$work/corpus" "tests/fuzz/corpus/$harness" -type f | wc -l)"
+}
+
+fuzz() {
+  local seconds=${1:-60}
+  [ $# -gt 0 ] && shift
+  if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+    echo "strata.sh fuzz: seconds must be a positive whole number, got '$seconds'" >&2
+    return 1
+  fi
+  install_missing "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
+  FUZZ_DIR=${FUZZ_DIR:-build-fuzz}
+  # -O1 and line tables, as OSS-Fuzz builds: fast to compile, stack traces with lines. No NDEBUG,
+  # so that the assertions of nlohmann-json and Boost stay in.
+  # shellcheck disable=SC2086 # STRATA_CMAKE_ARGS is a list of options
+  cmake -S . -B "$FUZZ_DIR" -DCMAKE_CXX_COMPILER=clang++ -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF \
+        -DSTRATA_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" ${STRATA_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$FUZZ_DIR" -j "$(nproc)" --target strata_fuzzers
+  local failed=0
+  for harness in "${FUZZ_HARNESSES[@]}"; do
+    fuzz_one "$harness" "$seconds" "$@" || failed=1
+  done
+  return $failed
+}
+
 cmd=${1:-explore}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -86,6 +149,7 @@ case "$cmd" in
     for b in "$BUILD_DIR"/tests/bench/strata_bench_*; do [ -x "$b" ] && "$b" "$@"; done
     ;;
   tidy) tidy "$@" ;;
+  fuzz) fuzz "$@" ;;
   explore)
     # strata-sim: the simulator's subcommands without the real executor, a third less to compile.
     build strata_sim_cli

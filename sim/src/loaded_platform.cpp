@@ -148,9 +148,13 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
             [](const auto* a, const auto* b) { return natural_less(a->get_name(), b->get_name()); });
   if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   summary_.path = path;
-  for (const auto* h : hosts_)
-    summary_.hosts.push_back(
-        host_spec_from_properties(h->get_name(), properties_of(h), h->get_speed(), h->get_core_count()));
+  try {
+    for (const auto* h : hosts_)
+      summary_.hosts.push_back(
+          host_spec_from_properties(h->get_name(), properties_of(h), h->get_speed(), h->get_core_count()));
+  } catch (const InputError& e) {
+    throw InputError(input_error_message(path, "", e.what()));  // "host 'x': property ...": name the file
+  }
   NetworkSummary& net = summary_.network;
   route_figures(hosts_[0], hosts_[0], net.intra_bw, net.intra_latency, net.intra_shared);
   if (hosts_.size() > 1) {

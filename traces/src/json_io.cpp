@@ -156,6 +156,8 @@ std::string quote_for_message(std::string_view text) {
   return out + "'";
 }
 
+// Control characters are escaped as quote_for_message writes them (\n, \x01), so that a message
+// naming the pointer stays one line.
 std::string json_pointer_token(std::string_view key) {
   std::string out;
   out.reserve(key.size());
@@ -164,7 +166,10 @@ std::string json_pointer_token(std::string_view key) {
       out += "~0";
     else if (c == '/')
       out += "~1";
-    else
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      const std::string quoted = quote_for_message(std::string_view(&c, 1));  // "'\n'", "'\x01'"
+      out += quoted.substr(1, quoted.size() - 2);
+    } else
       out += c;
   }
   return out;

@@ -148,8 +148,9 @@ class CalibrationReader {
     if (!in) fail("", "cannot open file");
     try {
       return json::parse(in);
-    } catch (const json::parse_error& e) {
-      // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, ...".
+    } catch (const json::exception& e) {
+      // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, ...", or
+      // "[json.exception.out_of_range.406] number overflow parsing '1e999'".
       std::string what = e.what();
       const std::size_t bracket = what.find("] ");
       fail("", "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace models {
@@ -124,13 +125,14 @@ class PropertyReader {
     auto it = properties_.find(key);
     if (it == properties_.end()) return std::nullopt;
     std::optional<double> value = parse_quantity(it->second, quantity);
-    if (!value) fail(key, "malformed value '" + it->second + "'");
-    if (*value < 0) fail(key, "negative value '" + it->second + "'");
+    if (!value) fail(key, "malformed value " + quote_for_message(it->second));
+    if (*value < 0) fail(key, "negative value " + quote_for_message(it->second));
     return value;
   }
 
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
-    throw InputError(input_error_message("host '" + host_ + "'", "property '" + key + "'", problem));
+    throw InputError(
+        input_error_message("host " + quote_for_message(host_), "property '" + key + "'", problem));
   }
 
   const std::map<std::string, std::string>& properties() const { return properties_; }
@@ -144,7 +146,8 @@ int read_slots(const PropertyReader& reader, int cores) {
   std::optional<double> gpus = reader.read("gpus", Quantity::plain);
   if (!gpus) return cores > 0 ? cores : 1;
   if (*gpus < 1 || *gpus != std::floor(*gpus) || *gpus > 1e6)
-    reader.fail("gpus", "expected a positive integer, got '" + reader.properties().at("gpus") + "'");
+    reader.fail("gpus",
+                "expected a positive integer, got " + quote_for_message(reader.properties().at("gpus")));
   return static_cast<int>(*gpus);
 }
 
@@ -167,7 +170,7 @@ void read_wattage(const PropertyReader& reader, HostSpec& spec) {
   }
   const auto fields = static_cast<std::size_t>(std::ranges::count(pstate0, ':')) + 1;
   if (watts.size() != fields || fields < 2 || fields > 3)
-    reader.fail("wattage_per_state", "malformed value '" + it->second + "'");
+    reader.fail("wattage_per_state", "malformed value " + quote_for_message(it->second));
   spec.watts_idle = watts.front();
   spec.watts_busy = watts.back();
 }

@@ -5,6 +5,7 @@
 
 #include "set_table.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace models {
@@ -95,6 +96,12 @@ std::string range_text(const SetKey& key) {
 }  // namespace
 
 void apply_set(Experiment& e, const std::string& key, const std::string& value) {
+  // Refused before any message quotes the text raw, so that every message stays one line.
+  for (const std::string* text : {&key, &value})
+    for (const unsigned char c : *text)
+      if (c < 0x20 || c == 0x7f)
+        throw InputError("--set " + quote_for_message(key + "=" + value) +
+                         ": control character in the argument");
   const SetKey* entry = detail::find_set_key(key);
   if (entry == nullptr || !detail::key_applies(*entry, e.model, e.solver.solver))
     throw InputError("--set " + key + ": unknown key for model '" + e.model + "' with solver '" +
@@ -109,7 +116,8 @@ void apply_set(Experiment& e, const std::string& key, const std::string& value) 
 
 void apply_set(Experiment& e, const std::string& pair) {
   const auto eq = pair.find('=');
-  if (eq == std::string::npos || eq == 0) throw InputError("--set '" + pair + "': expected key=value");
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set " + quote_for_message(pair) + ": expected key=value");
   apply_set(e, pair.substr(0, eq), pair.substr(eq + 1));
 }
 

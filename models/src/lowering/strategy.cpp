@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace models {
@@ -95,6 +96,10 @@ void parse_strategy(const std::string& text, StrategyConfig& into) {
   bool seen[3] = {false, false, false};
   static constexpr std::string_view kKeys[3] = {"dp", "tp", "pp"};
   if (text.empty()) throw InputError("--strategy: empty (expected e.g. 'dp=2,tp=2,pp=2')");
+  // Refused before any message quotes the text raw, so that every message stays one line.
+  for (const unsigned char c : text)
+    if (c < 0x20 || c == 0x7f)
+      throw InputError("--strategy " + quote_for_message(text) + ": control character in the argument");
   std::string_view rest = text;
   while (true) {
     const auto comma = rest.find(',');
@@ -113,6 +118,12 @@ void parse_strategy(const std::string& text, StrategyConfig& into) {
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
+  // Worker ranks are ints (StrategyConfig::workers()).
+  const double workers = 1.0 * values[0] * values[1] * values[2];
+  if (workers > std::numeric_limits<int>::max())
+    throw InputError("--strategy " + quote_for_message(text) + ": " + format_number(workers) +
+                     " workers, more than strata numbers (" +
+                     std::to_string(std::numeric_limits<int>::max()) + ")");
   into.dp = values[0];
   into.tp = values[1];
   into.pp = values[2];
