@@ -123,5 +123,60 @@ bad "validate output's folder missing" validate --plan p.json --json nodir/v.jso
 bad "device that refuses the bytes" plan --model mlp -o /dev/full
 bad "work fails after the check" simulate --platform "$FLAT4" --model mlp --strategy dp=8 --trace o.json
 
+# ---- platforms (checked before SimGrid sees them) --------------------------------------------------
+# A copy of test-flat-4.xml with one edit: `platform_bad NAME SED-EXPRESSION`.
+platform_bad() {
+  local what=$1 expr=$2
+  shift 2
+  SETUP="sed '$expr' '$FLAT4' > f.xml" bad "$what" simulate --platform f.xml --model mlp --report o.json "$@"
+}
+platform_bad "zero bandwidth" 's/bw="100GBps"/bw="0Bps"/'
+platform_bad "NaN bandwidth" 's/bw="100GBps"/bw="nanGBps"/'
+platform_bad "negative bandwidth" 's/bw="100GBps"/bw="-100GBps"/'
+platform_bad "bandwidth without a unit SimGrid knows" 's/bw="100GBps"/bw="10GB\/s"/'
+platform_bad "negative latency" 's/lat="1us"/lat="-1us"/'
+platform_bad "NaN latency" 's/lat="1us"/lat="nanus"/'
+platform_bad "zero cores" 's/core="1"/core="0"/'
+platform_bad "trailing garbage in cores" 's/core="1"/core="1abc"/'
+platform_bad "speed overflowing double" 's/"flops_fp32" value="19.5e12"/"flops_fp32" value="1e308Pf"/'
+platform_bad "denormal memory bandwidth" 's/"mem_bw" value="2.039e12"/"mem_bw" value="1e-320"/'
+platform_bad "misspelled flops_bf16" 's/"flops_bf16"/"flops_bf61"/'
+platform_bad "misspelled flops_fp16" 's/"flops_fp16"/"flops_fp61"/'
+platform_bad "misspelled gpu_memory" 's/"gpu_memory"/"gpu_memroy"/'
+platform_bad "10^8 hosts" 's/radical="0-3"/radical="0-99999999"/'
+platform_bad "non-UTF-8 host names" 's/prefix="node-"/prefix="n\xe9ud-"/'
+platform_bad "not XML at all" '1,$c\this is not a platform'
+SETUP='mkdir d' bad "a directory as platform" simulate --platform d --model mlp
+bad "missing platform file" simulate --platform nowhere.xml --model mlp
+bad "unknown network model" simulate --platform "$FLAT4" --model mlp --network-model Bogus
+bad "empty network model" simulate --platform "$FLAT4" --model mlp --network-model ''
+
+# ---- Plans ----------------------------------------------------------------------------------------
+# A pipeline Plan (mlp pp=2, sends and receives) with one edit: `plan_bad NAME SED-EXPRESSION`.
+plan_bad() {
+  local what=$1 expr=$2
+  SETUP="\"\$STRATA\" plan --model mlp --strategy pp=2 -o pp.json >/dev/null && sed '$expr' pp.json > bad.json" \
+    bad "$what" simulate --platform "$FLAT4" --plan bad.json --report o.json
+}
+plan_bad "a receive with no send" '/"kind":"recv"/s/"data_deps":\[[^]]*\]/"data_deps":[]/'
+plan_bad "a send of 10^30 bytes" '0,/"kind":"send"/s/"comm_bytes":16384.0/"comm_bytes":1e30/'
+plan_bad "a receive of another size" '0,/"kind":"recv"/s/"comm_bytes":0.0/"comm_bytes":12345/'
+plan_bad "FLOPs of 10^30" '0,/"flops":[0-9.e+]*/s/"flops":[0-9.e+]*/"flops":1e30/'
+plan_bad "a number beyond double" '0,/"flops":[0-9.e+]*/s/"flops":[0-9.e+]*/"flops":1e999/'
+plan_bad "NaN FLOPs" '0,/"flops":[0-9.e+]*/s/"flops":[0-9.e+]*/"flops":NaN/'
+plan_bad "truncated Plan" '$d'
+bad "/dev/zero as a Plan" simulate --platform "$FLAT4" --plan /dev/zero
+bad "a Plan that is an array" simulate --platform "$FLAT4" --plan <(echo '[]')
+bad "missing Plan file" simulate --platform "$FLAT4" --plan nothing.json
+
+# ---- specs and --set --------------------------------------------------------------------------------
+bad "spec with a string for dp" simulate --platform "$FLAT4" --spec <(echo '{"schema_version":1,"model":{"name":"mlp"},"strategy":{"dp":"2"}}')
+bad "spec from a newer strata" simulate --platform "$FLAT4" --spec <(echo '{"schema_version":99,"model":{"name":"mlp"}}')
+bad "spec with a batch beyond double" simulate --platform "$FLAT4" --spec <(echo '{"schema_version":1,"model":{"name":"mlp"},"global_batch":1e400}')
+bad "--set value with trailing garbage" plan --model mlp -o x.json --set bucket_mb=5abc
+bad "--set key unknown to the model" plan --model mlp -o x.json --set layers=2
+bad "--strategy with a zero" plan --model mlp -o x.json --strategy dp=0
+bad "unknown model" plan --model nosuch -o x.json
+
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]
