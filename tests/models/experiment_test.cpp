@@ -1,6 +1,7 @@
 // Experiment: the --set table and its one parser, JSON round trip, canonical form and hash, and
 // lower() against the path the CLI took before it (make_model + StrategyConfig + lower_solver).
 #include "strata/models/experiment.hpp"
+#include "../input_error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,14 +13,7 @@
 namespace strata {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 Experiment gpt_experiment() {
   Experiment e;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "../input_error.hpp"
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/experiment.hpp"
 #include "strata/models/lowering/strategy.hpp"
@@ -16,14 +17,7 @@
 namespace strata {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no InputError";
-}
+using test::error_of;
 
 std::string write_file(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::path(::testing::TempDir()) / name).string();

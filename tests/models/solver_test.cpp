@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "../input_error.hpp"
 #include "strata/models/solvers/solver.hpp"
 #include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/dispatch.hpp"
@@ -17,14 +18,7 @@
 namespace strata {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 SolverConfig parse(Solver solver, std::map<std::string, std::string> sets) {
   return parse_solver_config(solver, sets);

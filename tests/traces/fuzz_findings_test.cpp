@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "../input_error.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/plan_json.hpp"
@@ -13,14 +14,7 @@
 namespace strata {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no InputError";
-}
+using test::error_of;
 
 // experiment harness, crash-e139c716: a number beyond double's range escaped the JSON readers as
 // nlohmann's out_of_range.406 ("internal error" in the CLI), with no file named.
