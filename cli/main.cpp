@@ -1,8 +1,10 @@
 // strata: a simulator and performance model of parallel deep-learning training.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "commands.hpp"
 #include "file_flags.hpp"
@@ -84,6 +86,17 @@ int main(int argc, char** argv) {
     return strata::cli::run(app, action);
   } catch (const strata::InputError& e) {
     std::cerr << "strata: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Out of memory outside the readers (which name the file): lowering, replay or training.
+    // Nothing is committed. The limit that bites is usually the address space (ulimit -v).
+    rlimit limit{};
+    char why[96] = "";
+    if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      std::snprintf(why, sizeof why, " under an address-space limit of %.2f GB (ulimit -v)",
+                    static_cast<double>(limit.rlim_cur) / 1e9);
+    std::fprintf(stderr, "strata: error: %s: out of memory%s; try a smaller model, strategy or Plan\n",
+                 app.get_subcommands().front()->get_name().c_str(), why);
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "strata: internal error: " << e.what() << "\n";

@@ -9,6 +9,7 @@
 # Adding a case: one line at the end,
 #   bad "what is wrong" ARGS...                     runs `strata ARGS...` in a fresh scratch folder
 #   SETUP='ln -s p.json a.json' bad "..." ARGS...   runs SETUP there first (before the snapshot)
+#   LIMIT='ulimit -v 1000000' bad "..." ARGS...     runs strata under that limit
 # The scratch folder is a copy of the fixtures made below: p.json (a Plan, mlp dp=2), t.json (its
 # Trace), r.json (its report), s.json (an experiment spec); $PLATFORMS is the shipped platforms
 # folder.
@@ -53,7 +54,7 @@ bad() {
   (cd "$dir" && eval "${SETUP:-true}") || { verdict=FAIL problem="setup failed; "; }
   local before after status
   before=$(cd "$dir" && snapshot)
-  (cd "$dir" && exec "$STRATA" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null)
+  (cd "$dir" && eval "${LIMIT:-true}" && exec "$STRATA" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null)
   status=$?
   after=$(cd "$dir" && snapshot)
   local lines message
@@ -177,6 +178,10 @@ bad "--set value with trailing garbage" plan --model mlp -o x.json --set bucket_
 bad "--set key unknown to the model" plan --model mlp -o x.json --set layers=2
 bad "--strategy with a zero" plan --model mlp -o x.json --strategy dp=0
 bad "unknown model" plan --model nosuch -o x.json
+
+# ---- memory ---------------------------------------------------------------------------------------
+LIMIT='ulimit -v 1000000' bad "a Plan too large for the address space" \
+  plan --model mlp --strategy dp=2 --iterations 300000 -o x.json
 
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]
