@@ -271,11 +271,8 @@ TEST(PlatformCheck, WhatSimGridAbortsOnBecomesOneLine) {
       problem_of("no-route.xml", kHead +
                                      "<zone id=\"z\" routing=\"Full\"><host id=\"a\" speed=\"1f\"/>"
                                      "</zone>\n</platform>\n");
-  if (STRATA_TEST_UNDER_ASAN)  // ASan catches the segmentation fault and aborts the child
-    EXPECT_EQ(no_route.rfind("no-route.xml: SimGrid cannot load this platform: simulation process killed by "
-                             "signal ",
-                             0),
-              0u)
+  if (STRATA_TEST_UNDER_ASAN)  // ASan reports the segmentation fault and ends the child its own way
+    EXPECT_EQ(no_route.rfind("no-route.xml: SimGrid cannot load this platform: simulation process ", 0), 0u)
         << no_route;
   else
     EXPECT_EQ(no_route,
