@@ -1,5 +1,6 @@
 // Plan JSON: round trips, determinism, one-line errors, atomic writes, cycle reports.
 #include "strata/traces/plan_json.hpp"
+#include "../temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,29 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed afterwards.
-class PlanJsonTest : public ::testing::Test {
+class PlanJsonTest : public strata_test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata_plan_json_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
+  PlanJsonTest() : TempDirTest("strata_plan_json_") {}
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using strata_test::slurp;
+using strata_test::spit;
 
 Task make_task(std::string id, TaskKind kind, WorkerId worker) {
   Task t;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "../input_error.hpp"
+#include "../temp_dir.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/json_stream.hpp"
@@ -25,28 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class PlanStreamTest : public ::testing::Test {
+class PlanStreamTest : public strata_test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("strata_plan_stream_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
+  PlanStreamTest() : TempDirTest("strata_plan_stream_") {}
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using strata_test::slurp;
+using strata_test::spit;
 
 // The message of the InputError that `read` throws ("" if none).
 template <class F>
