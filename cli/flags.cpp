@@ -227,8 +227,8 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
                   ->transform(whole_number(1)));
   if (with_strategy) {
     flags.track(app.add_option("--strategy", flags.strategy, "parallel configuration, e.g. dp=2,tp=2,pp=2"));
-    flags.track(app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b")
-                    ->check(CLI::IsMember({"gpipe", "1f1b"})));
+    flags.track(app.add_option("--schedule", flags.schedule, "pipeline schedule: gpipe | 1f1b | zb-h1")
+                    ->check(CLI::IsMember({"gpipe", "1f1b", "zb-h1"})));
     flags.track(app.add_option("--microbatches", flags.microbatches,
                                "microbatches per replica and iteration (default: pp)")
                     ->transform(whole_number(1)));

@@ -56,6 +56,15 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
   c.dp_algo = e.dp_algo;
   c.tp_algo = e.tp_algo;
   c.lowered_replicas = e.replicas;
+  c.recompute = e.recompute;
+  c.recompute_method = e.recompute_method;
+  c.recompute_blocks = e.recompute_blocks;
+  c.sequence_parallel = e.sequence_parallel;
+  c.zero = e.zero;
+  c.offload = e.offload;
+  c.interleave = e.interleave;
+  c.ddp = e.ddp;
+  c.flash_attention = e.flash_attention;
   return c;
 }
 

@@ -89,7 +89,8 @@ TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
   e.model = "mlp";
   EXPECT_EQ(error_of([&] { apply_set(e, "foo=1"); }),
             "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
-            "dp_algo, eps, lr, momentum, replicas, sizes, tp_algo)");
+            "ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, recompute, "
+            "recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, tp_algo, zero)");
   EXPECT_EQ(error_of([&] { apply_set(e, "rho=1"); }).rfind("--set rho: unknown key for model 'mlp'", 0), 0u);
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=nan"); }), "--set lr: 'nan' is not a finite number");
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=-1"); }), "--set lr: must be >= 0, got -1");
@@ -175,6 +176,42 @@ TEST(Experiment, HelpListsEveryKey) {
   const std::string help = set_keys_help();
   for (const SetKey& key : set_keys())
     EXPECT_NE(help.find("  " + key.name + " "), std::string::npos) << key.name;
+}
+
+// The memory options reach the StrategyConfig, are written to JSON only where they are not the
+// default (so an experiment without them keeps its hash), and read back.
+TEST(Experiment, MemoryOptionsRoundTripAndLeaveDefaultsOut) {
+  Experiment e;
+  e.model = "gpt2-small";
+  const std::string plain_hash = experiment_hash(e);
+  EXPECT_FALSE(to_json(e)["strategy"].contains("zero"));
+  for (const char* pair :
+       {"recompute=full", "recompute_method=block", "recompute_blocks=2", "sequence_parallel=1", "zero=3",
+        "offload=1", "interleave=2", "ddp=after_flush", "flash_attention=1"})
+    apply_set(e, pair);
+  const StrategyConfig c = strategy_of(e, model_of(e));
+  EXPECT_EQ(c.recompute, Recompute::full);
+  EXPECT_EQ(c.recompute_method, RecomputeMethod::block);
+  EXPECT_EQ(c.recompute_blocks, 2);
+  EXPECT_TRUE(c.sequence_parallel);
+  EXPECT_EQ(c.zero, 3);
+  EXPECT_TRUE(c.offload);
+  EXPECT_EQ(c.interleave, 2);
+  EXPECT_EQ(c.ddp, DdpMode::after_flush);
+  EXPECT_TRUE(c.flash_attention);
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j["strategy"]["zero"], 3);
+  EXPECT_EQ(j["strategy"]["recompute"], "full");
+  EXPECT_EQ(experiment_from_json(j, "s.json"), e);
+  EXPECT_NE(experiment_hash(e), plain_hash);
+  EXPECT_EQ(set_value_text(e, "ddp"), "after_flush");
+  EXPECT_EQ(error_of([&] { apply_set(e, "zero=4"); }), "--set zero: ZeRO stages are 0, 1, 2 and 3, got 4");
+  EXPECT_EQ(error_of([&] { apply_set(e, "recompute=some"); }),
+            "--set recompute: unknown recomputation 'some' (known: none, selective, full)");
+  nlohmann::json bad = j;
+  bad["strategy"]["zero"] = -1;
+  EXPECT_EQ(error_of([&] { experiment_from_json(bad, "s.json"); }),
+            "s.json: /strategy/zero: must be >= 0, got -1");
 }
 
 }  // namespace

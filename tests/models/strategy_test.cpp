@@ -166,6 +166,64 @@ TEST(Strategy, CheckRejectsWhatTheModelCannotTake) {
   EXPECT_THROW(lower(linear_model(2), config_of(1, 2, 1)), InputError);
 }
 
+// The memory options: each bad value is one line naming its --set key (issue: ZeRO stage outside
+// 0-3, a recomputation granularity larger than a stage's blocks, an interleaving that does not
+// divide the blocks per stage).
+TEST(Strategy, MemoryOptionsAreCheckedAgainstTheModel) {
+  const Model gpt2 = make_gpt("gpt2-small", GptConfig{});  // 12 blocks
+  StrategyConfig zero = config_of(2, 1, 1);
+  zero.zero = 4;
+  EXPECT_EQ(input_error([&] { check_strategy(gpt2, zero); }),
+            "--set zero=4: ZeRO stage must be 0, 1, 2 or 3");
+  StrategyConfig offload = config_of(2, 1, 1);
+  offload.offload = true;
+  EXPECT_EQ(
+      input_error([&] { check_strategy(gpt2, offload); }),
+      "--set offload=1: needs --set zero=1, 2 or 3 (the optimizer states are sharded, then offloaded, as "
+      "ZeRO-Offload does)");
+  StrategyConfig blocks = config_of(1, 1, 4);  // 3 blocks per stage
+  blocks.recompute = Recompute::full;
+  blocks.recompute_blocks = 4;
+  EXPECT_EQ(input_error([&] { check_strategy(fixed_model(12), blocks); }),
+            "--set recompute_blocks=4: larger than the 3 blocks of the smallest pipeline stage of fixed12");
+  blocks.recompute_blocks = 3;
+  EXPECT_NO_THROW(check_strategy(fixed_model(12), blocks));
+  StrategyConfig interleave = config_of(1, 1, 4, 8);
+  interleave.interleave = 2;  // 12 blocks do not make 8 chunks
+  EXPECT_EQ(
+      input_error([&] { check_strategy(gpt2, interleave); }),
+      "--set interleave=2: the 12 blocks of gpt2-small do not split into pp x interleave = 8 equal model "
+      "chunks");
+  interleave.interleave = 3;
+  EXPECT_NO_THROW(check_strategy(gpt2, interleave));
+  interleave.microbatches = 6;
+  EXPECT_EQ(
+      input_error([&] { check_strategy(gpt2, interleave); }),
+      "--set interleave=3: the interleaved schedule needs a microbatch count that is a multiple of pp=4 (got "
+      "6)");
+  StrategyConfig gpipe = config_of(1, 1, 2);
+  gpipe.interleave = 2;
+  gpipe.schedule = PipelineSchedule::gpipe;
+  EXPECT_EQ(input_error([&] { check_strategy(gpt2, gpipe); }),
+            "--set interleave=2: the interleaved schedule is 1F1B's (--schedule 1f1b), not gpipe");
+  StrategyConfig selective = config_of(1, 1, 1);
+  selective.recompute = Recompute::selective;
+  EXPECT_EQ(
+      input_error([&] { check_strategy(fixed_model(4), selective); }),
+      "--set recompute=selective: model fixed4 has no attention core (selective recomputation re-runs a "
+      "transformer's attention)");
+  EXPECT_EQ(memory_option_set(StrategyConfig{}), "");
+  StrategyConfig zb = config_of(1, 1, 2);
+  zb.schedule = PipelineSchedule::zb_h1;
+  EXPECT_EQ(memory_option_set(zb), "--schedule zb-h1");
+  EXPECT_EQ(parse_pipeline_schedule("zb-h1"), PipelineSchedule::zb_h1);
+  EXPECT_EQ(to_string(PipelineSchedule::zb_h1), "zb-h1");
+  EXPECT_EQ(parse_recompute("selective"), Recompute::selective);
+  EXPECT_EQ(parse_ddp_mode("after_flush"), DdpMode::after_flush);
+  EXPECT_EQ(parse_recompute_method("block"), RecomputeMethod::block);
+  EXPECT_FALSE(parse_recompute("partial"));
+}
+
 TEST(Strategy, DefaultGlobalBatchSplitsEvenly) {
   EXPECT_EQ(default_global_batch(fixed_model(4), config_of(4, 1, 1)), 4);    // synthetic: 1
   EXPECT_EQ(default_global_batch(fixed_model(4), config_of(2, 1, 2)), 4);    // m = pp = 2

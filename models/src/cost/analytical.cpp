@@ -266,6 +266,8 @@ int overlapping_dp_stages(const Context& cx, const std::vector<StageCost>& stage
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost) {
   check_cluster(config, cluster);
+  if (const std::string option = memory_option_set(config); !option.empty())
+    throw InputError(option + ": not modelled by the closed-form estimate of this version of strata");
   const Context cx{model, config, cluster, cost, microbatch_size(model, config), tp_link(config, cluster)};
   const std::vector<int> cuts = partition_blocks(model, config.pp);
   std::vector<StageCost> stages;

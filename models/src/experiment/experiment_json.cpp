@@ -124,7 +124,8 @@ void read_strategy(Experiment& e, const Json& doc, const Reader& in) {
   if (s.contains("tp")) e.tp = static_cast<int>(in.integer(s.at("tp"), "/strategy/tp", 1, kMax));
   if (s.contains("pp")) e.pp = static_cast<int>(in.integer(s.at("pp"), "/strategy/pp", 1, kMax));
   if (s.contains("schedule"))
-    e.schedule = *parse_pipeline_schedule(in.text(s.at("schedule"), "/strategy/schedule", {"gpipe", "1f1b"}));
+    e.schedule =
+        *parse_pipeline_schedule(in.text(s.at("schedule"), "/strategy/schedule", {"gpipe", "1f1b", "zb-h1"}));
   in.read_keys(e, s, "/strategy", SetSection::strategy);
 }
 
@@ -178,8 +179,10 @@ nlohmann::json to_json(const Experiment& e) {
   j["optimizer"] = {{"kind", to_string(e.optimizer)}};
   for (const SetKey& key : set_keys()) {
     if (key.section == SetSection::solver && !detail::key_applies(key, e.model, e.solver.solver)) continue;
-    if (const auto value = detail::get_set_value(e, key))
+    if (const auto value = detail::get_set_value(e, key)) {
+      if (!key.quiet_default.empty() && detail::format_set_value(*value) == key.quiet_default) continue;
       j[std::string(to_string(key.section))][key.name] = value_json(*value);
+    }
   }
   j["dtype"] = e.dtype ? std::string(to_string(*e.dtype)) : "auto";
   j["global_batch"] = e.global_batch;

@@ -83,6 +83,47 @@ std::vector<SetKey> make_table() {
                      "tensor-parallel allreduce algorithm"));
   t.push_back(integer("replicas", SetSection::strategy, 0, "replicas",
                       "data-parallel replicas lowered (0 = all; the rest assumed identical)"));
+  t.push_back(choice("recompute", SetSection::strategy, {"none", "selective", "full"}, "recomputation",
+                     "activation recomputation: selective re-runs the attention core, full whole blocks"));
+  t.push_back(choice("recompute_method", SetSection::strategy, {"uniform", "block"}, "method",
+                     "full recomputation: uniform chunks of recompute_blocks blocks, or the first "
+                     "recompute_blocks blocks of each stage (Megatron's --recompute-method)"));
+  t.push_back(integer("recompute_blocks", SetSection::strategy, 1, "blocks",
+                      "blocks per recomputed chunk (uniform) or recomputed per stage (block)"));
+  SetKey sp =
+      integer("sequence_parallel", SetSection::strategy, 0, "",
+              "Megatron sequence parallelism: 1 = on (TP allreduces become reduce-scatter + all-gather)");
+  sp.max = 1, sp.max_reason = "0 (off) or 1 (on)";
+  t.push_back(sp);
+  SetKey zero = integer("zero", SetSection::strategy, 0, "stage",
+                        "ZeRO stage: 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp");
+  zero.max = 3, zero.max_reason = "ZeRO stages are 0, 1, 2 and 3";
+  t.push_back(zero);
+  SetKey offload = integer("offload", SetSection::strategy, 0, "",
+                           "1 = optimizer states and step in host memory (ZeRO-Offload; needs zero >= 1)");
+  offload.max = 1, offload.max_reason = "0 (off) or 1 (on)";
+  t.push_back(offload);
+  t.push_back(integer("interleave", SetSection::strategy, 1, "chunks",
+                      "model chunks per device for interleaved 1F1B (1 = plain 1F1B)"));
+  t.push_back(
+      choice("ddp", SetSection::strategy, {"overlap", "after_flush"}, "mode",
+             "data-parallel reduction: DDP buckets overlapped with backward, or all after the flush"));
+  SetKey flash = integer("flash_attention", SetSection::strategy, 0, "",
+                         "1 = FlashAttention: fused attention core, no s x s activations kept");
+  flash.max = 1, flash.max_reason = "0 (off) or 1 (on)";
+  t.push_back(flash);
+  // The memory options above are written to JSON only where they differ from these defaults.
+  const std::map<std::string, std::string> quiet_defaults = {{"recompute", "none"},
+                                                             {"recompute_method", "uniform"},
+                                                             {"recompute_blocks", "1"},
+                                                             {"sequence_parallel", "0"},
+                                                             {"zero", "0"},
+                                                             {"offload", "0"},
+                                                             {"interleave", "1"},
+                                                             {"ddp", "overlap"},
+                                                             {"flash_attention", "0"}};
+  for (SetKey& key : t)
+    if (auto it = quiet_defaults.find(key.name); it != quiet_defaults.end()) key.quiet_default = it->second;
   t.push_back(integer("max_active_keys", SetSection::solver, 1, "instances", "AMPNet instances in flight",
                       {Solver::ampnet}));
   t.push_back(integer("min_update_frequency", SetSection::solver, 1, "gradients",
@@ -152,6 +193,23 @@ Access top(T Experiment::*field) {
           [field](Experiment& e, const SetValue& v) { e.*field = static_cast<T>(std::get<Stored>(v)); }};
 }
 
+template <typename T>
+Access option(T Experiment::*field) {
+  return {
+      [field](const Experiment& e) -> std::optional<SetValue> {
+        return SetValue(static_cast<std::int64_t>(e.*field));
+      },
+      [field](Experiment& e, const SetValue& v) { e.*field = static_cast<T>(std::get<std::int64_t>(v)); }};
+}
+
+template <typename E, typename Parse>
+Access option_choice(E Experiment::*field, Parse parse) {
+  return {[field](const Experiment& e) -> std::optional<SetValue> {
+            return SetValue(std::string(to_string(e.*field)));
+          },
+          [field, parse](Experiment& e, const SetValue& v) { e.*field = *parse(std::get<std::string>(v)); }};
+}
+
 Access algo(CollectiveAlgo Experiment::*field) {
   return {[field](const Experiment& e) -> std::optional<SetValue> {
             return SetValue(std::string(to_string(e.*field)));
@@ -181,6 +239,15 @@ const std::map<std::string, Access>& accessors() {
     a["dp_algo"] = algo(&Experiment::dp_algo);
     a["tp_algo"] = algo(&Experiment::tp_algo);
     a["replicas"] = top(&Experiment::replicas);
+    a["recompute"] = option_choice(&Experiment::recompute, parse_recompute);
+    a["recompute_method"] = option_choice(&Experiment::recompute_method, parse_recompute_method);
+    a["recompute_blocks"] = option(&Experiment::recompute_blocks);
+    a["sequence_parallel"] = option(&Experiment::sequence_parallel);
+    a["zero"] = option(&Experiment::zero);
+    a["offload"] = option(&Experiment::offload);
+    a["interleave"] = option(&Experiment::interleave);
+    a["ddp"] = option_choice(&Experiment::ddp, parse_ddp_mode);
+    a["flash_attention"] = option(&Experiment::flash_attention);
     a["max_active_keys"] = number(&SolverConfig::max_active_keys, &Experiment::solver);
     a["min_update_frequency"] = number(&SolverConfig::min_update_frequency, &Experiment::solver);
     a["instances"] = number(&SolverConfig::instances, &Experiment::solver);

@@ -24,6 +24,7 @@
 
 #include "lowering_builder.hpp"
 #include "strata/models/lowering/strategy.hpp"
+#include "strata/traces/error.hpp"
 
 namespace strata {
 inline namespace models {
@@ -118,10 +119,21 @@ void PlanBuilder::add_iteration(int iteration) {
       for (int t = 0; t < layout_.tp; ++t) wire_bucket_allreduces(s, t);
 }
 
+namespace {
+
+// The memory options this lowering does not build yet: refused in one line rather than lowered
+// as if they were not set.
+void check_lowered(const StrategyConfig& config) {
+  if (const std::string option = memory_option_set(config); !option.empty())
+    throw InputError(option + ": not lowered to a Plan by this version of strata");
+}
+
+}  // namespace
 }  // namespace lowering
 
 Plan lower(const Model& model, const StrategyConfig& config) {
   check_strategy(model, config);
+  lowering::check_lowered(config);
   const lowering::Layout layout = lowering::make_layout(model, config);
   Plan plan(config.workers());
   plan.info.model = model.name;

@@ -61,6 +61,8 @@ std::string_view to_string(PipelineSchedule schedule) {
       return "gpipe";
     case PipelineSchedule::one_f_one_b:
       return "1f1b";
+    case PipelineSchedule::zb_h1:
+      return "zb-h1";
   }
   return "?";
 }
@@ -68,6 +70,44 @@ std::string_view to_string(PipelineSchedule schedule) {
 std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
   if (name == "gpipe") return PipelineSchedule::gpipe;
   if (name == "1f1b") return PipelineSchedule::one_f_one_b;
+  if (name == "zb-h1") return PipelineSchedule::zb_h1;
+  return std::nullopt;
+}
+
+std::string_view to_string(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  if (name == "none") return Recompute::none;
+  if (name == "selective") return Recompute::selective;
+  if (name == "full") return Recompute::full;
+  return std::nullopt;
+}
+
+std::string_view to_string(RecomputeMethod method) {
+  return method == RecomputeMethod::uniform ? "uniform" : "block";
+}
+
+std::optional<RecomputeMethod> parse_recompute_method(std::string_view name) {
+  if (name == "uniform") return RecomputeMethod::uniform;
+  if (name == "block") return RecomputeMethod::block;
+  return std::nullopt;
+}
+
+std::string_view to_string(DdpMode mode) { return mode == DdpMode::overlap ? "overlap" : "after_flush"; }
+
+std::optional<DdpMode> parse_ddp_mode(std::string_view name) {
+  if (name == "overlap") return DdpMode::overlap;
+  if (name == "after_flush") return DdpMode::after_flush;
   return std::nullopt;
 }
 
@@ -178,7 +218,77 @@ void check_full_graph(const Model& model, const StrategyConfig& config) {
                      " (set the graph with --set nodes=N, not --global-batch)");
 }
 
+// The memory options of StrategyConfig, named by their --set keys.
+void check_memory_options(const Model& model, const StrategyConfig& config) {
+  const int blocks = model.num_blocks_or_layers();
+  const bool transformer = model.family == "gpt";
+  if (config.recompute == Recompute::selective && !transformer)
+    throw InputError("--set recompute=selective: model " + model.name +
+                     " has no attention core (selective recomputation re-runs a transformer's attention)");
+  if (config.flash_attention && !transformer)
+    throw InputError("--set flash_attention=1: model " + model.name + " has no attention core");
+  if (config.sequence_parallel && !transformer)
+    throw InputError("--set sequence_parallel=1: model " + model.name +
+                     " is not a transformer (sequence parallelism splits a transformer's sequence)");
+  if (config.zero < 0 || config.zero > 3)
+    throw InputError("--set zero=" + std::to_string(config.zero) + ": ZeRO stage must be 0, 1, 2 or 3");
+  if (config.offload && config.zero < 1)
+    throw InputError(
+        "--set offload=1: needs --set zero=1, 2 or 3 (the optimizer states are sharded, "
+        "then offloaded, as ZeRO-Offload does)");
+  if (config.interleave < 1)
+    throw InputError("--set interleave=" + std::to_string(config.interleave) + ": must be >= 1");
+  if (config.recompute_blocks < 1)
+    throw InputError("--set recompute_blocks=" + std::to_string(config.recompute_blocks) + ": must be >= 1");
+  const std::string v = "--set interleave=" + std::to_string(config.interleave);
+  if (config.interleave > 1) {
+    if (config.pp < 2) throw InputError(v + ": interleaving needs pipeline parallelism (pp >= 2)");
+    if (config.schedule != PipelineSchedule::one_f_one_b)
+      throw InputError(v + ": the interleaved schedule is 1F1B's (--schedule 1f1b), not " +
+                       std::string(to_string(config.schedule)));
+    if (blocks % (config.pp * config.interleave) != 0)
+      throw InputError(v + ": the " + std::to_string(blocks) + " blocks of " + model.name +
+                       " do not split into pp x interleave = " +
+                       std::to_string(config.pp * config.interleave) + " equal model chunks");
+    if (microbatch_count(config) % config.pp != 0)
+      throw InputError(v + ": the interleaved schedule needs a microbatch count that is a multiple of pp=" +
+                       std::to_string(config.pp) + " (got " + std::to_string(microbatch_count(config)) + ")");
+  }
+  if (config.recompute == Recompute::full) {
+    // The fewest blocks a stage (a model chunk when interleaved) holds.
+    int fewest = blocks;
+    if (config.interleave > 1) {
+      fewest = blocks / (config.pp * config.interleave);
+    } else if (config.pp <= blocks) {
+      const std::vector<int> cuts = partition_blocks(model, config.pp);
+      for (std::size_t s = 0; s + 1 < cuts.size(); ++s) fewest = std::min(fewest, cuts[s + 1] - cuts[s]);
+    }
+    if (config.recompute_blocks > fewest)
+      throw InputError("--set recompute_blocks=" + std::to_string(config.recompute_blocks) +
+                       ": larger than the " + std::to_string(fewest) + " blocks of the smallest " +
+                       (config.interleave > 1 ? "model chunk" : "pipeline stage") + " of " + model.name);
+  }
+}
+
 }  // namespace
+
+std::string memory_option_set(const StrategyConfig& c) {
+  const StrategyConfig d;
+  auto set = [](const std::string& key, const std::string& value) { return "--set " + key + "=" + value; };
+  if (c.recompute != d.recompute) return set("recompute", std::string(to_string(c.recompute)));
+  if (c.recompute_method != d.recompute_method)
+    return set("recompute_method", std::string(to_string(c.recompute_method)));
+  if (c.recompute_blocks != d.recompute_blocks)
+    return set("recompute_blocks", std::to_string(c.recompute_blocks));
+  if (c.sequence_parallel) return set("sequence_parallel", "1");
+  if (c.zero != d.zero) return set("zero", std::to_string(c.zero));
+  if (c.offload) return set("offload", "1");
+  if (c.interleave != d.interleave) return set("interleave", std::to_string(c.interleave));
+  if (c.ddp != d.ddp) return set("ddp", std::string(to_string(c.ddp)));
+  if (c.flash_attention) return set("flash_attention", "1");
+  if (c.schedule == PipelineSchedule::zb_h1) return "--schedule zb-h1";
+  return "";
+}
 
 void check_strategy(const Model& model, const StrategyConfig& config) {
   require_positive("dp", config.dp);
@@ -207,6 +317,8 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
   if (config.pp > blocks)
     throw InputError("pp=" + std::to_string(config.pp) + " exceeds the " + std::to_string(blocks) +
                      " blocks of " + model.name + " (each pipeline stage needs at least one)");
+
+  check_memory_options(model, config);
 
   if (model.family == "gcn") check_full_graph(model, config);
   const std::int64_t batch = effective_global_batch(model, config);

@@ -76,6 +76,8 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
     check_strategy(model, config);
     return;
   }
+  if (const std::string option = memory_option_set(config); !option.empty())
+    throw InputError(option + ": a backprop memory option; --solver " + name + " lowers its own tasks");
   if (config.tp > 1 || (config.pp > 1 && config.dp > 1))
     throw InputError("--solver " + name +
                      ": spreads layers over workers itself; give --workers N or --strategy pp=N, not " +

@@ -16,7 +16,10 @@
 // JSON (schema_version 1, "format": "strata-experiment"):
 //   {"schema_version":1, "format":"strata-experiment",
 //    "model": {"name":"gpt3-13b", <model keys given: layers, hidden, ...>},
-//    "strategy": {"dp","tp","pp","schedule","bucket_mb","dp_algo","tp_algo","replicas"},
+//    "strategy": {"dp","tp","pp","schedule","bucket_mb","dp_algo","tp_algo","replicas",
+//                 memory options where not default: "recompute","recompute_method",
+//                 "recompute_blocks","sequence_parallel","zero","offload","interleave","ddp",
+//                 "flash_attention"},
 //    "solver": {"name":"backprop", <the keys of that solver>},
 //    "optimizer": {"kind","lr","momentum","beta1","beta2","eps"},
 //    "dtype", "global_batch", "microbatches", "iterations", "epochs", "seed"}
@@ -57,7 +60,19 @@ struct Experiment {
   double bucket_mb = 25;  // DP gradient bucket (MB, 10^6 B); 0 = one bucket per block
   CollectiveAlgo dp_algo = CollectiveAlgo::ring;
   CollectiveAlgo tp_algo = CollectiveAlgo::ring;
-  int replicas = 0;     // DP replicas lowered (0 = all; StrategyConfig::lowered_replicas)
+  int replicas = 0;  // DP replicas lowered (0 = all; StrategyConfig::lowered_replicas)
+  // Memory options (StrategyConfig has their meaning). In the JSON and the canonical form only
+  // where they differ from these defaults, so that the hash of an experiment without them is
+  // the one it had before they existed.
+  Recompute recompute = Recompute::none;
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int recompute_blocks = 1;
+  bool sequence_parallel = false;
+  int zero = 0;
+  bool offload = false;
+  int interleave = 1;
+  DdpMode ddp = DdpMode::overlap;
+  bool flash_attention = false;
   SolverConfig solver;  // solver.solver names it; the other fields are its settings
   Optimizer optimizer = Optimizer::adam;
   std::optional<double> learning_rate;  // unset: default_learning_rate()
@@ -102,6 +117,8 @@ struct SetKey {
   std::string unit;         // "" for a pure number
   std::string help;
   std::vector<Solver> solvers;  // section solver: the solvers that take it
+  // Not empty: the JSON leaves the key out when its value prints as this (the memory options).
+  std::string quiet_default;
 };
 
 // Every key, in the order `strata spec --help` lists them.

@@ -32,8 +32,37 @@
 namespace strata {
 inline namespace models {
 
-enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b };
-std::string_view to_string(PipelineSchedule schedule);
+// gpipe: all forwards, then all backwards. 1f1b: PipeDream-Flush (Narayanan et al. 2021); with
+// interleave = v > 1 it is Megatron's interleaved 1F1B over v model chunks per device. zb_h1:
+// zero-bubble ZB-H1 (Qi et al., ICLR 2024, "Zero Bubble Pipeline Parallelism"): the backward
+// split into input-gradient (B) and weight-gradient (W) tasks, the W tasks filling the bubble at
+// 1F1B's activation memory.
+enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, zb_h1 };
+std::string_view to_string(PipelineSchedule schedule);  // gpipe | 1f1b | zb-h1
+
+// Activation recomputation (Korthikanti et al., MLSys 2023, "Reducing Activation Recomputation in
+// Large Transformer Models"): none; selective, the attention core (QK^T, softmax, dropout,
+// attention over V) re-run in backward; full, whole transformer blocks re-run from their input
+// before their backward, chosen by RecomputeMethod.
+enum class Recompute : std::uint8_t { none, selective, full };
+std::string_view to_string(Recompute recompute);  // none | selective | full
+std::optional<Recompute> parse_recompute(std::string_view name);
+
+// Megatron-LM's --recompute-method, with recompute_blocks as its --recompute-num-layers:
+// uniform, the stage's blocks cut into chunks of recompute_blocks blocks, each chunk's input
+// kept and the chunk re-run whole (recompute_blocks = 1: every block); block, the first
+// recompute_blocks blocks of each stage (of each model chunk when interleaved) re-run one by one,
+// the others keep their activations.
+enum class RecomputeMethod : std::uint8_t { uniform, block };
+std::string_view to_string(RecomputeMethod method);  // uniform | block
+std::optional<RecomputeMethod> parse_recompute_method(std::string_view name);
+
+// When the data-parallel gradient reduction runs: overlap, PyTorch DDP's buckets reduced as the
+// last microbatch's backward produces them (Li et al., VLDB 2020); after_flush, Megatron's local
+// DDP, one reduction of all gradients after the pipeline flush.
+enum class DdpMode : std::uint8_t { overlap, after_flush };
+std::string_view to_string(DdpMode mode);  // overlap | after_flush
+std::optional<DdpMode> parse_ddp_mode(std::string_view name);
 
 struct StrategyConfig {
   int dp = 1;
@@ -54,6 +83,17 @@ struct StrategyConfig {
   // groups, so every replica's gradient traffic still crosses the network; the replicas left out
   // are assumed to compute exactly as replica 0 (they are identical by construction).
   int lowered_replicas = 0;
+  // Memory reduction (docs/memory.md). The defaults are plain Megatron-LM 3D parallelism without
+  // any of them.
+  Recompute recompute = Recompute::none;
+  RecomputeMethod recompute_method = RecomputeMethod::uniform;
+  int recompute_blocks = 1;        // Megatron's --recompute-num-layers (RecomputeMethod)
+  bool sequence_parallel = false;  // Megatron-SP: TP allreduce -> reduce-scatter + all-gather
+  int zero = 0;                    // ZeRO stage 0-3 (Rajbhandari et al., SC'20)
+  bool offload = false;            // optimizer states in host memory (ZeRO-Offload); zero >= 1
+  int interleave = 1;              // model chunks (virtual stages) per device; 1 = plain
+  DdpMode ddp = DdpMode::overlap;
+  bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
 
   int workers() const { return dp * tp * pp; }
   std::string to_string() const;  // "dp=2,tp=2,pp=2"
@@ -64,8 +104,16 @@ struct StrategyConfig {
 void parse_strategy(const std::string& text, StrategyConfig& into);
 
 // Checks the configuration against the model: tp divides heads (GPT), pp <= blocks,
-// microbatches divide the per-replica batch, batch divisible by dp. Throws InputError.
+// microbatches divide the per-replica batch, batch divisible by dp; the memory options: zero in
+// 0-3, offload only with zero >= 1, recompute_blocks no more than the blocks of a stage (of a
+// model chunk when interleaved), interleave = v > 1 only with the 1f1b schedule, pp > 1 and v
+// dividing the blocks of every stage (blocks divisible by pp x v), microbatches a multiple of pp
+// (Megatron's requirement for the interleaved schedule). Throws InputError naming the --set key.
 void check_strategy(const Model& model, const StrategyConfig& config);
+
+// The first memory option of `config` that differs from its default, as "--set key=value" (the
+// schedule as "--schedule zb-h1"), or "" when none does: solvers other than backprop take none.
+std::string memory_option_set(const StrategyConfig& config);
 
 // Default global batch for a model when none is given: dp * round_up(max(base, m), m) with m the
 // microbatch count and base the per-replica batch of the family: GPT 8 sequences, synthetic 1
@@ -90,7 +138,7 @@ Plan lower(const Model& model, const StrategyConfig& config);
 // stages' training FLOPs (contiguous, greedy on prefix sums).
 std::vector<int> partition_blocks(const Model& model, int pp);
 
-std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);  // gpipe | 1f1b
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);  // gpipe | 1f1b | zb-h1
 
 // Microbatches per replica and iteration: config.microbatches, or pp (1 without PP) when 0.
 std::int64_t microbatch_count(const StrategyConfig& config);
