@@ -22,8 +22,9 @@ namespace {
 // host_energy (wattage_per_state, wattage_off), link_energy (wattage_range, watt_range,
 // wattage_off), link_energy_wifi (control_duration, wifi_watt_values), the file system plugin
 // (remote_disk, size, mount, content), ns-3 wifi (wifi_distance, access_point), host_dvfs.
-constexpr std::array<std::string_view, 8> kStrataNames = {
-    "gpus", "flops_fp32", "flops_bf16", "flops_fp16", "flops_fp64", "mem_bw", "gpu_memory", "price_per_hour"};
+constexpr std::array<std::string_view, 9> kStrataNames = {"gpus",       "flops_fp32", "flops_bf16",
+                                                          "flops_fp16", "flops_fp64", "mem_bw",
+                                                          "gpu_memory", "pcie_bw",    "price_per_hour"};
 constexpr std::array<std::string_view, 14> kSimGridNames = {"wattage_per_state",
                                                             "wattage_off",
                                                             "wattage_range",
@@ -122,6 +123,7 @@ double read_with_models(const std::string& key, const std::string& value, std::s
     if (key == "flops_fp64") return spec.flops_fp64;
     if (key == "mem_bw") return spec.mem_bw;
     if (key == "gpu_memory") return spec.gpu_memory;
+    if (key == "pcie_bw") return spec.pcie_bw;
     return spec.price_per_hour;
   } catch (const InputError& e) {
     // "host 'h': property 'key': <problem>"
@@ -138,6 +140,7 @@ double read_with_models(const std::string& key, const std::string& value, std::s
 Range range_of_property(const std::string& key) {
   if (key == "mem_bw") return {1.0, 1e18, true, "B/s"};
   if (key == "gpu_memory") return {1.0, 1e18, true, "B"};
+  if (key == "pcie_bw") return {1.0, 1e18, true, "B/s"};
   if (key == "price_per_hour") return kPrice;
   Range r = range_of(Dimension::speed);
   r.zero_ok = key != "flops_fp32";

@@ -7,6 +7,7 @@
 //   flops_*     f, flops            (FLOP/s)
 //   mem_bw      Bps (bytes/s), bps (bits/s)
 //   gpu_memory  B (bytes), b (bits)
+//   pcie_bw     Bps (bytes/s), bps (bits/s): one GPU's link to host memory (offload)
 //   gpus, price_per_hour, wattage_per_state: plain numbers.
 #include "strata/models/cost/hardware.hpp"
 
@@ -200,6 +201,7 @@ HostSpec host_spec_from_properties(const std::string& host,
   spec.flops_fp64 = fp64.value_or(absent);
   spec.mem_bw = reader.read("mem_bw", Quantity::bandwidth).value_or(0);
   spec.gpu_memory = reader.read("gpu_memory", Quantity::size).value_or(0);
+  spec.pcie_bw = reader.read("pcie_bw", Quantity::bandwidth).value_or(0);
   spec.price_per_hour = reader.read("price_per_hour", Quantity::plain).value_or(0);
   read_wattage(reader, spec);
   return spec;

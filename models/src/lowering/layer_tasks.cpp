@@ -224,7 +224,14 @@ double input_elems(const Layer& layer) {
   return layer.saved_elems > 0 ? layer.saved_elems : layer.out_elems;
 }
 
-Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype) {
+LayerTaskOptions layer_task_options(const StrategyConfig& config) {
+  return {config.sequence_parallel, config.flash_attention};
+}
+
+Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                     const LayerTaskOptions& options) {
+  STRATA_ASSERT(options == LayerTaskOptions{},
+                "sequence parallelism and flash attention are not in layer tasks yet");
   STRATA_ASSERT(microbatch > 0 && tp >= 1, "layer_task: microbatch > 0 and tp >= 1");
   Task task;
   task.stream = Stream::compute;
@@ -269,15 +276,17 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
   return task;
 }
 
-Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype) {
-  Task task = layer_cost_task(layer, phase, microbatch, tp, dtype);
+Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                const LayerTaskOptions& options) {
+  Task task = layer_cost_task(layer, phase, microbatch, tp, dtype, options);
   task.attrs = task_attrs(layer, phase, microbatch, tp);
   return task;
 }
 
-SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype) {
+SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype,
+                                  const LayerTaskOptions& options) {
   STRATA_ASSERT(!backward_weight_kind(layer.op), "layer " + layer.name + " has a backward-weight kind");
-  SplitBackward out{layer_task(layer, Phase::backward_data, microbatch, tp, dtype), {}};
+  SplitBackward out{layer_task(layer, Phase::backward_data, microbatch, tp, dtype, options), {}};
   out.weight = out.data;
   const double ranks = is_split(layer) ? tp : 1;
   const Footprint f = footprint(layer, microbatch, tp);

@@ -2,7 +2,7 @@
 //
 // sim/ reads these from a platform's host properties (strata's optional extras, see
 // platforms/README.md): gpus, flops_fp32, flops_bf16, flops_fp16, flops_fp64, mem_bw,
-// gpu_memory, price_per_hour, and SimGrid's wattage_per_state. Values are per worker slot
+// gpu_memory, pcie_bw, price_per_hour, and SimGrid's wattage_per_state. Values are per worker slot
 // (one GPU, or one core when the host has no `gpus` property).
 #pragma once
 
@@ -23,6 +23,7 @@ struct HostSpec {
   double flops_fp64 = 0;      // FLOP/s
   double mem_bw = 0;          // B/s per slot
   double gpu_memory = 0;      // B per slot (0 = unknown: fits is not judged)
+  double pcie_bw = 0;         // B/s per slot between GPU and host memory (0 = unknown)
   double price_per_hour = 0;  // currency units per host-hour
   double watts_idle = 0;      // W per host
   double watts_busy = 0;      // W per host, all slots busy

@@ -47,6 +47,17 @@ bool is_split(const Layer& layer);
 // has parameters or weight-gradient FLOPs (a tied weight, as GPT's head, has FLOPs only).
 bool has_backward_weight(const Layer& layer);
 
+// Options that change what a layer's task computes and keeps (strategy.hpp's StrategyConfig):
+// with sequence parallelism the replicated layers of a transformer block (norms, dropouts,
+// residual adds) work on seq / tp tokens of each rank; FlashAttention fuses the attention core
+// and keeps O(s) instead of O(s^2) activations. Both default off, today's tasks.
+struct LayerTaskOptions {
+  bool sequence_parallel = false;
+  bool flash_attention = false;
+  bool operator==(const LayerTaskOptions&) const = default;
+};
+LayerTaskOptions layer_task_options(const StrategyConfig& config);
+
 // The Task of `layer` in `phase` for a microbatch of `microbatch` samples on one of `tp` tensor
 // ranks, in `dtype`. Fills kind, stream (compute), dtype, flops, bytes_read, bytes_written and
 // attrs; leaves id, worker, iteration, priority, buffers and dependencies to the caller.
@@ -64,7 +75,8 @@ bool has_backward_weight(const Layer& layer);
 //     nnz = microbatch x nnz_per_node, width, and bytes of its own (Â's values and indices plus
 //     one row of the input gathered per nonzero, layer_tasks.cpp).
 // REQUIRES: microbatch > 0, tp >= 1; phase is backward_weight only if backward_weight_kind(op).
-Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
+Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                const LayerTaskOptions& options = {});
 
 // The backward of a layer whose op has no backward-weight kind (norm, embedding, fixed, ...), as
 // two tasks of its backward-data kind: `data` reads dY and the weights and writes dX
@@ -77,11 +89,13 @@ struct SplitBackward {
   Task data;
   Task weight;
 };
-SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype);
+SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype,
+                                  const LayerTaskOptions& options = {});
 
 // layer_task without the shape attributes (fixed layers still get duration_s): all a CostModel
 // reads, without copying attribute maps, for the analytical estimate's inner loop.
-Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype);
+Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                     const LayerTaskOptions& options = {});
 
 // Input activation elements per sample (Layer holds only its output): linear m*k, conv
 // c_in*(h_out*stride)*(w_out*stride) when the shape attributes are there; elementwise reads two
