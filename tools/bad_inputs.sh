@@ -147,10 +147,18 @@ platform_bad "misspelled gpu_memory" 's/"gpu_memory"/"gpu_memroy"/'
 platform_bad "10^8 hosts" 's/radical="0-3"/radical="0-99999999"/'
 platform_bad "non-UTF-8 host names" 's/prefix="node-"/prefix="n\xe9ud-"/'
 platform_bad "not XML at all" '1,$c\this is not a platform'
+platform_bad "a <config> element" 's/<platform version="4.1">/&<config><prop id="network\/model" value="CM02"\/><\/config>/'
 SETUP='mkdir d' bad "a directory as platform" simulate --platform d --model mlp
 bad "missing platform file" simulate --platform nowhere.xml --model mlp
 bad "unknown network model" simulate --platform "$FLAT4" --model mlp --network-model Bogus
 bad "empty network model" simulate --platform "$FLAT4" --model mlp --network-model ''
+
+# ---- memory options (checked against the model) --------------------------------------------------
+bad "a ZeRO stage outside 0-3" simulate --platform "$FLAT4" --model mlp --set zero=4 --report o.json
+bad "interleaving that does not divide the blocks" simulate --platform "$FLAT4" --model gpt2-small \
+  --strategy pp=2 --set interleave=5 --report o.json
+bad "recomputation granularity above a stage's blocks" simulate --platform "$FLAT4" --model gpt2-small \
+  --strategy pp=2 --set recompute=full --set recompute_blocks=13 --report o.json
 
 # ---- Plans ----------------------------------------------------------------------------------------
 # A pipeline Plan (mlp pp=2, sends and receives) with one edit: `plan_bad NAME SED-EXPRESSION`.

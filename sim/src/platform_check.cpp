@@ -235,6 +235,13 @@ class PlatformChecker {
       report(e, "element",
              std::string("<") + name + "> was removed in SimGrid " + (name == "include" ? "3.18" : "3.27") +
                  "; SimGrid 3.32 does not read it");
+    } else if (name == "config") {
+      // SimGrid applies a <config> after strata has configured the engine (network model,
+      // factors, cross traffic), and 3.32 crashes on it then (segmentation fault, even for a
+      // valid network/model).
+      report(e, "element",
+             "<config> sets SimGrid options, which strata sets itself (--network-model, --simgrid-factors); "
+             "remove it and use those flags");
     } else if (name == "platform") {
       check_version(e, a);
     } else if (name == "host" || name == "cluster") {

@@ -1,6 +1,9 @@
 // Fuzzes the platform loader (sim/replay.hpp: load_platform_summary, what --platform reads).
-// SimGrid 3.32 keeps one engine per process and may abort on input it does not check, so each
-// input is loaded in a forked child: the child exits 0 when the platform loads or is refused with
+// strata's own check of the file (platform_check.hpp: expat, units, ranges, properties) runs in
+// this process, as it does in strata before any SimGrid call: it must refuse or pass every input
+// without a crash, and most inputs stop there. SimGrid 3.32 keeps one engine per process and may
+// abort on input it does not check, so an input that passes the check is loaded in a forked
+// child: the child exits 0 when the platform loads or is refused with
 // an InputError, 2 when something else is thrown; the parent treats any other end of the child
 // (a signal such as SimGrid's abort, an ASan or UBSan report, a hang past kChildSeconds) as a
 // finding. The child's coverage would die with it: it copies libFuzzer's coverage counters (the
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +25,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
+#include "platform_check.hpp"
 #include "strata/sim/replay.hpp"
 
 // Bounds of the section of inline 8-bit counters, defined (and named) by the linker.
@@ -70,6 +75,11 @@ void counters_from_child() {
 
 [[noreturn]] void load_in_child(const std::string& path) {
   ::alarm(kChildSeconds);  // a hang ends as SIGALRM, which the parent reports
+  // SimGrid aborts on some platforms by design; strata's loader runs it in a child of its own
+  // and turns that death into one line. That child inherits libFuzzer's SIGABRT handler, which
+  // would symbolise a stack trace first (about 10 s with llvm-symbolizer on this binary): the
+  // default action is what strata's own process has.
+  std::signal(SIGABRT, SIG_DFL);
   try {
     const strata::PlatformSummary summary = strata::load_platform_summary(path);
     if (summary.hosts.empty()) strata::fuzz::finding("a platform loaded with no host");
@@ -90,6 +100,11 @@ void counters_from_child() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const strata::fuzz::InputFile file(".xml");
   const std::string& path = file.write(strata::fuzz::as_text(data, size));
+  const auto checked = strata::fuzz::read_or_input_error(path, [&] {
+    strata::check_platform_file(path);
+    return true;
+  });
+  if (!checked) return 0;  // refused in one line naming the file, before SimGrid
   std::fflush(stderr);
   shared_counters();  // mapped before the first fork
   const pid_t child = ::fork();
