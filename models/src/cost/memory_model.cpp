@@ -18,6 +18,23 @@ BytesPerParam bytes_per_param(Optimizer optimizer, DType dtype) {
   return {b, b, optimizer_state_bytes_per_param(optimizer, dtype)};
 }
 
+// ZeRO, Fig. 1: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also
+// the parameters, each over the N = dp data-parallel ranks.
+MemoryBreakdown model_state_memory(double psi, const StrategyConfig& config) {
+  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
+  const double n = config.dp;
+  MemoryBreakdown m;
+  m.params = psi * per_param.params / (config.zero >= 3 ? n : 1);
+  m.grads = psi * per_param.grads / (config.zero >= 2 ? n : 1);
+  m.optimizer = psi * per_param.optimizer / (config.zero >= 1 ? n : 1);
+  if (config.offload) {
+    m.host_optimizer = m.optimizer;
+    m.optimizer = 0;
+  }
+  m.total = m.params + m.grads + m.optimizer;
+  return m;
+}
+
 double microbatch_size(const Model& model, const StrategyConfig& config) {
   return static_cast<double>(effective_global_batch(model, config)) / config.dp /
          static_cast<double>(microbatch_count(config));
@@ -36,53 +53,151 @@ std::vector<std::size_t> stage_layers(const Model& model, const std::vector<int>
   return layers;
 }
 
+std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config) {
+  if (config.interleave <= 1) return partition_blocks(model, config.pp);
+  const int chunks = config.pp * config.interleave;
+  const int per_chunk = model.num_blocks_or_layers() / chunks;
+  STRATA_ASSERT(per_chunk * chunks == model.num_blocks_or_layers(), "interleaved chunks must be equal");
+  std::vector<int> cuts;
+  for (int c = 0; c <= chunks; ++c) cuts.push_back(c * per_chunk);
+  return cuts;
+}
+
+namespace {
+
+// Whether the worker of `stage` holds `block` (chunks stage, stage + pp, ...).
+bool device_holds(const StrategyConfig& config, const std::vector<int>& cuts, int stage, int block) {
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
+    if (block >= cuts[static_cast<std::size_t>(c)] && block < cuts[static_cast<std::size_t>(c) + 1])
+      return true;
+  return false;
+}
+
+// The chunk of `stage` that holds `block`: its first block.
+int chunk_first_block(const StrategyConfig& config, const std::vector<int>& cuts, int stage, int block) {
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
+    if (block >= cuts[static_cast<std::size_t>(c)] && block < cuts[static_cast<std::size_t>(c) + 1])
+      return cuts[static_cast<std::size_t>(c)];
+  STRATA_ASSERT(false, "block outside the stage");
+  return 0;
+}
+
+// Elements of the attention core's s x s tensors (softmax output, its dropout mask and output):
+// the attention layer's saved_elems less Q, K and V (zoo_gpt.cpp's accounting), 2.5·a·s².
+double score_elems(const Layer& layer) {
+  const double scores = layer.saved_elems - 3 * layer.out_elems;
+  STRATA_ASSERT(scores >= 0, "attention layer " + layer.name + " saves less than Q, K and V");
+  return scores;
+}
+
+// Whether the layer keeps the replicated hidden state although it is tensor-split: a
+// column-parallel linear keeps its (whole) input, the vocab-parallel embedding its output's
+// dropout mask (Korthikanti et al., section 4.2.1).
+bool keeps_replicated_tensor(const Layer& layer) {
+  return (layer.op == LayerOp::linear && layer.split == TensorSplit::column) ||
+         layer.op == LayerOp::embedding;
+}
+
+// Bytes per sample the layer keeps for one microbatch, without full recomputation.
+double kept_bytes(const Layer& layer, const StrategyConfig& config) {
+  double saved = layer.saved_elems;
+  const bool no_scores = config.flash_attention || config.recompute == Recompute::selective;
+  if (layer.op == LayerOp::attention && no_scores) saved -= score_elems(layer);
+  const bool sharded = config.sequence_parallel || (is_split(layer) && !keeps_replicated_tensor(layer));
+  double bytes = bytes_per_element(config.dtype);
+  if (layer.op == LayerOp::loss) bytes = std::max(bytes, 4.0);  // fp32 logits, section 4.3
+  return saved / (sharded ? config.tp : 1) * bytes;
+}
+
+// Bytes per sample of one full-recomputation checkpoint: the input of the block's first layer,
+// sharded by tp only with sequence parallelism.
+double checkpoint_bytes(const Layer& first_layer, const StrategyConfig& config) {
+  return input_elems(first_layer) / (config.sequence_parallel ? config.tp : 1) *
+         bytes_per_element(config.dtype);
+}
+
+}  // namespace
+
+std::vector<std::size_t> device_layers(const Model& model, const StrategyConfig& config,
+                                       const std::vector<int>& cuts, int stage) {
+  STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
+  std::vector<std::size_t> layers;
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (device_holds(config, cuts, stage, model.layers[i].block)) layers.push_back(i);
+  return layers;
+}
+
 double worker_params(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
                      int stage) {
   double params = 0;
-  for (std::size_t i : stage_layers(model, cuts, stage)) {
+  for (std::size_t i : device_layers(model, config, cuts, stage)) {
     const Layer& layer = model.layers[i];
     params += is_split(layer) ? layer.params / config.tp : layer.params;
   }
   return params;
 }
 
-namespace {
+bool in_checkpointed_block(const Model& model, const Layer& layer) {
+  return model.family != "gpt" || layer.name.find('/') != std::string::npos;
+}
 
-// Microbatches whose activations stage `stage` holds at its peak.
+double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
+                                   const std::vector<int>& cuts, int stage) {
+  const bool full = config.recompute == Recompute::full;
+  const int k = config.recompute_blocks;
+  double bytes = 0;
+  int checkpointed_block = -1;  // the last block whose checkpoint is counted
+  for (std::size_t i : device_layers(model, config, cuts, stage)) {
+    const Layer& layer = model.layers[i];
+    if (!full || !in_checkpointed_block(model, layer)) {
+      bytes += kept_bytes(layer, config);
+      continue;
+    }
+    const int j = layer.block - chunk_first_block(config, cuts, stage, layer.block);
+    const bool uniform = config.recompute_method == RecomputeMethod::uniform;
+    if (!uniform && j >= k) {  // method block: beyond the first k blocks, nothing re-run
+      bytes += kept_bytes(layer, config);
+      continue;
+    }
+    if (layer.block == checkpointed_block) continue;  // inside a checkpointed block: dropped
+    checkpointed_block = layer.block;
+    if (!uniform || j % k == 0) bytes += checkpoint_bytes(layer, config);
+  }
+  return bytes;
+}
+
 double microbatches_in_flight(const StrategyConfig& config, int stage) {
   const std::int64_t m = microbatch_count(config);
   if (config.schedule == PipelineSchedule::gpipe) return static_cast<double>(m);
-  return static_cast<double>(std::min<std::int64_t>(m, config.pp - stage));
+  const std::int64_t p = config.pp;
+  const std::int64_t v = config.interleave;
+  if (v > 1) {  // Megatron's interleaved warm-up, in model-chunk microbatches, plus one
+    const std::int64_t chunks = std::min(m * v, 2 * (p - stage - 1) + (v - 1) * p + 1);
+    return static_cast<double>(chunks) / static_cast<double>(v);
+  }
+  return static_cast<double>(std::min<std::int64_t>(m, p - stage));
 }
+
+namespace {
 
 MemoryBreakdown stage_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
                              int stage) {
   STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
-  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
-  const double params = worker_params(model, config, cuts, stage);
-  double saved = 0;  // elements per sample on this worker
-  for (std::size_t i : stage_layers(model, cuts, stage)) {
-    const Layer& layer = model.layers[i];
-    saved += is_split(layer) ? layer.saved_elems / config.tp : layer.saved_elems;
-  }
-  MemoryBreakdown m;
-  m.params = params * per_param.params;
-  m.grads = params * per_param.grads;
-  m.optimizer = params * per_param.optimizer;
-  m.activations = saved * microbatch_size(model, config) * bytes_per_element(config.dtype) *
+  MemoryBreakdown m = model_state_memory(worker_params(model, config, cuts, stage), config);
+  m.activations = activation_bytes_per_sample(model, config, cuts, stage) * microbatch_size(model, config) *
                   microbatches_in_flight(config, stage);
-  m.total = m.params + m.grads + m.optimizer + m.activations;
+  m.total += m.activations;
   return m;
 }
 
 }  // namespace
 
 MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, int stage) {
-  return stage_memory(model, config, partition_blocks(model, config.pp), stage);
+  return stage_memory(model, config, chunk_cuts(model, config), stage);
 }
 
 double peak_worker_memory(const Model& model, const StrategyConfig& config) {
-  const std::vector<int> cuts = partition_blocks(model, config.pp);
+  const std::vector<int> cuts = chunk_cuts(model, config);
   double peak = 0;
   for (int s = 0; s < config.pp; ++s) peak = std::max(peak, stage_memory(model, config, cuts, s).total);
   return peak;
