@@ -1,4 +1,5 @@
-// Analytical estimate (see analytical.hpp for the model and its limits).
+// Analytical estimate (see analytical.hpp for the model and its limits, docs/memory.md for the
+// memory options).
 #include "strata/models/cost/analytical.hpp"
 
 #include <algorithm>
@@ -12,30 +13,6 @@
 
 namespace strata {
 inline namespace models {
-
-double p2p_time(double bytes, double bw, double latency) {
-  if (bytes <= 0) return latency;
-  STRATA_ASSERT(bw > 0, "p2p over a link without bandwidth");
-  return latency + bytes / bw;
-}
-
-double allreduce_time(CollectiveAlgo algo, int ranks, double bytes, double bw, double latency) {
-  if (ranks <= 1) return 0;
-  STRATA_ASSERT(bw > 0 || bytes <= 0, "allreduce over a link without bandwidth");
-  const double n = ranks;
-  const double transfer = bytes > 0 ? bytes / bw : 0;
-  switch (algo) {
-    case CollectiveAlgo::tree:
-      return 2 * std::ceil(std::log2(n)) * (latency + transfer);
-    case CollectiveAlgo::halving_doubling:
-      return 2 * std::log2(n) * latency + 2 * (n - 1) / n * transfer;
-    case CollectiveAlgo::none:
-    case CollectiveAlgo::ring:
-    case CollectiveAlgo::hierarchical:
-      break;
-  }
-  return 2 * (n - 1) * latency + 2 * (n - 1) / n * transfer;
-}
 
 namespace {
 
@@ -96,21 +73,26 @@ Link dp_link(const StrategyConfig& config, const ClusterSpec& cluster, int stage
   return crossing_link(cluster, static_cast<long>(config.tp) * stages, stride < cluster.host.slots);
 }
 
-// The weight gradient one layer contributes to the DP allreduce.
+// The weight gradient one layer contributes to the DP reduction.
 struct LayerGrad {
   int block;
   double bytes;
 };
 
-// What one microbatch costs on one stage, and what the stage's DP allreduce moves.
+// What one microbatch costs on one stage, and what the stage's DP reduction moves.
 struct StageCost {
   double fwd_s = 0;              // compute, one microbatch
-  double bwd_s = 0;              // compute, one microbatch
-  double tp_s = 0;               // TP allreduces, one microbatch
+  double bwd_s = 0;              // compute, one microbatch: data + weight + recomputed forward
+  double bwdw_s = 0;             // the weight-gradient part of bwd_s (ZB-H1's W)
+  double tp_fwd_s = 0;           // TP collectives of forward (and of the recomputed forward)
+  double tp_bwd_s = 0;           // TP collectives of backward
+  double gather_s = 0;           // ZeRO-3: parameter all-gathers not hidden, both phases
   double boundary_bytes = 0;     // activation sent to the next stage, one microbatch
-  double params = 0;             // per worker
+  double params = 0;             // per worker (before ZeRO sharding)
+  double flops = 0;              // hardware FLOP of one microbatch, recomputation included
   std::vector<LayerGrad> grads;  // layers with parameters, in backward order
-  double step() const { return fwd_s + bwd_s + tp_s; }
+  double step() const { return fwd_s + bwd_s + tp_fwd_s + tp_bwd_s + gather_s; }
+  double backward() const { return bwd_s + tp_bwd_s; }
 };
 
 struct Context {
@@ -120,20 +102,27 @@ struct Context {
   const CostModel& cost;
   double microbatch;
   Link tp;
+  LayerTaskOptions options;
 };
 
 // Megatron's f/g operators (Shoeybi et al. 2019, section 3): one allreduce of the full-size
 // output after each row-split linear in forward, one of the full-size input gradient of each
 // column-split linear in backward; for a transformer block that is 2 + 2 of
 // microbatch x seq x hidden elements. A vocab-parallel embedding allreduces its output in
-// forward, and a vocab-parallel loss its per-token partial sums (zoo.hpp).
-double tp_allreduce_s(const Context& cx, const Layer& layer) {
+// forward, and a vocab-parallel loss its per-token partial sums (zoo.hpp). With sequence
+// parallelism each becomes a reduce-scatter and an all-gather of the same buffer (Korthikanti et
+// al. 2023, section 4.2.2). Returns the time; `forward` tells the phase.
+double tp_collective_s(const Context& cx, const Layer& layer, bool& forward) {
+  forward = true;
   if (cx.config.tp <= 1 || !is_split(layer)) return 0;
   double elems = 0;
   switch (layer.op) {
     case LayerOp::linear:
       if (layer.split == TensorSplit::row) elems = layer.out_elems;
-      if (layer.split == TensorSplit::column) elems = input_elems(layer);
+      if (layer.split == TensorSplit::column) {
+        elems = input_elems(layer);
+        forward = false;
+      }
       break;
     case LayerOp::embedding:
     case LayerOp::loss:
@@ -144,24 +133,62 @@ double tp_allreduce_s(const Context& cx, const Layer& layer) {
   }
   if (elems <= 0) return 0;
   const double bytes = elems * cx.microbatch * bytes_per_element(cx.config.dtype);
-  return allreduce_time(cx.config.tp_algo, cx.config.tp, bytes, cx.tp.bw, cx.tp.latency);
+  const CollectiveAlgo algo = cx.config.tp_algo;
+  const int t = cx.config.tp;
+  if (cx.config.sequence_parallel)
+    return reduce_scatter_time(algo, t, bytes, cx.tp.bw, cx.tp.latency) +
+           allgather_time(algo, t, bytes, cx.tp.bw, cx.tp.latency);
+  return allreduce_time(algo, t, bytes, cx.tp.bw, cx.tp.latency);
+}
+
+// Whether the layer's forward runs again in backward: the attention core with selective
+// recomputation, the checkpointed blocks with full recomputation (memory_model.hpp).
+bool recomputed(const Context& cx, const std::vector<int>& cuts, int stage, const Layer& layer) {
+  if (cx.config.recompute == Recompute::selective) return layer.op == LayerOp::attention;
+  return fully_recomputed(cx.model, cx.config, cuts, stage, layer);
+}
+
+double task_s(const Context& cx, const Task& task, StageCost& sc, bool counts_flops) {
+  if (counts_flops) sc.flops += task.flops;
+  return cx.cost.compute_time(task, cx.cluster.host);
+}
+
+// ZeRO-3 gathers every layer's parameters before its forward and again before its backward, on
+// the DP group; the next layer's gather is prefetched during the current layer's compute, so the
+// gathers of a phase hide behind its compute as far as it lasts.
+double zero3_gather_s(const Context& cx, const StageCost& sc, Link dp) {
+  if (cx.config.zero < 3 || cx.config.dp <= 1) return 0;
+  double gathers = 0;  // a layer's 16-bit (or fp32) weights are as large as its gradient
+  for (const LayerGrad& grad : sc.grads)
+    gathers += allgather_time(cx.config.dp_algo, cx.config.dp, grad.bytes, dp.bw, dp.latency);
+  return std::max(0.0, gathers - sc.fwd_s) + std::max(0.0, gathers - sc.bwd_s);
 }
 
 StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage) {
   const StrategyConfig& config = cx.config;
-  const HostSpec& host = cx.cluster.host;
   const double grad_bytes = bytes_per_param(config.optimizer, config.dtype).grads;
   StageCost sc;
-  for (std::size_t i : stage_layers(cx.model, cuts, stage)) {
+  for (std::size_t i : device_layers(cx.model, config, cuts, stage)) {
     const Layer& layer = cx.model.layers[i];
-    auto time = [&](Phase phase) {
-      return cx.cost.compute_time(layer_cost_task(layer, phase, cx.microbatch, config.tp, config.dtype),
-                                  host);
+    const bool flops = layer.op != LayerOp::fixed;  // fixed layers' time is not their FLOPs'
+    auto task = [&](Phase phase) {
+      return layer_cost_task(layer, phase, cx.microbatch, config.tp, config.dtype, cx.options);
     };
-    sc.fwd_s += time(Phase::forward);
-    sc.bwd_s += time(Phase::backward_data);
-    if (has_backward_weight(layer)) sc.bwd_s += time(Phase::backward_weight);
-    sc.tp_s += tp_allreduce_s(cx, layer);
+    const double fwd = task_s(cx, task(Phase::forward), sc, flops);
+    sc.fwd_s += fwd;
+    sc.bwd_s += task_s(cx, task(Phase::backward_data), sc, flops);
+    if (has_backward_weight(layer)) {
+      const double w = task_s(cx, task(Phase::backward_weight), sc, flops);
+      sc.bwd_s += w;
+      sc.bwdw_s += w;
+    }
+    bool forward = true;
+    const double tp = tp_collective_s(cx, layer, forward);
+    (forward ? sc.tp_fwd_s : sc.tp_bwd_s) += tp;
+    if (recomputed(cx, cuts, stage, layer)) {
+      sc.bwd_s += task_s(cx, task(Phase::forward), sc, flops);
+      if (forward) sc.tp_bwd_s += tp;
+    }
     const double params = is_split(layer) ? layer.params / config.tp : layer.params;
     sc.params += params;
     if (params > 0) sc.grads.push_back({layer.block, params * grad_bytes});
@@ -197,38 +224,66 @@ std::vector<double> buckets(const StageCost& sc, double bucket_bytes) {
 }
 
 struct DpCost {
-  double total_s = 0;    // every bucket's allreduce back to back
+  double total_s = 0;    // every bucket's reduction back to back
   double exposed_s = 0;  // what is left after the last microbatch's backward
 };
 
-// Overlap assumption: every bucket but the last is produced during the stage's last
-// microbatch's backward, and their allreduces run back to back on the comm stream while that
+// Overlap assumption (ddp=overlap): every bucket but the last is produced during the stage's
+// last microbatch's backward, and their reductions run back to back on the DP stream while that
 // backward proceeds, perfectly hidden up to its length. The last bucket (the stage's first
-// layers) is ready only when backward ends, so its allreduce is always exposed:
+// layers) is ready only when backward ends, so its reduction is always exposed:
 //   exposed = max(0, Σ_{i<k} ar(b_i) - t_bwd) + ar(b_k).
-// With one bucket, or a zero-length backward, that is the whole allreduce (for a ring,
-// 2 (n - 1) (α + S / (n B))). Earlier microbatches' backwards are not counted as overlap: DDP
-// (no_sync) and Megatron reduce gradients once, after the last microbatch.
+// With one bucket, or a zero-length backward, that is the whole reduction (for a ring
+// allreduce, 2 (n - 1) (α + S / (n B))). Earlier microbatches' backwards are not counted as
+// overlap: DDP (no_sync) and Megatron reduce gradients once, after the last microbatch. With
+// ddp=after_flush nothing overlaps. ZeRO >= 1 reduce-scatters the gradients instead (each rank
+// keeps the shard it updates).
 DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   DpCost dp;
   if (cx.config.dp <= 1) return dp;
   const std::vector<double> sizes = buckets(sc, cx.config.bucket_bytes);
+  const bool sharded = cx.config.zero >= 1;
   double overlappable = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const double t = allreduce_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency);
+    const double t =
+        sharded ? reduce_scatter_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency)
+                : allreduce_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency);
     dp.total_s += t;
     if (i + 1 < sizes.size())
       overlappable += t;
     else
-      dp.exposed_s = std::max(0.0, overlappable - sc.bwd_s) + t;
+      dp.exposed_s = std::max(0.0, overlappable - sc.backward()) + t;
   }
+  if (cx.config.ddp == DdpMode::after_flush) dp.exposed_s = dp.total_s;
   return dp;
 }
 
-// The optimizer step exactly as the lowering emits it (layer_tasks.hpp).
-double optimizer_s(const Context& cx, const StageCost& sc) {
-  return cx.cost.compute_time(optimizer_step_task(cx.model, sc.params, cx.config.optimizer, cx.config.dtype),
-                              cx.cluster.host);
+// ZeRO-Offload's step on the host (Ren et al., USENIX ATC'21, section 4): CPU Adam reads the
+// fp32 master weights, momentum and variance and the 16-bit gradient and writes the first three
+// and the 16-bit weights: (12 + 2) + (12 + 2) = 28 B per parameter, memory-bound.
+constexpr double kHostAdamBytesPerParam = 28;
+// Host memory bandwidth per GPU: a DGX A100 has two AMD EPYC 7742 (NVIDIA DGX A100 datasheet),
+// each with 8 channels of DDR4-3200, 204.8 GB/s (AMD EPYC 7742 product page): 409.6 GB/s for 8
+// GPUs, 51.2 GB/s each (a peak: the estimate's host step is a lower bound).
+constexpr double kHostMemBwPerGpu = 409.6e9 / 8;
+
+// The optimizer step and what follows it before the next iteration can start.
+double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
+  const StrategyConfig& config = cx.config;
+  const double shard = config.zero >= 1 ? sc.params / config.dp : sc.params;
+  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
+  double t = 0;
+  if (config.offload) {
+    const double pcie = cx.cluster.host.pcie_bw;
+    t = shard * (per_param.grads + per_param.params) / pcie +
+        shard * kHostAdamBytesPerParam / kHostMemBwPerGpu;
+  } else {
+    t = cx.cost.compute_time(optimizer_step_task(cx.model, shard, config.optimizer, config.dtype),
+                             cx.cluster.host);
+  }
+  if (config.zero >= 1 && config.zero <= 2)  // the updated parameter shards gathered back
+    t += allgather_time(config.dp_algo, config.dp, sc.params * per_param.params, dp.bw, dp.latency);
+  return t;
 }
 
 void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
@@ -240,11 +295,22 @@ void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
                                          "needs " + std::to_string(config.workers()) +
                                              " workers, the cluster has " + std::to_string(slots) +
                                              " slots"));
+  if (config.offload && !(cluster.host.pcie_bw > 0))
+    throw InputError("--set offload=1: host " + cluster.host.name +
+                     " has no pcie_bw (the platform host property giving each GPU's link to host "
+                     "memory, B/s), which offloaded optimizer states cross");
+  // The cost model's layer tasks do not model these two yet (layer_tasks.hpp).
+  if (config.sequence_parallel)
+    throw InputError(
+        "--set sequence_parallel=1: not modelled by the closed-form estimate of this version of strata");
+  if (config.flash_attention)
+    throw InputError(
+        "--set flash_attention=1: not modelled by the closed-form estimate of this version of strata");
 }
 
-// How many stages' DP allreduces overlap in time on one host. Stage s's last backward ends
+// How many stages' DP reductions overlap in time on one host. Stage s's last backward ends
 // s x t_b before stage 0's (the last microbatch's gradient walks down the pipeline), and its
-// allreduces take D from there, so the windows of stages j apart overlap when j t_b < D:
+// reductions take D from there, so the windows of stages j apart overlap when j t_b < D:
 // 1 + floor(D / t_b) stages at once, at most the stages a host holds. D shrinks as fewer
 // stages share the NIC; start from 1 and grow to the fixed point.
 int overlapping_dp_stages(const Context& cx, const std::vector<StageCost>& stages, double t_b) {
@@ -261,22 +327,40 @@ int overlapping_dp_stages(const Context& cx, const std::vector<StageCost>& stage
   return k;
 }
 
+// The pipeline's time for m microbatches of `slowest` and its bubble, by schedule.
+void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estimate& e, double& pipeline) {
+  const auto m = static_cast<double>(microbatch_count(config));
+  const double p = config.pp;
+  double bubble = (p - 1) / config.interleave * slowest.step();
+  if (config.schedule == PipelineSchedule::zb_h1)  // (p - 1)(T_F + T_B - T_W), B without W
+    bubble = (p - 1) * std::max(0.0, slowest.step() - 2 * slowest.bwdw_s);
+  pipeline = m * slowest.step() + bubble;
+  e.bubble_fraction = pipeline > 0 ? bubble / pipeline : 0;
+}
+
 }  // namespace
 
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost) {
   check_cluster(config, cluster);
-  if (const std::string option = memory_option_set(config); !option.empty())
-    throw InputError(option + ": not modelled by the closed-form estimate of this version of strata");
-  const Context cx{model, config, cluster, cost, microbatch_size(model, config), tp_link(config, cluster)};
-  const std::vector<int> cuts = partition_blocks(model, config.pp);
+  const Context cx{model,
+                   config,
+                   cluster,
+                   cost,
+                   microbatch_size(model, config),
+                   tp_link(config, cluster),
+                   layer_task_options(config)};
+  const std::vector<int> cuts = chunk_cuts(model, config);
   std::vector<StageCost> stages;
   for (int s = 0; s < config.pp; ++s) stages.push_back(stage_cost(cx, cuts, s));
-  const StageCost& slowest =
-      *std::max_element(stages.begin(), stages.end(),
-                        [](const StageCost& a, const StageCost& b) { return a.step() < b.step(); });
-  const double t_b = slowest.bwd_s;
+  auto slowest_of = [&] {
+    return *std::max_element(stages.begin(), stages.end(),
+                             [](const StageCost& a, const StageCost& b) { return a.step() < b.step(); });
+  };
+  const double t_b = slowest_of().backward();
   const Link dp = dp_link(config, cluster, overlapping_dp_stages(cx, stages, t_b));
+  for (StageCost& sc : stages) sc.gather_s = zero3_gather_s(cx, sc, dp);
+  const StageCost slowest = slowest_of();
   const Link pp = pp_link(config, cluster);
   Estimate e;
   double exposed_dp_s = 0;
@@ -284,19 +368,21 @@ Estimate estimate(const Model& model, const StrategyConfig& config, const Cluste
   for (int s = 0; s < config.pp; ++s) {
     const StageCost& sc = stages[static_cast<std::size_t>(s)];
     const DpCost dc = dp_cost(cx, sc, dp);
-    tail_s = std::max(tail_s, dc.exposed_s + optimizer_s(cx, sc) - s * t_b);
+    tail_s = std::max(tail_s, dc.exposed_s + optimizer_s(cx, sc, dp) - s * t_b);
     exposed_dp_s = std::max(exposed_dp_s, dc.exposed_s - s * t_b);
     e.dp_comm_s = std::max(e.dp_comm_s, dc.total_s);
-    // The first microbatch's activation and the last one's gradient cross this boundary.
-    if (s + 1 < config.pp) e.pp_comm_s += 2 * p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
+    // The first microbatch's activation and the last one's gradient cross this boundary (v
+    // times when interleaved).
+    if (s + 1 < config.pp)
+      e.pp_comm_s += 2 * config.interleave * p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
   }
   const auto m = static_cast<double>(microbatch_count(config));
-  const double p = config.pp;
+  double pipeline = 0;
+  pipeline_time(config, slowest, e, pipeline);
   e.compute_s = m * (slowest.fwd_s + slowest.bwd_s);
-  e.tp_comm_s = m * slowest.tp_s;
-  e.iteration_s = (m + p - 1) * slowest.step() + e.pp_comm_s + tail_s;
-  e.bubble_fraction = (p - 1) / (m + p - 1);
-  e.exposed_comm_s = e.tp_comm_s + e.pp_comm_s + exposed_dp_s;
+  e.tp_comm_s = m * (slowest.tp_fwd_s + slowest.tp_bwd_s);
+  e.iteration_s = pipeline + e.pp_comm_s + tail_s;
+  e.exposed_comm_s = e.tp_comm_s + m * slowest.gather_s + e.pp_comm_s + exposed_dp_s;
   e.peak_memory_bytes = peak_worker_memory(model, config);
   e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
   const double tokens =
@@ -304,6 +390,11 @@ Estimate estimate(const Model& model, const StrategyConfig& config, const Cluste
   e.tokens_per_s = e.iteration_s > 0 ? tokens / e.iteration_s : 0;
   const double peak = config.workers() * cluster.host.peak_flops(config.dtype);
   e.mfu = peak > 0 ? model.model_flops_per_token() * e.tokens_per_s / peak : 0;
+  double flops = 0;  // every worker's hardware FLOP in the iteration
+  for (const StageCost& sc : stages) flops += sc.flops * m * config.dp * config.tp;
+  e.hfu = peak > 0 && e.iteration_s > 0 ? flops / e.iteration_s / peak : 0;
+  STRATA_ASSERT(e.hfu <= 1 + 1e-9,
+                "hardware FLOP utilisation above 100 %: " + std::to_string(100 * e.hfu) + " %");
   return e;
 }
 

@@ -141,27 +141,30 @@ bool in_checkpointed_block(const Model& model, const Layer& layer) {
   return model.family != "gpt" || layer.name.find('/') != std::string::npos;
 }
 
+bool fully_recomputed(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
+                      int stage, const Layer& layer) {
+  if (config.recompute != Recompute::full || !in_checkpointed_block(model, layer)) return false;
+  if (config.recompute_method == RecomputeMethod::uniform) return true;
+  return layer.block - chunk_first_block(config, cuts, stage, layer.block) < config.recompute_blocks;
+}
+
 double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
                                    const std::vector<int>& cuts, int stage) {
-  const bool full = config.recompute == Recompute::full;
   const int k = config.recompute_blocks;
   double bytes = 0;
   int checkpointed_block = -1;  // the last block whose checkpoint is counted
   for (std::size_t i : device_layers(model, config, cuts, stage)) {
     const Layer& layer = model.layers[i];
-    if (!full || !in_checkpointed_block(model, layer)) {
-      bytes += kept_bytes(layer, config);
-      continue;
-    }
-    const int j = layer.block - chunk_first_block(config, cuts, stage, layer.block);
-    const bool uniform = config.recompute_method == RecomputeMethod::uniform;
-    if (!uniform && j >= k) {  // method block: beyond the first k blocks, nothing re-run
+    if (!fully_recomputed(model, config, cuts, stage, layer)) {
       bytes += kept_bytes(layer, config);
       continue;
     }
     if (layer.block == checkpointed_block) continue;  // inside a checkpointed block: dropped
     checkpointed_block = layer.block;
-    if (!uniform || j % k == 0) bytes += checkpoint_bytes(layer, config);
+    // Method uniform: one checkpoint per chunk of k blocks; method block: one per block.
+    const int j = layer.block - chunk_first_block(config, cuts, stage, layer.block);
+    if (config.recompute_method == RecomputeMethod::block || j % k == 0)
+      bytes += checkpoint_bytes(layer, config);
   }
   return bytes;
 }

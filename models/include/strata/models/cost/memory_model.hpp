@@ -112,6 +112,12 @@ double worker_params(const Model& model, const StrategyConfig& config, const std
 // layer but a GPT's embedding and output layers, see above).
 bool in_checkpointed_block(const Model& model, const Layer& layer);
 
+// Whether full recomputation (config.recompute == full) re-runs `layer`'s forward on `stage`:
+// a layer of a checkpointed block, with method block only in the first recompute_blocks blocks
+// of its model chunk. Given chunk_cuts().
+bool fully_recomputed(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
+                      int stage, const Layer& layer);
+
 // Activation bytes per sample one worker of `stage` keeps for one microbatch, with the options
 // of `config` (Korthikanti et al., above), given chunk_cuts().
 double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
