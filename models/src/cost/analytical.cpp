@@ -102,37 +102,16 @@ struct Context {
   const CostModel& cost;
   double microbatch;
   Link tp;
-  LayerTaskOptions options;
+  const std::vector<LayerCost>& layers;  // LayerCostTable::costs of this configuration
 };
 
-// Megatron's f/g operators (Shoeybi et al. 2019, section 3): one allreduce of the full-size
-// output after each row-split linear in forward, one of the full-size input gradient of each
-// column-split linear in backward; for a transformer block that is 2 + 2 of
-// microbatch x seq x hidden elements. A vocab-parallel embedding allreduces its output in
-// forward, and a vocab-parallel loss its per-token partial sums (zoo.hpp). With sequence
-// parallelism each becomes a reduce-scatter and an all-gather of the same buffer (Korthikanti et
-// al. 2023, section 4.2.2). Returns the time; `forward` tells the phase.
-double tp_collective_s(const Context& cx, const Layer& layer, bool& forward) {
-  forward = true;
-  if (cx.config.tp <= 1 || !is_split(layer)) return 0;
-  double elems = 0;
-  switch (layer.op) {
-    case LayerOp::linear:
-      if (layer.split == TensorSplit::row) elems = layer.out_elems;
-      if (layer.split == TensorSplit::column) {
-        elems = input_elems(layer);
-        forward = false;
-      }
-      break;
-    case LayerOp::embedding:
-    case LayerOp::loss:
-      elems = layer.out_elems;
-      break;
-    default:
-      break;
-  }
-  if (elems <= 0) return 0;
-  const double bytes = elems * cx.microbatch * bytes_per_element(cx.config.dtype);
+// The layer's tensor-parallel collective (layer_costs.hpp: Megatron's f/g operators, Shoeybi et
+// al. 2019, section 3: for a transformer block 2 + 2 of microbatch x seq x hidden elements). With
+// sequence parallelism each allreduce becomes a reduce-scatter and an all-gather of the same
+// buffer (Korthikanti et al. 2023, section 4.2.2).
+double tp_collective_s(const Context& cx, const LayerCost& c) {
+  if (cx.config.tp <= 1 || c.tp_elems <= 0) return 0;
+  const double bytes = c.tp_elems * cx.microbatch * bytes_per_element(cx.config.dtype);
   const CollectiveAlgo algo = cx.config.tp_algo;
   const int t = cx.config.tp;
   if (cx.config.sequence_parallel)
@@ -146,11 +125,6 @@ double tp_collective_s(const Context& cx, const Layer& layer, bool& forward) {
 bool recomputed(const Context& cx, const std::vector<int>& cuts, int stage, const Layer& layer) {
   if (cx.config.recompute == Recompute::selective) return layer.op == LayerOp::attention;
   return fully_recomputed(cx.model, cx.config, cuts, stage, layer);
-}
-
-double task_s(const Context& cx, const Task& task, StageCost& sc, bool counts_flops) {
-  if (counts_flops) sc.flops += task.flops;
-  return cx.cost.compute_time(task, cx.cluster.host);
 }
 
 // ZeRO-3 gathers every layer's parameters before its forward and again before its backward, on
@@ -170,24 +144,17 @@ StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage)
   StageCost sc;
   for (std::size_t i : device_layers(cx.model, config, cuts, stage)) {
     const Layer& layer = cx.model.layers[i];
-    const bool flops = layer.op != LayerOp::fixed;  // fixed layers' time is not their FLOPs'
-    auto task = [&](Phase phase) {
-      return layer_cost_task(layer, phase, cx.microbatch, config.tp, config.dtype, cx.options);
-    };
-    const double fwd = task_s(cx, task(Phase::forward), sc, flops);
-    sc.fwd_s += fwd;
-    sc.bwd_s += task_s(cx, task(Phase::backward_data), sc, flops);
-    if (has_backward_weight(layer)) {
-      const double w = task_s(cx, task(Phase::backward_weight), sc, flops);
-      sc.bwd_s += w;
-      sc.bwdw_s += w;
-    }
-    bool forward = true;
-    const double tp = tp_collective_s(cx, layer, forward);
-    (forward ? sc.tp_fwd_s : sc.tp_bwd_s) += tp;
+    const LayerCost& c = cx.layers[i];
+    sc.fwd_s += c.fwd_s;
+    sc.bwd_s += c.bwd_s;
+    sc.bwdw_s += c.bwdw_s;
+    sc.flops += c.fwd_flops + c.bwd_flops;
+    const double tp = tp_collective_s(cx, c);
+    (c.tp_forward ? sc.tp_fwd_s : sc.tp_bwd_s) += tp;
     if (recomputed(cx, cuts, stage, layer)) {
-      sc.bwd_s += task_s(cx, task(Phase::forward), sc, flops);
-      if (forward) sc.tp_bwd_s += tp;
+      sc.bwd_s += c.fwd_s;
+      sc.flops += c.fwd_flops;
+      if (c.tp_forward) sc.tp_bwd_s += tp;
     }
     const double params = is_split(layer) ? layer.params / config.tp : layer.params;
     sc.params += params;
@@ -340,17 +307,33 @@ void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estim
 
 }  // namespace
 
+Estimator::Estimator(const Model& model, const ClusterSpec& cluster, const CostModel& cost)
+    : model_(model), cluster_(cluster), cost_(cost), layers_(model, cluster.host, cost) {}
+
+const std::vector<int>& Estimator::cuts_for(const StrategyConfig& config) {
+  const std::pair<int, int> key{config.pp, config.interleave};
+  if (auto it = cuts_cache_.find(key); it != cuts_cache_.end()) return it->second;
+  return cuts_cache_.emplace(key, chunk_cuts(model_, config)).first->second;
+}
+
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost) {
+  return Estimator(model, cluster, cost)(config);
+}
+
+Estimate Estimator::operator()(const StrategyConfig& config) {
+  const Model& model = model_;
+  const ClusterSpec& cluster = cluster_;
   check_cluster(config, cluster);
+  const double microbatch = microbatch_size(model, config);
   const Context cx{model,
                    config,
                    cluster,
-                   cost,
-                   microbatch_size(model, config),
+                   cost_,
+                   microbatch,
                    tp_link(config, cluster),
-                   layer_task_options(config)};
-  const std::vector<int> cuts = chunk_cuts(model, config);
+                   layers_.costs(microbatch, config.tp, config.dtype, layer_task_options(config))};
+  const std::vector<int>& cuts = cuts_for(config);
   std::vector<StageCost> stages;
   for (int s = 0; s < config.pp; ++s) stages.push_back(stage_cost(cx, cuts, s));
   auto slowest_of = [&] {
@@ -383,7 +366,7 @@ Estimate estimate(const Model& model, const StrategyConfig& config, const Cluste
   e.tp_comm_s = m * (slowest.tp_fwd_s + slowest.tp_bwd_s);
   e.iteration_s = pipeline + e.pp_comm_s + tail_s;
   e.exposed_comm_s = e.tp_comm_s + m * slowest.gather_s + e.pp_comm_s + exposed_dp_s;
-  e.peak_memory_bytes = peak_worker_memory(model, config);
+  e.peak_memory_bytes = peak_worker_memory(model, config, cuts);
   e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
   const double tokens =
       static_cast<double>(effective_global_batch(model, config)) * static_cast<double>(model.seq);

@@ -65,14 +65,6 @@ std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config) {
 
 namespace {
 
-// Whether the worker of `stage` holds `block` (chunks stage, stage + pp, ...).
-bool device_holds(const StrategyConfig& config, const std::vector<int>& cuts, int stage, int block) {
-  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
-    if (block >= cuts[static_cast<std::size_t>(c)] && block < cuts[static_cast<std::size_t>(c) + 1])
-      return true;
-  return false;
-}
-
 // The chunk of `stage` that holds `block`: its first block.
 int chunk_first_block(const StrategyConfig& config, const std::vector<int>& cuts, int stage, int block) {
   for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
@@ -121,9 +113,18 @@ double checkpoint_bytes(const Layer& first_layer, const StrategyConfig& config) 
 std::vector<std::size_t> device_layers(const Model& model, const StrategyConfig& config,
                                        const std::vector<int>& cuts, int stage) {
   STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
+  // Blocks are contiguous and numbered in layer order (zoo.hpp): a chunk is a range of layers.
+  auto first_layer = [&](int block) {
+    return static_cast<std::size_t>(
+        std::lower_bound(model.layers.begin(), model.layers.end(), block,
+                         [](const Layer& layer, int b) { return layer.block < b; }) -
+        model.layers.begin());
+  };
   std::vector<std::size_t> layers;
-  for (std::size_t i = 0; i < model.layers.size(); ++i)
-    if (device_holds(config, cuts, stage, model.layers[i].block)) layers.push_back(i);
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const std::size_t last = first_layer(cuts[static_cast<std::size_t>(c) + 1]);
+    for (std::size_t i = first_layer(cuts[static_cast<std::size_t>(c)]); i < last; ++i) layers.push_back(i);
+  }
   return layers;
 }
 
@@ -200,7 +201,10 @@ MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, 
 }
 
 double peak_worker_memory(const Model& model, const StrategyConfig& config) {
-  const std::vector<int> cuts = chunk_cuts(model, config);
+  return peak_worker_memory(model, config, chunk_cuts(model, config));
+}
+
+double peak_worker_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts) {
   double peak = 0;
   for (int s = 0; s < config.pp; ++s) peak = std::max(peak, stage_memory(model, config, cuts, s).total);
   return peak;

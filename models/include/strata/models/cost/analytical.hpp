@@ -50,8 +50,13 @@
 // ZeRO-Offload's CPU step not overlapped with the next iteration's forward.
 #pragma once
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/hardware.hpp"
+#include "strata/models/cost/layer_costs.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/models/zoo/zoo.hpp"
 
@@ -106,6 +111,25 @@ double p2p_time(double bytes, double bw, double latency);
 // layer tasks to model them (layer_tasks.hpp).
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost);
+
+// estimate() for many configurations of one model on one cluster (the explorer's inner loop):
+// the layers' task costs are computed once per (microbatch, tp, dtype, layer options) and reused
+// (layer_costs.hpp). The model, cluster and cost model must outlive it and stay unchanged. Not
+// thread-safe. Gives exactly what estimate() gives.
+class Estimator {
+ public:
+  Estimator(const Model& model, const ClusterSpec& cluster, const CostModel& cost);
+  // REQUIRES and throws as estimate().
+  Estimate operator()(const StrategyConfig& config);
+
+ private:
+  const Model& model_;
+  const ClusterSpec& cluster_;
+  const CostModel& cost_;
+  LayerCostTable layers_;
+  std::map<std::pair<int, int>, std::vector<int>> cuts_cache_;  // chunk_cuts by (pp, interleave)
+  const std::vector<int>& cuts_for(const StrategyConfig& config);
+};
 
 }  // namespace models
 }  // namespace strata

@@ -101,6 +101,7 @@ std::vector<std::size_t> stage_layers(const Model& model, const std::vector<int>
 std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config);
 
 // Indices of the layers the worker of `stage` holds, in model order, given chunk_cuts().
+// REQUIRES: the model's blocks are contiguous in layer order (zoo.hpp).
 std::vector<std::size_t> device_layers(const Model& model, const StrategyConfig& config,
                                        const std::vector<int>& cuts, int stage);
 
@@ -131,6 +132,8 @@ MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, 
 
 // Maximum over the pipeline stages of worker_memory(...).total (B).
 double peak_worker_memory(const Model& model, const StrategyConfig& config);
+// The same, given chunk_cuts(model, config).
+double peak_worker_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts);
 
 }  // namespace models
 }  // namespace strata
