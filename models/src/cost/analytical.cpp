@@ -73,24 +73,17 @@ Link dp_link(const StrategyConfig& config, const ClusterSpec& cluster, int stage
   return crossing_link(cluster, static_cast<long>(config.tp) * stages, stride < cluster.host.slots);
 }
 
-// The weight gradient one layer contributes to the DP reduction.
-struct LayerGrad {
-  int block;
-  double bytes;
-};
-
 // What one microbatch costs on one stage, and what the stage's DP reduction moves.
 struct StageCost {
-  double fwd_s = 0;              // compute, one microbatch
-  double bwd_s = 0;              // compute, one microbatch: data + weight + recomputed forward
-  double bwdw_s = 0;             // the weight-gradient part of bwd_s (ZB-H1's W)
-  double tp_fwd_s = 0;           // TP collectives of forward (and of the recomputed forward)
-  double tp_bwd_s = 0;           // TP collectives of backward
-  double gather_s = 0;           // ZeRO-3: parameter all-gathers not hidden, both phases
-  double boundary_bytes = 0;     // activation sent to the next stage, one microbatch
-  double params = 0;             // per worker (before ZeRO sharding)
-  double flops = 0;              // hardware FLOP of one microbatch, recomputation included
-  std::vector<LayerGrad> grads;  // layers with parameters, in backward order
+  double fwd_s = 0;           // compute, one microbatch
+  double bwd_s = 0;           // compute, one microbatch: data + weight + recomputed forward
+  double bwdw_s = 0;          // the weight-gradient part of bwd_s (ZB-H1's W)
+  double tp_fwd_s = 0;        // TP collectives of forward
+  double tp_bwd_s = 0;        // TP collectives of backward (and of the recomputed forward)
+  double gather_s = 0;        // ZeRO-3: parameter all-gathers not hidden, both phases
+  double boundary_bytes = 0;  // activation sent to the next stage, one microbatch
+  double flops = 0;           // hardware FLOP of one microbatch, recomputation included
+  const Estimator::StageGrads* grads = nullptr;
   double step() const { return fwd_s + bwd_s + tp_fwd_s + tp_bwd_s + gather_s; }
   double backward() const { return bwd_s + tp_bwd_s; }
 };
@@ -102,92 +95,120 @@ struct Context {
   const CostModel& cost;
   double microbatch;
   Link tp;
-  const std::vector<LayerCost>& layers;  // LayerCostTable::costs of this configuration
+  const std::vector<BlockCost>& blocks;  // LayerCostTable::blocks of this configuration
 };
 
-// The layer's tensor-parallel collective (layer_costs.hpp: Megatron's f/g operators, Shoeybi et
-// al. 2019, section 3: for a transformer block 2 + 2 of microbatch x seq x hidden elements). With
-// sequence parallelism each allreduce becomes a reduce-scatter and an all-gather of the same
-// buffer (Korthikanti et al. 2023, section 4.2.2).
-double tp_collective_s(const Context& cx, const LayerCost& c) {
-  if (cx.config.tp <= 1 || c.tp_elems <= 0) return 0;
-  const double bytes = c.tp_elems * cx.microbatch * bytes_per_element(cx.config.dtype);
-  const CollectiveAlgo algo = cx.config.tp_algo;
-  const int t = cx.config.tp;
-  if (cx.config.sequence_parallel)
-    return reduce_scatter_time(algo, t, bytes, cx.tp.bw, cx.tp.latency) +
-           allgather_time(algo, t, bytes, cx.tp.bw, cx.tp.latency);
-  return allreduce_time(algo, t, bytes, cx.tp.bw, cx.tp.latency);
+// The sum of `count` collectives whose buffers total `bytes`: every α-β cost here is affine in
+// its buffer, t(S) = t(0) + (t(S) - t(0)), so the sum is (count - 1) t(0) + t(bytes).
+template <class Time>
+double sum_of(const Time& time, double count, double bytes) {
+  return count > 0 ? (count - 1) * time(0.0) + time(bytes) : 0;
 }
 
-// Whether the layer's forward runs again in backward: the attention core with selective
-// recomputation, the checkpointed blocks with full recomputation (memory_model.hpp).
-bool recomputed(const Context& cx, const std::vector<int>& cuts, int stage, const Layer& layer) {
-  if (cx.config.recompute == Recompute::selective) return layer.op == LayerOp::attention;
-  return fully_recomputed(cx.model, cx.config, cuts, stage, layer);
+// `count` tensor-parallel collectives of `elems` elements per sample in all (layer_costs.hpp:
+// Megatron's f/g operators, Shoeybi et al. 2019, section 3: for a transformer block 2 + 2 of
+// microbatch x seq x hidden elements). With sequence parallelism each allreduce becomes a
+// reduce-scatter and an all-gather of the same buffer (Korthikanti et al. 2023, section 4.2.2).
+double tp_collectives_s(const Context& cx, double count, double elems) {
+  const StrategyConfig& c = cx.config;
+  if (c.tp <= 1 || count <= 0) return 0;
+  const double bytes = elems * cx.microbatch * bytes_per_element(c.dtype);
+  const Link l = cx.tp;
+  auto one = [&](double b) {
+    if (c.sequence_parallel)
+      return reduce_scatter_time(c.tp_algo, c.tp, b, l.bw, l.latency) +
+             allgather_time(c.tp_algo, c.tp, b, l.bw, l.latency);
+    return allreduce_time(c.tp_algo, c.tp, b, l.bw, l.latency);
+  };
+  return sum_of(one, count, bytes);
 }
 
 // ZeRO-3 gathers every layer's parameters before its forward and again before its backward, on
 // the DP group; the next layer's gather is prefetched during the current layer's compute, so the
 // gathers of a phase hide behind its compute as far as it lasts.
 double zero3_gather_s(const Context& cx, const StageCost& sc, Link dp) {
-  if (cx.config.zero < 3 || cx.config.dp <= 1) return 0;
-  double gathers = 0;  // a layer's 16-bit (or fp32) weights are as large as its gradient
-  for (const LayerGrad& grad : sc.grads)
-    gathers += allgather_time(cx.config.dp_algo, cx.config.dp, grad.bytes, dp.bw, dp.latency);
+  const StrategyConfig& c = cx.config;
+  if (c.zero < 3 || c.dp <= 1) return 0;
+  // A layer's 16-bit (or fp32) weights are as large as its gradient.
+  auto one = [&](double b) { return allgather_time(c.dp_algo, c.dp, b, dp.bw, dp.latency); };
+  const double gathers = sum_of(one, sc.grads->layers, sc.grads->layer_bytes);
   return std::max(0.0, gathers - sc.fwd_s) + std::max(0.0, gathers - sc.bwd_s);
 }
 
-StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage) {
+// A stage's blocks summed (chunks stage, stage + pp, ... when interleaved), with the forward
+// that recomputation re-runs in backward: the attention cores (selective), the checkpointed
+// blocks' layers and their forward TP collectives (full, memory_model.hpp's block_recomputed).
+StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage,
+                     const Estimator::StageGrads& grads) {
   const StrategyConfig& config = cx.config;
-  const double grad_bytes = bytes_per_param(config.optimizer, config.dtype).grads;
   StageCost sc;
-  for (std::size_t i : device_layers(cx.model, config, cuts, stage)) {
-    const Layer& layer = cx.model.layers[i];
-    const LayerCost& c = cx.layers[i];
-    sc.fwd_s += c.fwd_s;
-    sc.bwd_s += c.bwd_s;
-    sc.bwdw_s += c.bwdw_s;
-    sc.flops += c.fwd_flops + c.bwd_flops;
-    const double tp = tp_collective_s(cx, c);
-    (c.tp_forward ? sc.tp_fwd_s : sc.tp_bwd_s) += tp;
-    if (recomputed(cx, cuts, stage, layer)) {
-      sc.bwd_s += c.fwd_s;
-      sc.flops += c.fwd_flops;
-      if (c.tp_forward) sc.tp_bwd_s += tp;
+  sc.grads = &grads;
+  double fwd_count = 0, fwd_elems = 0, bwd_count = 0, bwd_elems = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const int first = cuts[static_cast<std::size_t>(c)];
+    for (int b = first; b < cuts[static_cast<std::size_t>(c) + 1]; ++b) {
+      const BlockCost& k = cx.blocks[static_cast<std::size_t>(b)];
+      sc.fwd_s += k.fwd_s;
+      sc.bwd_s += k.bwd_s;
+      sc.bwdw_s += k.bwdw_s;
+      sc.flops += k.flops;
+      fwd_count += k.tp_fwd_count;
+      fwd_elems += k.tp_fwd_elems;
+      bwd_count += k.tp_bwd_count;
+      bwd_elems += k.tp_bwd_elems;
+      if (config.recompute == Recompute::selective) {
+        sc.bwd_s += k.attention_fwd_s;
+        sc.flops += k.attention_flops;
+      } else if (block_recomputed(config, b, first)) {
+        sc.bwd_s += k.checkpointed_fwd_s;
+        sc.flops += k.checkpointed_flops;
+        bwd_count += k.checkpointed_tp_count;
+        bwd_elems += k.checkpointed_tp_elems;
+      }
+      sc.boundary_bytes = k.out_elems * cx.microbatch * bytes_per_element(config.dtype);
     }
-    const double params = is_split(layer) ? layer.params / config.tp : layer.params;
-    sc.params += params;
-    if (params > 0) sc.grads.push_back({layer.block, params * grad_bytes});
-    sc.boundary_bytes = layer.out_elems * cx.microbatch * bytes_per_element(config.dtype);
   }
-  std::reverse(sc.grads.begin(), sc.grads.end());
+  sc.tp_fwd_s = tp_collectives_s(cx, fwd_count, fwd_elems);
+  sc.tp_bwd_s = tp_collectives_s(cx, bwd_count, bwd_elems);
   return sc;
 }
 
 // Bucket sizes in issue (backward) order, as PyTorch DDP forms them (Li et al., VLDB 2020)
 // and the lowering does: whole layers' gradients, a bucket closing once it holds bucket_bytes
 // (so a layer larger than that is a bucket of its own), or at every block boundary when
-// bucket_bytes = 0.
-std::vector<double> buckets(const StageCost& sc, double bucket_bytes) {
-  std::vector<double> out;
+// bucket_bytes = 0. Summarised for dp_cost: count, total and last bucket.
+Estimator::StageGrads stage_grads(const Model& model, const StrategyConfig& config,
+                                  const std::vector<int>& cuts, int stage) {
+  const double grad_bytes = bytes_per_param(config.optimizer, config.dtype).grads;
+  Estimator::StageGrads g;
   double bytes = 0;
   bool open = false;
   int block = -1;
   auto close = [&] {
-    if (open) out.push_back(bytes);
+    if (open) {
+      g.buckets += 1;
+      g.bucket_bytes += bytes;
+      g.last_bucket = bytes;
+    }
     bytes = 0;
     open = false;
   };
-  for (const LayerGrad& grad : sc.grads) {
-    if (bucket_bytes <= 0 && grad.block != block) close();
-    block = grad.block;
-    bytes += grad.bytes;
+  const std::vector<std::size_t> layers = device_layers(model, config, cuts, stage);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const Layer& layer = model.layers[*it];
+    const double params = is_split(layer) ? layer.params / config.tp : layer.params;
+    g.params += params;
+    if (params <= 0) continue;
+    g.layers += 1;
+    g.layer_bytes += params * grad_bytes;
+    if (config.bucket_bytes <= 0 && layer.block != block) close();
+    block = layer.block;
+    bytes += params * grad_bytes;
     open = true;
-    if (bucket_bytes > 0 && bytes >= bucket_bytes) close();
+    if (config.bucket_bytes > 0 && bytes >= config.bucket_bytes) close();
   }
   close();
-  return out;
+  return g;
 }
 
 struct DpCost {
@@ -207,21 +228,17 @@ struct DpCost {
 // keeps the shard it updates).
 DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   DpCost dp;
-  if (cx.config.dp <= 1) return dp;
-  const std::vector<double> sizes = buckets(sc, cx.config.bucket_bytes);
-  const bool sharded = cx.config.zero >= 1;
-  double overlappable = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const double t =
-        sharded ? reduce_scatter_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency)
-                : allreduce_time(cx.config.dp_algo, cx.config.dp, sizes[i], link.bw, link.latency);
-    dp.total_s += t;
-    if (i + 1 < sizes.size())
-      overlappable += t;
-    else
-      dp.exposed_s = std::max(0.0, overlappable - sc.backward()) + t;
-  }
-  if (cx.config.ddp == DdpMode::after_flush) dp.exposed_s = dp.total_s;
+  const StrategyConfig& c = cx.config;
+  const Estimator::StageGrads& g = *sc.grads;
+  if (c.dp <= 1 || g.buckets <= 0) return dp;
+  auto one = [&](double b) {
+    return c.zero >= 1 ? reduce_scatter_time(c.dp_algo, c.dp, b, link.bw, link.latency)
+                       : allreduce_time(c.dp_algo, c.dp, b, link.bw, link.latency);
+  };
+  dp.total_s = sum_of(one, g.buckets, g.bucket_bytes);
+  const double overlappable = sum_of(one, g.buckets - 1, g.bucket_bytes - g.last_bucket);
+  dp.exposed_s = std::max(0.0, overlappable - sc.backward()) + one(g.last_bucket);
+  if (c.ddp == DdpMode::after_flush) dp.exposed_s = dp.total_s;
   return dp;
 }
 
@@ -237,7 +254,8 @@ constexpr double kHostMemBwPerGpu = 409.6e9 / 8;
 // The optimizer step and what follows it before the next iteration can start.
 double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
   const StrategyConfig& config = cx.config;
-  const double shard = config.zero >= 1 ? sc.params / config.dp : sc.params;
+  const double params = sc.grads->params;
+  const double shard = config.zero >= 1 ? params / config.dp : params;
   const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
   double t = 0;
   if (config.offload) {
@@ -249,7 +267,7 @@ double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
                              cx.cluster.host);
   }
   if (config.zero >= 1 && config.zero <= 2)  // the updated parameter shards gathered back
-    t += allgather_time(config.dp_algo, config.dp, sc.params * per_param.params, dp.bw, dp.latency);
+    t += allgather_time(config.dp_algo, config.dp, params * per_param.params, dp.bw, dp.latency);
   return t;
 }
 
@@ -310,10 +328,36 @@ void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estim
 Estimator::Estimator(const Model& model, const ClusterSpec& cluster, const CostModel& cost)
     : model_(model), cluster_(cluster), cost_(cost), layers_(model, cluster.host, cost) {}
 
+// The caches below hold what depends on a few fields of the configuration only; each is bounded
+// (an exploration uses a handful of keys; a caller that sweeps more only recomputes).
+constexpr std::size_t kMaxCachedKeys = 64;
+
+template <class Map, class Make>
+const typename Map::mapped_type& cached(Map& map, const typename Map::key_type& key, const Make& make) {
+  if (auto it = map.find(key); it != map.end()) return it->second;
+  if (map.size() >= kMaxCachedKeys) map.clear();
+  return map.emplace(key, make()).first->second;
+}
+
 const std::vector<int>& Estimator::cuts_for(const StrategyConfig& config) {
-  const std::pair<int, int> key{config.pp, config.interleave};
-  if (auto it = cuts_cache_.find(key); it != cuts_cache_.end()) return it->second;
-  return cuts_cache_.emplace(key, chunk_cuts(model_, config)).first->second;
+  return cached(cuts_cache_, {config.pp, config.interleave}, [&] { return chunk_cuts(model_, config); });
+}
+
+const std::vector<Estimator::StageGrads>& Estimator::grads_for(const StrategyConfig& config,
+                                                               const std::vector<int>& cuts) {
+  const auto key = std::make_tuple(config.tp, config.dtype, config.optimizer, config.bucket_bytes, config.pp,
+                                   config.interleave);
+  return cached(grads_cache_, key, [&] {
+    std::vector<StageGrads> out;
+    for (int s = 0; s < config.pp; ++s) out.push_back(stage_grads(model_, config, cuts, s));
+    return out;
+  });
+}
+
+const std::vector<BlockMemory>& Estimator::memory_for(const StrategyConfig& config) {
+  const auto key = std::make_tuple(config.tp, config.dtype, config.sequence_parallel, config.flash_attention,
+                                   config.recompute == Recompute::selective);
+  return cached(memory_cache_, key, [&] { return block_memory(model_, config); });
 }
 
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
@@ -332,10 +376,13 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
                    cost_,
                    microbatch,
                    tp_link(config, cluster),
-                   layers_.costs(microbatch, config.tp, config.dtype, layer_task_options(config))};
+                   layers_.blocks(microbatch, config.tp, config.dtype, layer_task_options(config))};
   const std::vector<int>& cuts = cuts_for(config);
+  const std::vector<StageGrads>& grads = grads_for(config, cuts);
   std::vector<StageCost> stages;
-  for (int s = 0; s < config.pp; ++s) stages.push_back(stage_cost(cx, cuts, s));
+  stages.reserve(static_cast<std::size_t>(config.pp));
+  for (int s = 0; s < config.pp; ++s)
+    stages.push_back(stage_cost(cx, cuts, s, grads[static_cast<std::size_t>(s)]));
   auto slowest_of = [&] {
     return *std::max_element(stages.begin(), stages.end(),
                              [](const StageCost& a, const StageCost& b) { return a.step() < b.step(); });
@@ -366,7 +413,7 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   e.tp_comm_s = m * (slowest.tp_fwd_s + slowest.tp_bwd_s);
   e.iteration_s = pipeline + e.pp_comm_s + tail_s;
   e.exposed_comm_s = e.tp_comm_s + m * slowest.gather_s + e.pp_comm_s + exposed_dp_s;
-  e.peak_memory_bytes = peak_worker_memory(model, config, cuts);
+  e.peak_memory_bytes = peak_worker_memory(memory_for(config), model, config, cuts);
   e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
   const double tokens =
       static_cast<double>(effective_global_batch(model, config)) * static_cast<double>(model.seq);

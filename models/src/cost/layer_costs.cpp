@@ -1,6 +1,8 @@
 // Layer costs (see layer_costs.hpp).
 #include "strata/models/cost/layer_costs.hpp"
 
+#include "strata/models/cost/memory_model.hpp"
+
 namespace strata {
 inline namespace models {
 
@@ -24,15 +26,39 @@ void set_tp_collective(const Layer& layer, LayerCost& c) {
   if (layer.op == LayerOp::embedding || layer.op == LayerOp::loss) c.tp_elems = layer.out_elems;
 }
 
+void add_to_block(const Model& model, const Layer& layer, const LayerCost& c, BlockCost& block) {
+  block.fwd_s += c.fwd_s;
+  block.bwd_s += c.bwd_s;
+  block.bwdw_s += c.bwdw_s;
+  block.flops += c.fwd_flops + c.bwd_flops;
+  if (layer.op == LayerOp::attention) {
+    block.attention_fwd_s += c.fwd_s;
+    block.attention_flops += c.fwd_flops;
+  }
+  const bool has_tp = c.tp_elems > 0;
+  (c.tp_forward ? block.tp_fwd_count : block.tp_bwd_count) += has_tp ? 1 : 0;
+  (c.tp_forward ? block.tp_fwd_elems : block.tp_bwd_elems) += c.tp_elems;
+  if (in_checkpointed_block(model, layer)) {
+    block.checkpointed_fwd_s += c.fwd_s;
+    block.checkpointed_flops += c.fwd_flops;
+    if (c.tp_forward && has_tp) {
+      block.checkpointed_tp_count += 1;
+      block.checkpointed_tp_elems += c.tp_elems;
+    }
+  }
+  block.out_elems = layer.out_elems;
+}
+
 }  // namespace
 
-const std::vector<LayerCost>& LayerCostTable::costs(double microbatch, int tp, DType dtype,
-                                                    const LayerTaskOptions& options) {
+LayerCostTable::Entry& LayerCostTable::entry(double microbatch, int tp, DType dtype,
+                                             const LayerTaskOptions& options) {
   const Key key{microbatch, tp, dtype, options.sequence_parallel, options.flash_attention};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   if (cache_.size() >= kMaxKeys) cache_.clear();
-  std::vector<LayerCost> out;
-  out.reserve(model_.layers.size());
+  Entry e;
+  e.layers.reserve(model_.layers.size());
+  e.blocks.resize(static_cast<std::size_t>(model_.num_blocks_or_layers()));
   for (const Layer& layer : model_.layers) {
     const bool counts_flops = layer.op != LayerOp::fixed;
     auto time = [&](Phase phase, double& flops) {
@@ -48,9 +74,20 @@ const std::vector<LayerCost>& LayerCostTable::costs(double microbatch, int tp, D
       c.bwd_s += c.bwdw_s;
     }
     set_tp_collective(layer, c);
-    out.push_back(c);
+    add_to_block(model_, layer, c, e.blocks[static_cast<std::size_t>(layer.block)]);
+    e.layers.push_back(c);
   }
-  return cache_.emplace(key, std::move(out)).first->second;
+  return cache_.emplace(key, std::move(e)).first->second;
+}
+
+const std::vector<LayerCost>& LayerCostTable::costs(double microbatch, int tp, DType dtype,
+                                                    const LayerTaskOptions& options) {
+  return entry(microbatch, tp, dtype, options).layers;
+}
+
+const std::vector<BlockCost>& LayerCostTable::blocks(double microbatch, int tp, DType dtype,
+                                                     const LayerTaskOptions& options) {
+  return entry(microbatch, tp, dtype, options).blocks;
 }
 
 }  // namespace models

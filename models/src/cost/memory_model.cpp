@@ -65,15 +65,6 @@ std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config) {
 
 namespace {
 
-// The chunk of `stage` that holds `block`: its first block.
-int chunk_first_block(const StrategyConfig& config, const std::vector<int>& cuts, int stage, int block) {
-  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
-    if (block >= cuts[static_cast<std::size_t>(c)] && block < cuts[static_cast<std::size_t>(c) + 1])
-      return cuts[static_cast<std::size_t>(c)];
-  STRATA_ASSERT(false, "block outside the stage");
-  return 0;
-}
-
 // Elements of the attention core's s x s tensors (softmax output, its dropout mask and output):
 // the attention layer's saved_elems less Q, K and V (zoo_gpt.cpp's accounting), 2.5·a·s².
 double score_elems(const Layer& layer) {
@@ -128,6 +119,29 @@ std::vector<std::size_t> device_layers(const Model& model, const StrategyConfig&
   return layers;
 }
 
+bool in_checkpointed_block(const Model& model, const Layer& layer) {
+  return model.family != "gpt" || layer.name.find('/') != std::string::npos;
+}
+
+std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& config) {
+  std::vector<BlockMemory> blocks(static_cast<std::size_t>(model.num_blocks_or_layers()));
+  std::vector<bool> has_checkpoint(blocks.size(), false);
+  for (const Layer& layer : model.layers) {
+    const auto b = static_cast<std::size_t>(layer.block);
+    BlockMemory& block = blocks[b];
+    block.params += is_split(layer) ? layer.params / config.tp : layer.params;
+    const double kept = kept_bytes(layer, config);
+    block.kept += kept;
+    if (!in_checkpointed_block(model, layer)) {
+      block.outside += kept;
+    } else if (!has_checkpoint[b]) {  // the block's first checkpointed layer: its input
+      has_checkpoint[b] = true;
+      block.checkpoint = checkpoint_bytes(layer, config);
+    }
+  }
+  return blocks;
+}
+
 double worker_params(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
                      int stage) {
   double params = 0;
@@ -138,36 +152,36 @@ double worker_params(const Model& model, const StrategyConfig& config, const std
   return params;
 }
 
-bool in_checkpointed_block(const Model& model, const Layer& layer) {
-  return model.family != "gpt" || layer.name.find('/') != std::string::npos;
+bool block_recomputed(const StrategyConfig& config, int block, int chunk_first) {
+  if (config.recompute != Recompute::full) return false;
+  return config.recompute_method == RecomputeMethod::uniform || block - chunk_first < config.recompute_blocks;
 }
 
-bool fully_recomputed(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
-                      int stage, const Layer& layer) {
-  if (config.recompute != Recompute::full || !in_checkpointed_block(model, layer)) return false;
-  if (config.recompute_method == RecomputeMethod::uniform) return true;
-  return layer.block - chunk_first_block(config, cuts, stage, layer.block) < config.recompute_blocks;
+double activation_bytes_per_sample(const std::vector<BlockMemory>& blocks, const StrategyConfig& config,
+                                   const std::vector<int>& cuts, int stage) {
+  const int k = config.recompute_blocks;
+  double bytes = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const int first = cuts[static_cast<std::size_t>(c)];
+    for (int b = first; b < cuts[static_cast<std::size_t>(c) + 1]; ++b) {
+      const BlockMemory& block = blocks[static_cast<std::size_t>(b)];
+      if (!block_recomputed(config, b, first)) {
+        bytes += block.kept;
+        continue;
+      }
+      // Method uniform: one checkpoint per chunk of k blocks; method block: one per block.
+      bytes += block.outside;
+      if (config.recompute_method == RecomputeMethod::block || (b - first) % k == 0)
+        bytes += block.checkpoint;
+    }
+  }
+  return bytes;
 }
 
 double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
                                    const std::vector<int>& cuts, int stage) {
-  const int k = config.recompute_blocks;
-  double bytes = 0;
-  int checkpointed_block = -1;  // the last block whose checkpoint is counted
-  for (std::size_t i : device_layers(model, config, cuts, stage)) {
-    const Layer& layer = model.layers[i];
-    if (!fully_recomputed(model, config, cuts, stage, layer)) {
-      bytes += kept_bytes(layer, config);
-      continue;
-    }
-    if (layer.block == checkpointed_block) continue;  // inside a checkpointed block: dropped
-    checkpointed_block = layer.block;
-    // Method uniform: one checkpoint per chunk of k blocks; method block: one per block.
-    const int j = layer.block - chunk_first_block(config, cuts, stage, layer.block);
-    if (config.recompute_method == RecomputeMethod::block || j % k == 0)
-      bytes += checkpoint_bytes(layer, config);
-  }
-  return bytes;
+  STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
+  return activation_bytes_per_sample(block_memory(model, config), config, cuts, stage);
 }
 
 double microbatches_in_flight(const StrategyConfig& config, int stage) {
@@ -182,31 +196,33 @@ double microbatches_in_flight(const StrategyConfig& config, int stage) {
   return static_cast<double>(std::min<std::int64_t>(m, p - stage));
 }
 
-namespace {
-
-MemoryBreakdown stage_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
-                             int stage) {
+MemoryBreakdown worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                              const StrategyConfig& config, const std::vector<int>& cuts, int stage) {
   STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
-  MemoryBreakdown m = model_state_memory(worker_params(model, config, cuts, stage), config);
-  m.activations = activation_bytes_per_sample(model, config, cuts, stage) * microbatch_size(model, config) *
+  double params = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
+    for (int b = cuts[static_cast<std::size_t>(c)]; b < cuts[static_cast<std::size_t>(c) + 1]; ++b)
+      params += blocks[static_cast<std::size_t>(b)].params;
+  MemoryBreakdown m = model_state_memory(params, config);
+  m.activations = activation_bytes_per_sample(blocks, config, cuts, stage) * microbatch_size(model, config) *
                   microbatches_in_flight(config, stage);
   m.total += m.activations;
   return m;
 }
 
-}  // namespace
-
 MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, int stage) {
-  return stage_memory(model, config, chunk_cuts(model, config), stage);
+  return worker_memory(block_memory(model, config), model, config, chunk_cuts(model, config), stage);
 }
 
 double peak_worker_memory(const Model& model, const StrategyConfig& config) {
-  return peak_worker_memory(model, config, chunk_cuts(model, config));
+  return peak_worker_memory(block_memory(model, config), model, config, chunk_cuts(model, config));
 }
 
-double peak_worker_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts) {
+double peak_worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                          const StrategyConfig& config, const std::vector<int>& cuts) {
   double peak = 0;
-  for (int s = 0; s < config.pp; ++s) peak = std::max(peak, stage_memory(model, config, cuts, s).total);
+  for (int s = 0; s < config.pp; ++s)
+    peak = std::max(peak, worker_memory(blocks, model, config, cuts, s).total);
   return peak;
 }
 

@@ -51,12 +51,14 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/hardware.hpp"
 #include "strata/models/cost/layer_costs.hpp"
+#include "strata/models/cost/memory_model.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/models/zoo/zoo.hpp"
 
@@ -122,13 +124,26 @@ class Estimator {
   // REQUIRES and throws as estimate().
   Estimate operator()(const StrategyConfig& config);
 
+  // A stage's gradients as its DP reduction and ZeRO-3's gathers see them (analytical.cpp).
+  struct StageGrads {
+    double params = 0;                                      // per worker, before ZeRO sharding
+    double buckets = 0, bucket_bytes = 0, last_bucket = 0;  // DDP buckets: count, bytes, the last's
+    double layers = 0, layer_bytes = 0;                     // layers with parameters: count, bytes
+  };
+
  private:
   const Model& model_;
   const ClusterSpec& cluster_;
   const CostModel& cost_;
   LayerCostTable layers_;
-  std::map<std::pair<int, int>, std::vector<int>> cuts_cache_;  // chunk_cuts by (pp, interleave)
+  // chunk_cuts by (pp, interleave); stage gradients by (tp, dtype, optimizer, bucket_bytes, pp,
+  // interleave); block_memory by (tp, dtype, sequence_parallel, flash_attention, selective).
+  std::map<std::pair<int, int>, std::vector<int>> cuts_cache_;
+  std::map<std::tuple<int, DType, Optimizer, double, int, int>, std::vector<StageGrads>> grads_cache_;
+  std::map<std::tuple<int, DType, bool, bool, bool>, std::vector<BlockMemory>> memory_cache_;
   const std::vector<int>& cuts_for(const StrategyConfig& config);
+  const std::vector<StageGrads>& grads_for(const StrategyConfig& config, const std::vector<int>& cuts);
+  const std::vector<BlockMemory>& memory_for(const StrategyConfig& config);
 };
 
 }  // namespace models

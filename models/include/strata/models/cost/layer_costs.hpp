@@ -32,6 +32,20 @@ struct LayerCost {
   bool tp_forward = true;
 };
 
+// The layers of one block summed: what a stage of the closed-form estimate adds up per block.
+struct BlockCost {
+  double fwd_s = 0, bwd_s = 0, bwdw_s = 0;  // LayerCost's, summed
+  double flops = 0;                         // forward + backward
+  double attention_fwd_s = 0;               // attention cores (selective recomputation re-runs them)
+  double attention_flops = 0;
+  double checkpointed_fwd_s = 0;  // layers of the checkpointed block (full recomputation re-runs them)
+  double checkpointed_flops = 0;
+  double tp_fwd_count = 0, tp_fwd_elems = 0;  // TP collectives and their elements per sample
+  double tp_bwd_count = 0, tp_bwd_elems = 0;
+  double checkpointed_tp_count = 0, checkpointed_tp_elems = 0;  // forward ones of checkpointed layers
+  double out_elems = 0;                                         // the block's last layer's output
+};
+
 class LayerCostTable {
  public:
   LayerCostTable(const Model& model, const HostSpec& host, const CostModel& cost)
@@ -41,13 +55,21 @@ class LayerCostTable {
   // valid until the next call.
   const std::vector<LayerCost>& costs(double microbatch, int tp, DType dtype,
                                       const LayerTaskOptions& options);
+  // The same summed per block (indexed by block; in_checkpointed_block of memory_model.hpp).
+  const std::vector<BlockCost>& blocks(double microbatch, int tp, DType dtype,
+                                       const LayerTaskOptions& options);
 
  private:
   using Key = std::tuple<double, int, DType, bool, bool>;
+  struct Entry {
+    std::vector<LayerCost> layers;
+    std::vector<BlockCost> blocks;
+  };
+  Entry& entry(double microbatch, int tp, DType dtype, const LayerTaskOptions& options);
   const Model& model_;
   const HostSpec& host_;
   const CostModel& cost_;
-  std::map<Key, std::vector<LayerCost>> cache_;
+  std::map<Key, Entry> cache_;
 };
 
 }  // namespace models

@@ -113,15 +113,27 @@ double worker_params(const Model& model, const StrategyConfig& config, const std
 // layer but a GPT's embedding and output layers, see above).
 bool in_checkpointed_block(const Model& model, const Layer& layer);
 
-// Whether full recomputation (config.recompute == full) re-runs `layer`'s forward on `stage`:
-// a layer of a checkpointed block, with method block only in the first recompute_blocks blocks
-// of its model chunk. Given chunk_cuts().
-bool fully_recomputed(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
-                      int stage, const Layer& layer);
+// What one block costs one worker, with the options of `config` (tp, sequence_parallel,
+// flash_attention, recompute == selective, dtype; nothing else of it is read).
+struct BlockMemory {
+  double params = 0;      // parameters (split layers divided by tp)
+  double kept = 0;        // B per sample, every layer's activations as kept without full recompute
+  double outside = 0;     // B per sample of its layers outside the checkpointed block (kept always)
+  double checkpoint = 0;  // B per sample of a full-recomputation checkpoint of its input
+};
+// Indexed by block. O(layers): the closed-form estimate keeps it across configurations.
+std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& config);
+
+// Whether full recomputation (config.recompute == full) re-runs `block` of a model chunk (of a
+// stage) starting at `chunk_first`: every block with method uniform, the first recompute_blocks
+// with method block.
+bool block_recomputed(const StrategyConfig& config, int block, int chunk_first);
 
 // Activation bytes per sample one worker of `stage` keeps for one microbatch, with the options
-// of `config` (Korthikanti et al., above), given chunk_cuts().
+// of `config` (Korthikanti et al., above), given chunk_cuts() (and block_memory(model, config)).
 double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
+                                   const std::vector<int>& cuts, int stage);
+double activation_bytes_per_sample(const std::vector<BlockMemory>& blocks, const StrategyConfig& config,
                                    const std::vector<int>& cuts, int stage);
 
 // Microbatches whose activations stage `stage` holds at its peak (fractional when interleaved).
@@ -129,11 +141,15 @@ double microbatches_in_flight(const StrategyConfig& config, int stage);
 
 // REQUIRES: 0 <= stage < config.pp; the configuration passes check_strategy.
 MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, int stage);
+// The same from block_memory(model, config) and chunk_cuts(model, config).
+MemoryBreakdown worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                              const StrategyConfig& config, const std::vector<int>& cuts, int stage);
 
 // Maximum over the pipeline stages of worker_memory(...).total (B).
 double peak_worker_memory(const Model& model, const StrategyConfig& config);
-// The same, given chunk_cuts(model, config).
-double peak_worker_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts);
+// The same from block_memory(model, config) and chunk_cuts(model, config).
+double peak_worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                          const StrategyConfig& config, const std::vector<int>& cuts);
 
 }  // namespace models
 }  // namespace strata
