@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "strata/models/cost/analytical.hpp"
+#include "strata/models/cost/memory_model.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
@@ -269,6 +270,55 @@ TEST(AnalyticalOptions, OptionsTheLayerTasksDoNotModelAreRefused) {
   config.sequence_parallel = false;
   config.flash_attention = true;
   EXPECT_THROW(estimate(model, config, free_cluster(), CostModel()), InputError);
+}
+
+TEST(AnalyticalOptions, EstimatorGivesWhatEstimateGives) {
+  // One Estimator over a grid of a 8-block GPT (its caches shared across configurations) against
+  // a fresh estimate() for each: the same figures, bit for bit.
+  const Model model = make_gpt("small", {8, 64, 4, 32, 128});
+  ClusterSpec cluster = free_cluster();
+  cluster.host.flops_bf16 = 312e12;
+  cluster.host.mem_bw = 2.039e12;
+  cluster.host.pcie_bw = 32e9;
+  cluster.hosts = 2;
+  cluster.intra_bw = 300e9;
+  cluster.intra_latency = 1e-6;
+  cluster.inter_bw = 25e9;
+  cluster.inter_latency = 5e-6;
+  const CostModel cost;
+  Estimator estimator(model, cluster, cost);
+  int checked = 0;
+  for (int tp : {1, 2, 4}) {
+    for (int pp : {1, 2, 4}) {
+      for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+        for (int zero : {0, 1, 3}) {
+          for (int interleave : {1, 2}) {
+            StrategyConfig c = config_with(16 / (tp * pp), tp, pp, 2 * pp, 64);
+            c.dtype = DType::bf16;
+            c.bucket_bytes = 25e6;
+            c.recompute = recompute;
+            c.zero = zero;
+            c.offload = zero == 3;
+            c.interleave = interleave;
+            c.schedule = interleave == 1 && pp > 1 ? PipelineSchedule::zb_h1 : PipelineSchedule::one_f_one_b;
+            try {
+              check_strategy(model, c);
+            } catch (const InputError&) {
+              continue;
+            }
+            const Estimate a = estimator(c);
+            const Estimate b = estimate(model, c, cluster, cost);
+            EXPECT_EQ(a.iteration_s, b.iteration_s) << c.to_string();
+            EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes) << c.to_string();
+            EXPECT_EQ(a.peak_memory_bytes, peak_worker_memory(model, c)) << c.to_string();
+            EXPECT_EQ(a.hfu, b.hfu) << c.to_string();
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
 }
 
 }  // namespace
