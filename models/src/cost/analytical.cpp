@@ -269,11 +269,6 @@ void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estim
   e.bubble_fraction = pipeline > 0 ? bubble / pipeline : 0;
 }
 
-}  // namespace
-
-Estimator::Estimator(const Model& model, const ClusterSpec& cluster, const CostModel& cost)
-    : model_(model), cluster_(cluster), cost_(cost), layers_(model, cluster.host, cost) {}
-
 // The caches below hold what depends on a few fields of the configuration only; each is bounded
 // (an exploration uses a handful of keys; a caller that sweeps more only recomputes).
 constexpr std::size_t kMaxCachedKeys = 64;
@@ -284,6 +279,11 @@ const typename Map::mapped_type& cached(Map& map, const typename Map::key_type& 
   if (map.size() >= kMaxCachedKeys) map.clear();
   return map.emplace(key, make()).first->second;
 }
+
+}  // namespace
+
+Estimator::Estimator(const Model& model, const ClusterSpec& cluster, const CostModel& cost)
+    : model_(model), cluster_(cluster), cost_(cost), layers_(model, cluster.host, cost) {}
 
 const std::vector<int>& Estimator::cuts_for(const StrategyConfig& config) {
   return cached(cuts_cache_, {config.pp, config.interleave}, [&] { return chunk_cuts(model_, config); });
