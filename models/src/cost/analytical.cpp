@@ -269,6 +269,23 @@ void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estim
   e.bubble_fraction = pipeline > 0 ? bubble / pipeline : 0;
 }
 
+// Tokens per second, MFU (model FLOPs: no recomputation) and HFU (hardware FLOPs of the tasks,
+// recomputation counted) of an estimate whose iteration_s is set.
+void set_throughput(const Context& cx, const std::vector<StageCost>& stages, Estimate& e) {
+  const StrategyConfig& config = cx.config;
+  const double tokens =
+      static_cast<double>(effective_global_batch(cx.model, config)) * static_cast<double>(cx.model.seq);
+  e.tokens_per_s = e.iteration_s > 0 ? tokens / e.iteration_s : 0;
+  const double peak = config.workers() * cx.cluster.host.peak_flops(config.dtype);
+  e.mfu = peak > 0 ? cx.model.model_flops_per_token() * e.tokens_per_s / peak : 0;
+  const auto m = static_cast<double>(microbatch_count(config));
+  double flops = 0;  // every worker's hardware FLOP in the iteration
+  for (const StageCost& sc : stages) flops += sc.flops * m * config.dp * config.tp;
+  e.hfu = peak > 0 && e.iteration_s > 0 ? flops / e.iteration_s / peak : 0;
+  STRATA_ASSERT(e.hfu <= 1 + 1e-9,
+                "hardware FLOP utilisation above 100 %: " + std::to_string(100 * e.hfu) + " %");
+}
+
 // The caches below hold what depends on a few fields of the configuration only; each is bounded
 // (an exploration uses a handful of keys; a caller that sweeps more only recomputes).
 constexpr std::size_t kMaxCachedKeys = 64;
@@ -361,16 +378,7 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   e.exposed_comm_s = e.tp_comm_s + m * slowest.gather_s + e.pp_comm_s + exposed_dp_s;
   e.peak_memory_bytes = peak_worker_memory(memory_for(config), model, config, cuts);
   e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
-  const double tokens =
-      static_cast<double>(effective_global_batch(model, config)) * static_cast<double>(model.seq);
-  e.tokens_per_s = e.iteration_s > 0 ? tokens / e.iteration_s : 0;
-  const double peak = config.workers() * cluster.host.peak_flops(config.dtype);
-  e.mfu = peak > 0 ? model.model_flops_per_token() * e.tokens_per_s / peak : 0;
-  double flops = 0;  // every worker's hardware FLOP in the iteration
-  for (const StageCost& sc : stages) flops += sc.flops * m * config.dp * config.tp;
-  e.hfu = peak > 0 && e.iteration_s > 0 ? flops / e.iteration_s / peak : 0;
-  STRATA_ASSERT(e.hfu <= 1 + 1e-9,
-                "hardware FLOP utilisation above 100 %: " + std::to_string(100 * e.hfu) + " %");
+  set_throughput(cx, stages, e);
   return e;
 }
 
