@@ -18,6 +18,23 @@ BytesPerParam bytes_per_param(Optimizer optimizer, DType dtype) {
   return {b, b, optimizer_state_bytes_per_param(optimizer, dtype)};
 }
 
+// ZeRO, Fig. 1: stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also
+// the parameters, each over the N = dp data-parallel ranks.
+MemoryBreakdown model_state_memory(double psi, const StrategyConfig& config) {
+  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
+  const double n = config.dp;
+  MemoryBreakdown m;
+  m.params = psi * per_param.params / (config.zero >= 3 ? n : 1);
+  m.grads = psi * per_param.grads / (config.zero >= 2 ? n : 1);
+  m.optimizer = psi * per_param.optimizer / (config.zero >= 1 ? n : 1);
+  if (config.offload) {
+    m.host_optimizer = m.optimizer;
+    m.optimizer = 0;
+  }
+  m.total = m.params + m.grads + m.optimizer;
+  return m;
+}
+
 double microbatch_size(const Model& model, const StrategyConfig& config) {
   return static_cast<double>(effective_global_batch(model, config)) / config.dp /
          static_cast<double>(microbatch_count(config));
@@ -36,55 +53,176 @@ std::vector<std::size_t> stage_layers(const Model& model, const std::vector<int>
   return layers;
 }
 
+std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config) {
+  if (config.interleave <= 1) return partition_blocks(model, config.pp);
+  const int chunks = config.pp * config.interleave;
+  const int per_chunk = model.num_blocks_or_layers() / chunks;
+  STRATA_ASSERT(per_chunk * chunks == model.num_blocks_or_layers(), "interleaved chunks must be equal");
+  std::vector<int> cuts;
+  for (int c = 0; c <= chunks; ++c) cuts.push_back(c * per_chunk);
+  return cuts;
+}
+
+namespace {
+
+// Elements of the attention core's s x s tensors (softmax output, its dropout mask and output):
+// the attention layer's saved_elems less Q, K and V (zoo_gpt.cpp's accounting), 2.5·a·s².
+double score_elems(const Layer& layer) {
+  const double scores = layer.saved_elems - 3 * layer.out_elems;
+  STRATA_ASSERT(scores >= 0, "attention layer " + layer.name + " saves less than Q, K and V");
+  return scores;
+}
+
+// Whether the layer keeps the replicated hidden state although it is tensor-split: a
+// column-parallel linear keeps its (whole) input, the vocab-parallel embedding its output's
+// dropout mask (Korthikanti et al., section 4.2.1).
+bool keeps_replicated_tensor(const Layer& layer) {
+  return (layer.op == LayerOp::linear && layer.split == TensorSplit::column) ||
+         layer.op == LayerOp::embedding;
+}
+
+// Bytes per sample the layer keeps for one microbatch, without full recomputation.
+double kept_bytes(const Layer& layer, const StrategyConfig& config) {
+  double saved = layer.saved_elems;
+  const bool no_scores = config.flash_attention || config.recompute == Recompute::selective;
+  if (layer.op == LayerOp::attention && no_scores) saved -= score_elems(layer);
+  const bool sharded = config.sequence_parallel || (is_split(layer) && !keeps_replicated_tensor(layer));
+  double bytes = bytes_per_element(config.dtype);
+  if (layer.op == LayerOp::loss) bytes = std::max(bytes, 4.0);  // fp32 logits, section 4.3
+  return saved / (sharded ? config.tp : 1) * bytes;
+}
+
+// Bytes per sample of one full-recomputation checkpoint: the input of the block's first layer,
+// sharded by tp only with sequence parallelism.
+double checkpoint_bytes(const Layer& first_layer, const StrategyConfig& config) {
+  return input_elems(first_layer) / (config.sequence_parallel ? config.tp : 1) *
+         bytes_per_element(config.dtype);
+}
+
+}  // namespace
+
+std::vector<std::size_t> device_layers(const Model& model, const StrategyConfig& config,
+                                       const std::vector<int>& cuts, int stage) {
+  STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
+  // Blocks are contiguous and numbered in layer order (zoo.hpp): a chunk is a range of layers.
+  auto first_layer = [&](int block) {
+    return static_cast<std::size_t>(
+        std::lower_bound(model.layers.begin(), model.layers.end(), block,
+                         [](const Layer& layer, int b) { return layer.block < b; }) -
+        model.layers.begin());
+  };
+  std::vector<std::size_t> layers;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const std::size_t last = first_layer(cuts[static_cast<std::size_t>(c) + 1]);
+    for (std::size_t i = first_layer(cuts[static_cast<std::size_t>(c)]); i < last; ++i) layers.push_back(i);
+  }
+  return layers;
+}
+
+bool in_checkpointed_block(const Model& model, const Layer& layer) {
+  return model.family != "gpt" || layer.name.find('/') != std::string::npos;
+}
+
+std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& config) {
+  std::vector<BlockMemory> blocks(static_cast<std::size_t>(model.num_blocks_or_layers()));
+  std::vector<bool> has_checkpoint(blocks.size(), false);
+  for (const Layer& layer : model.layers) {
+    const auto b = static_cast<std::size_t>(layer.block);
+    BlockMemory& block = blocks[b];
+    block.params += is_split(layer) ? layer.params / config.tp : layer.params;
+    const double kept = kept_bytes(layer, config);
+    block.kept += kept;
+    if (!in_checkpointed_block(model, layer)) {
+      block.outside += kept;
+    } else if (!has_checkpoint[b]) {  // the block's first checkpointed layer: its input
+      has_checkpoint[b] = true;
+      block.checkpoint = checkpoint_bytes(layer, config);
+    }
+  }
+  return blocks;
+}
+
 double worker_params(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
                      int stage) {
   double params = 0;
-  for (std::size_t i : stage_layers(model, cuts, stage)) {
+  for (std::size_t i : device_layers(model, config, cuts, stage)) {
     const Layer& layer = model.layers[i];
     params += is_split(layer) ? layer.params / config.tp : layer.params;
   }
   return params;
 }
 
-namespace {
+bool block_recomputed(const StrategyConfig& config, int block, int chunk_first) {
+  if (config.recompute != Recompute::full) return false;
+  return config.recompute_method == RecomputeMethod::uniform || block - chunk_first < config.recompute_blocks;
+}
 
-// Microbatches whose activations stage `stage` holds at its peak.
+double activation_bytes_per_sample(const std::vector<BlockMemory>& blocks, const StrategyConfig& config,
+                                   const std::vector<int>& cuts, int stage) {
+  const int k = config.recompute_blocks;
+  double bytes = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const int first = cuts[static_cast<std::size_t>(c)];
+    for (int b = first; b < cuts[static_cast<std::size_t>(c) + 1]; ++b) {
+      const BlockMemory& block = blocks[static_cast<std::size_t>(b)];
+      if (!block_recomputed(config, b, first)) {
+        bytes += block.kept;
+        continue;
+      }
+      // Method uniform: one checkpoint per chunk of k blocks; method block: one per block.
+      bytes += block.outside;
+      if (config.recompute_method == RecomputeMethod::block || (b - first) % k == 0)
+        bytes += block.checkpoint;
+    }
+  }
+  return bytes;
+}
+
+double activation_bytes_per_sample(const Model& model, const StrategyConfig& config,
+                                   const std::vector<int>& cuts, int stage) {
+  STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
+  return activation_bytes_per_sample(block_memory(model, config), config, cuts, stage);
+}
+
 double microbatches_in_flight(const StrategyConfig& config, int stage) {
   const std::int64_t m = microbatch_count(config);
   if (config.schedule == PipelineSchedule::gpipe) return static_cast<double>(m);
-  return static_cast<double>(std::min<std::int64_t>(m, config.pp - stage));
+  const std::int64_t p = config.pp;
+  const std::int64_t v = config.interleave;
+  if (v > 1) {  // Megatron's interleaved warm-up, in model-chunk microbatches, plus one
+    const std::int64_t chunks = std::min(m * v, 2 * (p - stage - 1) + (v - 1) * p + 1);
+    return static_cast<double>(chunks) / static_cast<double>(v);
+  }
+  return static_cast<double>(std::min<std::int64_t>(m, p - stage));
 }
 
-MemoryBreakdown stage_memory(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
-                             int stage) {
+MemoryBreakdown worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                              const StrategyConfig& config, const std::vector<int>& cuts, int stage) {
   STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
-  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
-  const double params = worker_params(model, config, cuts, stage);
-  double saved = 0;  // elements per sample on this worker
-  for (std::size_t i : stage_layers(model, cuts, stage)) {
-    const Layer& layer = model.layers[i];
-    saved += is_split(layer) ? layer.saved_elems / config.tp : layer.saved_elems;
-  }
-  MemoryBreakdown m;
-  m.params = params * per_param.params;
-  m.grads = params * per_param.grads;
-  m.optimizer = params * per_param.optimizer;
-  m.activations = saved * microbatch_size(model, config) * bytes_per_element(config.dtype) *
+  double params = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
+    for (int b = cuts[static_cast<std::size_t>(c)]; b < cuts[static_cast<std::size_t>(c) + 1]; ++b)
+      params += blocks[static_cast<std::size_t>(b)].params;
+  MemoryBreakdown m = model_state_memory(params, config);
+  m.activations = activation_bytes_per_sample(blocks, config, cuts, stage) * microbatch_size(model, config) *
                   microbatches_in_flight(config, stage);
-  m.total = m.params + m.grads + m.optimizer + m.activations;
+  m.total += m.activations;
   return m;
 }
 
-}  // namespace
-
 MemoryBreakdown worker_memory(const Model& model, const StrategyConfig& config, int stage) {
-  return stage_memory(model, config, partition_blocks(model, config.pp), stage);
+  return worker_memory(block_memory(model, config), model, config, chunk_cuts(model, config), stage);
 }
 
 double peak_worker_memory(const Model& model, const StrategyConfig& config) {
-  const std::vector<int> cuts = partition_blocks(model, config.pp);
+  return peak_worker_memory(block_memory(model, config), model, config, chunk_cuts(model, config));
+}
+
+double peak_worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
+                          const StrategyConfig& config, const std::vector<int>& cuts) {
   double peak = 0;
-  for (int s = 0; s < config.pp; ++s) peak = std::max(peak, stage_memory(model, config, cuts, s).total);
+  for (int s = 0; s < config.pp; ++s)
+    peak = std::max(peak, worker_memory(blocks, model, config, cuts, s).total);
   return peak;
 }
 
