@@ -23,8 +23,10 @@
 // streams.
 //
 // Cost: O(log n) per queue operation; each task is pushed once per participant. `per_group`
-// adds, at construction, O(g log g) per collective of g ranks and O(log S) per participant of a
-// communication task (S streams); dispatch then reads each participant's stream from a table.
+// adds, at construction, O(g log g) per collective of g ranks (its sorted group looked up among
+// the Plan's groups) and one hash lookup per participant of a communication task; dispatch then
+// reads each participant's stream from a table.
+//
 // The executor owns time: it calls take_startable(), runs those tasks, and reports each
 // completion with complete(). An executor that runs only part of the Plan (one process of an MPI
 // run) marks the tasks run elsewhere with run_elsewhere() and reports them with
