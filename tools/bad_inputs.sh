@@ -151,6 +151,7 @@ SETUP='mkdir d' bad "a directory as platform" simulate --platform d --model mlp
 bad "missing platform file" simulate --platform nowhere.xml --model mlp
 bad "unknown network model" simulate --platform "$FLAT4" --model mlp --network-model Bogus
 bad "empty network model" simulate --platform "$FLAT4" --model mlp --network-model ''
+bad "unknown comm-stream rule" simulate --platform "$FLAT4" --model mlp --comm-streams bogus
 
 # ---- Plans ----------------------------------------------------------------------------------------
 # A pipeline Plan (mlp pp=2, sends and receives) with one edit: `plan_bad NAME SED-EXPRESSION`.
