@@ -277,6 +277,10 @@ void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
   app.add_option("--network-model", flags.network_model, "SimGrid network/model (default LV08)");
   app.add_flag("--simgrid-factors", flags.simgrid_factors,
                "keep SimGrid's TCP latency/bandwidth factors and cross traffic (default: off, exact α-β)");
+  app.add_option("--comm-streams", flags.comm_streams,
+                 "per-group: one comm stream per communicator (DP, TP, PP peer) per worker, as NCCL; "
+                 "one-per-worker: a single comm stream per worker (the rule before issue 15)")
+      ->check(CLI::IsMember({"per-group", "one-per-worker"}));
 }
 
 ReplayOptions replay_options(const ReplayFlags& flags) {
@@ -284,6 +288,8 @@ ReplayOptions replay_options(const ReplayFlags& flags) {
   options.collectives = parse_collective_mode(flags.collectives);
   options.network.model = flags.network_model;
   options.network.simgrid_factors = flags.simgrid_factors;
+  options.comm_streams =
+      flags.comm_streams == "one-per-worker" ? CommStreams::one_per_worker : CommStreams::per_group;
   if (!flags.calibration.empty()) options.calibration = load_calibration(flags.calibration);
   return options;
 }

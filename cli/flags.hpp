@@ -58,6 +58,7 @@ struct ReplayFlags {
   std::string calibration;
   std::string network_model = "LV08";
   bool simgrid_factors = false;
+  std::string comm_streams = "per-group";  // per-group | one-per-worker (replay.hpp)
 };
 void add_replay_flags(CLI::App& app, ReplayFlags& flags);
 // Replay options from the flags (reads the calibration file). Throws InputError.

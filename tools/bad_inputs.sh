@@ -152,6 +152,7 @@ SETUP='mkdir d' bad "a directory as platform" simulate --platform d --model mlp
 bad "missing platform file" simulate --platform nowhere.xml --model mlp
 bad "unknown network model" simulate --platform "$FLAT4" --model mlp --network-model Bogus
 bad "empty network model" simulate --platform "$FLAT4" --model mlp --network-model ''
+bad "unknown comm-stream rule" simulate --platform "$FLAT4" --model mlp --comm-streams bogus
 
 # ---- memory options (checked against the model) --------------------------------------------------
 bad "a ZeRO stage outside 0-3" simulate --platform "$FLAT4" --model mlp --set zero=4 --report o.json

@@ -26,7 +26,7 @@ class ReplayEngine {
         cost_(options.calibration),
         host_of_(std::move(host_of)),
         fidelity_(fidelity),
-        dispatcher_(plan),
+        dispatcher_(plan, options.comm_streams),
         first_span_(plan.size(), 0),
         live_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),

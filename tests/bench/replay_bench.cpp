@@ -9,11 +9,11 @@
 //   the same duration on the same host, a send a Comm of the same payload between the same
 //   hosts, a recv or zero-cost task nothing); each collective expanded into the same flows
 //   (strata::expand_collective) with the same extra-latency delays (engine timers); edges: the Plan's data
-//   and control dependencies, the flows' own dependencies, and per (worker, stream) an edge from the task
-//   that held the stream before — read off a recording replay by strata, so that the bare program needs no
-//   dispatcher. Like strata it creates each activity from maestro only when its last predecessor completes
-//   (DESIGN.md, SimGrid 3.32 facts) and counts readiness itself. Both programs must predict the
-//   same makespan (checked and printed).
+//   and control dependencies, the flows' own dependencies, and per stream (compute, or comm per
+//   communicator as traces/dispatch.hpp numbers them) an edge from the task that held the stream before —
+//   read off a recording replay by strata, so that the bare program needs no dispatcher. Like strata it
+//   creates each activity from maestro only when its last predecessor completes (DESIGN.md, SimGrid 3.32
+//   facts) and counts readiness itself. Both programs must predict the same makespan (checked and printed).
 // - bare_timers (the overhead case only): the bare program with each compute task of a worker
 //   with a core of its own as an engine timer instead of an Exec, which is what strata's replay does
 //   (same result, no host share to solve). strata / bare_timers is what strata's own bookkeeping
@@ -55,6 +55,7 @@
 #include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/replay.hpp"
+#include "strata/traces/dispatch.hpp"
 
 namespace strata::bench {
 namespace {
@@ -175,17 +176,19 @@ std::string record_order(const Plan& plan, const std::string& platform) {
     if (kind == TaskKind::recv) return false;
     return end[t] > start[t];
   };
-  auto slots_of = [](const Task& task) {
+  // The streams as the replay's Dispatcher numbers them (one comm stream per communicator).
+  const Dispatcher streams(plan, options.comm_streams);
+  auto slots_of = [&](std::size_t t) {
     std::vector<std::size_t> slots;
-    for (WorkerId w : task.participants())
-      slots.push_back(static_cast<std::size_t>(w) * 2 + (task.stream == Stream::comm ? 1 : 0));
+    const auto task = static_cast<TaskIndex>(t);
+    for (std::size_t k = 0; k < plan.task(task).participants().size(); ++k)
+      slots.push_back(streams.stream_of(task, k));
     return slots;
   };
-  std::vector<std::vector<std::uint32_t>> holding(static_cast<std::size_t>(plan.num_workers()) * 2);
+  std::vector<std::vector<std::uint32_t>> holding(streams.stream_count());
   for (std::size_t t = 0; t < n; ++t)
     if (holds_stream(t))
-      for (std::size_t slot : slots_of(plan.task(static_cast<TaskIndex>(t))))
-        holding[slot].push_back(static_cast<std::uint32_t>(t));
+      for (std::size_t slot : slots_of(t)) holding[slot].push_back(static_cast<std::uint32_t>(t));
   for (auto& list : holding) {
     std::sort(list.begin(), list.end(), [&](auto a, auto b) { return start[a] < start[b]; });
     for (std::size_t i = 0; i < list.size(); ++i)
@@ -200,7 +203,7 @@ std::string record_order(const Plan& plan, const std::string& platform) {
   std::vector<std::uint32_t> preds;
   for (std::size_t t = 0; t < n; ++t) {
     preds.clear();
-    for (std::size_t slot : slots_of(plan.task(static_cast<TaskIndex>(t)))) {
+    for (std::size_t slot : slots_of(t)) {
       const auto& list = holding[slot];
       auto it = std::lower_bound(list.begin(), list.end(), start[t],
                                  [&](std::uint32_t a, double s) { return start[a] < s; });

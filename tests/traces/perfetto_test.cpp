@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "strata/traces/error.hpp"
@@ -115,6 +116,28 @@ TEST(PerfettoTest, CollectiveAppearsOnEveryParticipantsCommRow) {
     EXPECT_EQ(e["ts"].get<double>(), 1500.0);
     EXPECT_EQ(e["dur"].get<double>(), 1000.0);
   }
+}
+
+// The simulator's communicators overlap on one worker: the DP allreduce (0-3 ms) and a TP
+// allreduce (1-2 ms) cannot share a row, so the TP one goes to "comm 2". Rows are taken first
+// free from the top: a send from 2 ms finds "comm" busy (to 3 ms) and "comm 2" free again; a
+// recv at 3 ms finds "comm" free.
+TEST(PerfettoTest, OverlappingCommRecordsOfOneWorkerGoToSeparateRows) {
+  Trace t;
+  t.records = {record("dp_ar", TaskKind::allreduce, 0, "gpu-0", 0.0, 0.003),
+               record("tp_ar", TaskKind::allreduce, 0, "gpu-0", 0.001, 0.002),
+               record("send", TaskKind::send, 0, "gpu-0", 0.002, 0.0035),
+               record("recv", TaskKind::recv, 0, "gpu-0", 0.003, 0.003)};
+  const nlohmann::json chrome = trace_to_chrome(t);
+  const std::int64_t comm2 = 2 + (std::int64_t{1} << 32);
+  EXPECT_EQ(events_named(chrome, "dp_ar")[0]["tid"], 2);
+  EXPECT_EQ(events_named(chrome, "tp_ar")[0]["tid"], comm2);
+  EXPECT_EQ(events_named(chrome, "send")[0]["tid"], comm2);
+  EXPECT_EQ(events_named(chrome, "recv")[0]["tid"], 2);
+  std::map<std::int64_t, std::string> rows;
+  for (const auto& e : events_named(chrome, "thread_name"))
+    rows[e["tid"].get<std::int64_t>()] = e["args"]["name"];
+  EXPECT_EQ(rows, (std::map<std::int64_t, std::string>{{1, "compute"}, {2, "comm"}, {comm2, "comm 2"}}));
 }
 
 TEST(PerfettoTest, OrderIsDeterministicRegardlessOfRecordOrder) {

@@ -1,19 +1,30 @@
 #include "strata/traces/dispatch.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
 
 #include "strata/traces/error.hpp"
 
 namespace strata {
 inline namespace traces {
 
-Dispatcher::Dispatcher(const Plan& plan)
+Dispatcher::Dispatcher(const Plan& plan, CommStreams comm_streams)
     : plan_(plan),
       offsets_(plan.size() + 1, 0),
       pending_(plan.size(), 0),
       state_(plan.size(), State::waiting),
       queues_(static_cast<std::size_t>(plan.num_workers()) * 2),
       busy_(static_cast<std::size_t>(plan.num_workers()) * 2, false) {
+  if (comm_streams == CommStreams::per_group) assign_comm_streams();
+  std::vector<bool> used(queues_.size(), false);
+  for (TaskIndex i = 0; i < plan.size(); ++i) {
+    const Task& t = plan.task(i);
+    for (std::size_t k = 0; k < t.participants().size(); ++k) used[slot_of(i, t, k)] = true;
+  }
+  streams_used_ = static_cast<std::size_t>(std::count(used.begin(), used.end(), true));
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& t = plan.task(i);
     for (const auto* deps : {&t.data_deps, &t.control_deps})
@@ -34,11 +45,57 @@ Dispatcher::Dispatcher(const Plan& plan)
     if (pending_[i] == 0) make_ready(i);
 }
 
+// CommStreams::per_group: gives every (worker, communicator) its own slot, numbered after the
+// 2 · workers slots of the one_per_worker rule. A communicator is a `comm_group` name, a
+// collective's group as a sorted set of ranks, or a p2p task's (peer, direction); its key packs
+// (worker, kind of key, id) into 64 bits for one hash lookup per participant.
+void Dispatcher::assign_comm_streams() {
+  const std::size_t n = plan_.size();
+  comm_offsets_.assign(n + 1, 0);
+  for (TaskIndex i = 0; i < n; ++i) {
+    const Task& t = plan_.task(i);
+    comm_offsets_[i + 1] = comm_offsets_[i] + (t.stream == Stream::comm ? t.participants().size() : 0);
+  }
+  comm_slots_.resize(comm_offsets_.back());
+  enum : std::uint64_t { kByName = 0, kByGroup = 1, kByPeer = 2 };
+  std::map<std::string, std::uint64_t> names;
+  std::map<std::vector<WorkerId>, std::uint64_t> groups;
+  std::unordered_map<std::uint64_t, std::uint32_t> slot_of_key;
+  std::vector<WorkerId> sorted;
+  std::size_t next_slot = queues_.size();
+  for (TaskIndex i = 0; i < n; ++i) {
+    const Task& t = plan_.task(i);
+    if (t.stream != Stream::comm) continue;
+    std::uint64_t kind = kByPeer;
+    std::uint64_t id = static_cast<std::uint64_t>(t.peer) * 2 + (t.kind == TaskKind::recv ? 1 : 0);
+    std::optional<std::string> name = t.attrs.empty() ? std::nullopt : t.attr_string(kCommGroupAttr);
+    if (name) {
+      kind = kByName;
+      id = names.emplace(*name, names.size()).first->second;
+    } else if (is_collective(t.kind)) {
+      sorted.assign(t.group.begin(), t.group.end());
+      std::sort(sorted.begin(), sorted.end());
+      kind = kByGroup;
+      id = groups.emplace(sorted, groups.size()).first->second;
+    }
+    STRATA_ASSERT(id < (std::uint64_t{1} << 30), "too many communicators in the plan");
+    const auto members = t.participants();
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const std::uint64_t key = static_cast<std::uint64_t>(members[k]) << 32 | kind << 30 | id;
+      auto [it, fresh] = slot_of_key.emplace(key, static_cast<std::uint32_t>(next_slot));
+      if (fresh) ++next_slot;
+      comm_slots_[comm_offsets_[i] + k] = it->second;
+    }
+  }
+  queues_.resize(next_slot);
+  busy_.resize(next_slot, false);
+}
+
 void Dispatcher::make_ready(TaskIndex task) {
   if (state_[task] != State::waiting) return;  // runs elsewhere, or completed unstarted already
   const Task& t = plan_.task(task);
-  for (WorkerId w : t.participants()) {
-    std::size_t slot = stream_slot(w, t.stream);
+  for (std::size_t k = 0; k < t.participants().size(); ++k) {
+    std::size_t slot = slot_of(task, t, k);
     queues_[slot].push(Key{t.priority, task});
     dirty_.push_back(slot);
   }
@@ -56,14 +113,14 @@ void Dispatcher::try_start_head(std::size_t slot, std::vector<TaskIndex>& out) {
   if (busy_[slot] || queues_[slot].empty()) return;
   TaskIndex head = queues_[slot].top().index;
   const Task& t = plan_.task(head);
-  const auto members = t.participants();
-  for (WorkerId w : members) {
-    std::size_t s = stream_slot(w, t.stream);
+  const std::size_t members = t.participants().size();
+  for (std::size_t k = 0; k < members; ++k) {
+    std::size_t s = slot_of(head, t, k);
     drop_stale_heads(s);
     if (busy_[s] || queues_[s].empty() || queues_[s].top().index != head) return;
   }
-  for (WorkerId w : members) {
-    std::size_t s = stream_slot(w, t.stream);
+  for (std::size_t k = 0; k < members; ++k) {
+    std::size_t s = slot_of(head, t, k);
     queues_[s].pop();
     busy_[s] = true;
   }
@@ -93,8 +150,8 @@ const std::vector<TaskIndex>& Dispatcher::take_startable() {
 void Dispatcher::complete(TaskIndex task) {
   const Task& t = plan_.task(task);
   STRATA_ASSERT(state_[task] == State::running, "complete() of task " + t.id + ", which is not running");
-  for (WorkerId w : t.participants()) {
-    std::size_t slot = stream_slot(w, t.stream);
+  for (std::size_t k = 0; k < t.participants().size(); ++k) {
+    std::size_t slot = slot_of(task, t, k);
     busy_[slot] = false;
     dirty_.push_back(slot);
   }
@@ -109,7 +166,8 @@ void Dispatcher::complete_unstarted(TaskIndex task) {
   STRATA_ASSERT(state_[task] == State::waiting || state_[task] == State::elsewhere,
                 "complete_unstarted() of task " + t.id + ", which has started");
   state_[task] = State::done;
-  for (WorkerId w : t.participants()) dirty_.push_back(stream_slot(w, t.stream));  // it may be a head
+  for (std::size_t k = 0; k < t.participants().size(); ++k)
+    dirty_.push_back(slot_of(task, t, k));  // it may be a head
   ++completed_;
   release_successors(task);
 }
@@ -118,7 +176,8 @@ void Dispatcher::run_elsewhere(TaskIndex task) {
   const Task& t = plan_.task(task);
   STRATA_ASSERT(state_[task] == State::waiting, "run_elsewhere() of task " + t.id + ", which has started");
   state_[task] = State::elsewhere;
-  for (WorkerId w : t.participants()) dirty_.push_back(stream_slot(w, t.stream));  // it may be a head
+  for (std::size_t k = 0; k < t.participants().size(); ++k)
+    dirty_.push_back(slot_of(task, t, k));  // it may be a head
 }
 
 void Dispatcher::release_successors(TaskIndex task) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -19,6 +21,12 @@ std::int64_t pid_of(WorkerId worker, std::int64_t group = 0) { return group * kG
 std::int64_t tid_of(WorkerId worker, Stream stream) {
   return 2 * std::int64_t{worker} + (stream == Stream::compute ? 1 : 2);
 }
+// Comm lane k > 0 of a worker (concurrent comm records): above every lane-0 number, so rows
+// stay distinct within the worker's process.
+constexpr std::int64_t kLaneTidStride = std::int64_t{1} << 32;
+std::int64_t comm_lane_tid(WorkerId worker, std::size_t lane) {
+  return tid_of(worker, Stream::comm) + static_cast<std::int64_t>(lane) * kLaneTidStride;
+}
 
 // Nanoseconds since the start of the run: the common grid that ts and dur are rounded to.
 double to_ns(double seconds) { return std::round(seconds * 1e9); }
@@ -35,7 +43,7 @@ OrderedJson metadata(const char* name, WorkerId worker, std::int64_t group, std:
 }
 
 void add_worker_metadata(WorkerId worker, const std::string& host, const std::string& label,
-                         std::int64_t group, OrderedJson& events) {
+                         std::int64_t group, std::size_t comm_lanes, OrderedJson& events) {
   std::string name = label.empty() ? "" : label + ": ";
   name += "worker " + std::to_string(worker);
   if (!host.empty()) name += " (" + host + ")";
@@ -48,16 +56,43 @@ void add_worker_metadata(WorkerId worker, const std::string& host, const std::st
   events.push_back(metadata("thread_sort_index", worker, group, compute, "sort_index", compute));
   events.push_back(metadata("thread_name", worker, group, comm, "name", "comm"));
   events.push_back(metadata("thread_sort_index", worker, group, comm, "sort_index", comm));
+  for (std::size_t lane = 1; lane < comm_lanes; ++lane) {
+    const std::int64_t tid = comm_lane_tid(worker, lane);
+    events.push_back(metadata("thread_name", worker, group, tid, "name", "comm " + std::to_string(lane + 1)));
+    events.push_back(metadata("thread_sort_index", worker, group, tid, "sort_index", tid));
+  }
 }
 
-OrderedJson complete_event(const TraceRecord& r, std::int64_t group) {
+// Comm lane of each record (0 for compute): the first lane of its worker free at its start, in
+// Trace::sort order (start first), so records that overlap in time, as the simulator's
+// concurrent communicators do, sit on separate rows. One comm stream per worker never overlaps:
+// one lane. O(records x lanes).
+std::vector<std::size_t> assign_comm_lanes(const Trace& sorted, std::map<WorkerId, std::size_t>& lanes_of) {
+  std::vector<std::size_t> lane(sorted.records.size(), 0);
+  std::map<WorkerId, std::vector<double>> lane_end;  // ns
+  for (std::size_t i = 0; i < sorted.records.size(); ++i) {
+    const TraceRecord& r = sorted.records[i];
+    if (r.stream != Stream::comm) continue;
+    std::vector<double>& ends = lane_end[r.worker];
+    const double start = to_ns(r.start);
+    std::size_t k = 0;
+    while (k < ends.size() && ends[k] > start) ++k;
+    if (k == ends.size()) ends.push_back(0);
+    ends[k] = to_ns(r.end);
+    lane[i] = k;
+  }
+  for (const auto& [worker, ends] : lane_end) lanes_of[worker] = ends.size();
+  return lane;
+}
+
+OrderedJson complete_event(const TraceRecord& r, std::int64_t group, std::size_t lane) {
   const double start_ns = to_ns(r.start);
   OrderedJson e;
   e["name"] = r.id;
   e["cat"] = to_string(r.kind);
   e["ph"] = "X";
   e["pid"] = pid_of(r.worker, group);
-  e["tid"] = tid_of(r.worker, r.stream);
+  e["tid"] = lane == 0 ? tid_of(r.worker, r.stream) : comm_lane_tid(r.worker, lane);
   e["ts"] = start_ns / 1e3;
   e["dur"] = (to_ns(r.end) - start_ns) / 1e3;
   e["args"]["bytes"] = r.bytes;
@@ -76,8 +111,12 @@ void add_trace(const Trace& trace, const std::string& label, std::int64_t group,
     auto [it, inserted] = hosts.emplace(r.worker, r.host);
     if (it->second.empty()) it->second = r.host;
   }
-  for (const auto& [worker, host] : hosts) add_worker_metadata(worker, host, label, group, events);
-  for (const TraceRecord& r : sorted.records) events.push_back(complete_event(r, group));
+  std::map<WorkerId, std::size_t> lanes_of;
+  const std::vector<std::size_t> lane = assign_comm_lanes(sorted, lanes_of);
+  for (const auto& [worker, host] : hosts)
+    add_worker_metadata(worker, host, label, group, lanes_of[worker], events);
+  for (std::size_t i = 0; i < sorted.records.size(); ++i)
+    events.push_back(complete_event(sorted.records[i], group, lane[i]));
 }
 
 // The trace event format's top-level "metadata" dictionary: what was run, when the trace says.

@@ -9,6 +9,16 @@
 // started from maestro and completion callbacks drive the rest, so the cost is linear in the
 // number of activities.
 //
+// Communication streams: a worker has one comm stream per communicator (Dispatcher's
+// CommStreams::per_group, traces/dispatch.hpp), as Megatron-LM runs DP, TP and PP on separate
+// NCCL communicators: a collective's stream is its group (the set of its ranks, or the task's
+// `comm_group` attribute), a send's (peer, outgoing), a recv's (peer, incoming). One stream runs
+// one task at a time in (priority, index) order; the streams of a worker run concurrently and
+// their flows share the links as SimGrid's max-min model says (two flows on one link get half of
+// it each). So a long data-parallel allreduce no longer delays a tensor-parallel allreduce or a
+// pipeline send issued after it. `ReplayOptions::comm_streams = one_per_worker` restores the
+// single comm stream (kept to measure the difference and to benchmark the cost of the rule).
+//
 // One replay per process: SimGrid 3.32 keeps one engine per process (process.hpp runs several).
 #pragma once
 
@@ -19,6 +29,7 @@
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/report.hpp"
+#include "strata/traces/dispatch.hpp"
 #include "strata/traces/plan.hpp"
 #include "strata/traces/trace.hpp"
 
@@ -42,6 +53,7 @@ struct ReplayOptions {
   CollectiveMode collectives = CollectiveMode::automatic;
   std::size_t auto_step_flow_limit = 200000;  // automatic: step below this many flows
   NetworkOptions network;
+  CommStreams comm_streams = CommStreams::per_group;  // one comm stream per communicator
   Calibration calibration = Calibration::defaults();
   std::vector<std::string> placement;  // host name per worker; empty = natural order
   bool keep_trace = true;              // false: the Trace is used for the report, then dropped

@@ -10,7 +10,23 @@
 // smallest overall is at the head of each of its streams and starts as soon as they are idle,
 // so dispatch never deadlocks on a valid Plan.
 //
-// Cost: O(log n) per queue operation; each task is pushed once per participant.
+// Communication streams (CommStreams). With `one_per_worker` every communication task of a
+// worker shares its one comm stream, as above. With `per_group` a worker has one comm stream per
+// communicator, as Megatron-LM's separate NCCL communicators for DP, TP and PP: a collective's
+// stream is its group taken as a set of ranks (so the TP group, the DP group and a ZeRO gather
+// group are distinct streams, whatever their ring order), a send's the pair (peer, outgoing) and
+// a recv's (peer, incoming). A task attribute `comm_group` (string) names the communicator
+// explicitly and then replaces that derivation: tasks with the same name share the stream on
+// each of their workers. The rule above holds per stream: one task at a time in (priority,
+// index) order; different streams of one worker run concurrently (the replay lets their flows
+// share the links). The deadlock argument is unchanged: the smallest ready task heads all of its
+// streams.
+//
+// Cost: O(log n) per queue operation; each task is pushed once per participant. `per_group`
+// adds, at construction, O(g log g) per collective of g ranks (its sorted group looked up among
+// the Plan's groups) and one hash lookup per participant of a communication task; dispatch then
+// reads each participant's stream from a table.
+//
 // The executor owns time: it calls take_startable(), runs those tasks, and reports each
 // completion with complete(). An executor that runs only part of the Plan (one process of an MPI
 // run) marks the tasks run elsewhere with run_elsewhere() and reports them with
@@ -26,10 +42,26 @@
 namespace strata {
 inline namespace traces {
 
+enum class CommStreams : std::uint8_t {
+  one_per_worker,  // one comm stream per worker (the real executor's rule)
+  per_group,       // one comm stream per communicator per worker (the replay's rule)
+};
+
+// The attribute that names a communication task's communicator (CommStreams::per_group).
+inline constexpr const char* kCommGroupAttr = "comm_group";
+
 class Dispatcher {
  public:
   // REQUIRES: plan validated; plan outlives the Dispatcher.
-  explicit Dispatcher(const Plan& plan);
+  explicit Dispatcher(const Plan& plan, CommStreams comm_streams = CommStreams::one_per_worker);
+
+  // The stream of the k-th participant of `task` (k indexes Task::participants()): a number in
+  // [0, stream_count()), equal for two tasks exactly when they share that stream. For tools that
+  // check or draw a schedule (one track per stream); the Dispatcher itself uses the same table.
+  std::size_t stream_of(TaskIndex task, std::size_t k) const { return slot_of(task, plan_.task(task), k); }
+  std::size_t stream_count() const { return queues_.size(); }
+  // Number of distinct streams the Plan's tasks use (compute and comm, all workers).
+  std::size_t streams_used() const { return streams_used_; }
 
   // Tasks that start now, in (priority, index) order; they are marked running. The vector is
   // the Dispatcher's own and stays valid until the next call.
@@ -67,6 +99,12 @@ class Dispatcher {
   std::size_t stream_slot(WorkerId worker, Stream stream) const {
     return static_cast<std::size_t>(worker) * 2 + (stream == Stream::comm ? 1 : 0);
   }
+  // The stream slot of the k-th participant of `task`.
+  std::size_t slot_of(TaskIndex task, const Task& t, std::size_t k) const {
+    if (t.stream == Stream::comm && !comm_offsets_.empty()) return comm_slots_[comm_offsets_[task] + k];
+    return stream_slot(t.participants()[k], t.stream);
+  }
+  void assign_comm_streams();
   // waiting: pending or ready; elsewhere: see run_elsewhere().
   enum class State : std::uint8_t { waiting, elsewhere, running, done };
 
@@ -81,11 +119,16 @@ class Dispatcher {
   std::vector<TaskIndex> successors_;
   std::vector<std::uint32_t> pending_;  // unfinished predecessors per task
   std::vector<State> state_;            // per task
-  std::vector<Queue> queues_;           // per stream slot
-  std::vector<bool> busy_;              // per stream slot
-  std::vector<std::size_t> dirty_;      // slots whose head may now start
-  std::vector<std::size_t> slots_;      // scratch for take_startable
-  std::vector<TaskIndex> startable_;    // what take_startable returns
+  // per_group: the slots of comm task i's participants are comm_slots_[comm_offsets_[i] ..
+  // comm_offsets_[i + 1]); both empty under one_per_worker.
+  std::vector<std::size_t> comm_offsets_;
+  std::vector<std::uint32_t> comm_slots_;
+  std::size_t streams_used_ = 0;
+  std::vector<Queue> queues_;         // per stream slot
+  std::vector<bool> busy_;            // per stream slot
+  std::vector<std::size_t> dirty_;    // slots whose head may now start
+  std::vector<std::size_t> slots_;    // scratch for take_startable
+  std::vector<TaskIndex> startable_;  // what take_startable returns
   std::size_t completed_ = 0;
   std::size_t running_ = 0;
 };

@@ -6,9 +6,13 @@
 // ("ph":"X") on the row of its worker and stream: name = task id, cat = task kind, ts and dur in
 // microseconds (rounded to the nanosecond, so back-to-back tasks stay back to back), args
 // {bytes (B), flops (FLOP), iteration}. A Trace holds one record per participating rank of a
-// collective, so a collective appears on the comm row of every participant.
+// collective, so a collective appears on the comm row of every participant. Comm records of one
+// worker that overlap in time (the simulator runs one comm stream per communicator: replay.hpp)
+// go to extra rows "comm 2", "comm 3", ...: each record on the first row free at its start, in
+// Trace::sort order, so no row holds overlapping slices.
 //
-// Numbering: pid = worker + 1; tid = 2 * worker + 1 (compute) and 2 * worker + 2 (comm).
+// Numbering: pid = worker + 1; tid = 2 * worker + 1 (compute) and 2 * worker + 2 (comm), and
+// 2 * worker + 2 + k * 2^32 for comm row k + 1.
 // Perfetto's importer follows Linux, where pid 0 and tid 0 are the idle task ("swapper") and
 // rows with tid 0 have been merged with others; distinct positive numbers keep every row its own.
 // process_sort_index and thread_sort_index metadata keep workers in rank order, compute above comm.
