@@ -127,7 +127,8 @@ TEST_F(Spec, BadSpecsAndUnknownKeysAreOneLine) {
   EXPECT_EQ(
       r.err,
       "strata: error: --set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, "
-      "bucket_mb, dp_algo, eps, lr, momentum, replicas, sizes, tp_algo)\n");
+      "bucket_mb, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, recompute, "
+      "recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, tp_algo, zero)\n");
   r = run("spec --from " + path("nothing.json"));
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
