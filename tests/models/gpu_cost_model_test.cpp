@@ -158,6 +158,27 @@ TEST(GpuCostModel, MemoryBoundKernelTakesItsBytesAndOneLaunch) {
   EXPECT_NEAR(cost.compute_time(norm, cpu), 4e6 / kBw, 1e-15);
 }
 
+TEST(GpuCostModel, NormBackwardAlsoReadsItsSavedInput) {
+  // dY (2 MB) read, dX (2 MB) written, and x (2 MB) read again for the mean and variance.
+  Task norm;
+  norm.id = "ln";
+  norm.kind = TaskKind::norm_bwd;
+  norm.dtype = DType::bf16;
+  norm.bytes_read = 2e6;
+  norm.bytes_written = 2e6;
+  EXPECT_NEAR(CostModel().compute_time(norm, a100()), kLaunch + 6e6 / kBw, 1e-15);
+  // A residual add's backward moves what its task says.
+  norm.kind = TaskKind::elementwise;
+  EXPECT_NEAR(CostModel().compute_time(norm, a100()), kLaunch + 4e6 / kBw, 1e-15);
+}
+
+TEST(GpuCostModel, TaskWithoutWorkLaunchesNothing) {
+  Task step;
+  step.id = "step";
+  step.kind = TaskKind::optimizer_step;  // a synthetic model's update: no FLOPs, no bytes
+  EXPECT_DOUBLE_EQ(CostModel().compute_time(step, a100()), 0.0);
+}
+
 TEST(GpuCostModel, MeasuredCalibrationOfAKindTakesPrecedence) {
   Calibration measured = Calibration::defaults();
   measured.source = "measured.json";

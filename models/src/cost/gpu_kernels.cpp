@@ -172,6 +172,22 @@ double attention_time(const GpuContext& c, const Task& task) {
          + gemm(c, f, scores + 2 * rows, s, d, b);  // dK = dS^T Q
 }
 
+// The bytes a memory-bound kernel moves. A layer task's backward counts dY read and dX written;
+// the backward kernels of a layer norm (mean and variance from x), of GeLU (its derivative at x)
+// and of the softmax cross-entropy (the saved probabilities) also read the saved forward tensor,
+// the size of dX: once more the bytes written.
+double memory_kernel_bytes(const Task& task) {
+  const double bytes = task.bytes_read + task.bytes_written;
+  switch (task.kind) {
+    case TaskKind::norm_bwd:
+    case TaskKind::activation_bwd:
+    case TaskKind::loss_bwd:
+      return bytes + task.bytes_written;
+    default:
+      return bytes;
+  }
+}
+
 }  // namespace
 
 double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency) {
@@ -197,7 +213,7 @@ double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficien
     default:
       // Elementwise work runs on the CUDA cores, at the fp32 (non-tensor) rate.
       return kernel_time(c.gpu, task.flops, host.flops_fp32 > 0 ? host.flops_fp32 : c.peak, flops_efficiency,
-                         task.bytes_read + task.bytes_written, c.bw, c.mem_eff);
+                         memory_kernel_bytes(task), c.bw, c.mem_eff);
   }
 }
 

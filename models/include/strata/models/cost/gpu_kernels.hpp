@@ -57,7 +57,9 @@ double kernel_time(const GpuProfile& gpu, double flops, double peak, double effi
 //                      kernel when flash = 1;
 //   conv_*             one GEMM-like kernel at gemm_efficiency;
 //   every other kind   one memory-bound kernel: its bytes over mem_bw x mem_efficiency (its
-//                      FLOPs at `flops_efficiency` of the fp32 peak, never binding in practice).
+//                      FLOPs at `flops_efficiency` of the fp32 peak, never binding in practice);
+//                      norm_bwd, activation_bwd and loss_bwd also read their saved forward
+//                      tensor (the size of what they write).
 // A task without its shape attributes is priced as one kernel at gemm_efficiency; a task without
 // FLOPs or bytes launches nothing and takes 0 s.
 // REQUIRES: host.gpu != GpuType::none; task is a compute kind other than fixed.
