@@ -104,5 +104,22 @@ TEST(LayerTask, CostTaskCarriesTheGemmShapes) {
   EXPECT_EQ(attn.attr_int("head_dim"), 16);
 }
 
+TEST(LayerTask, CostTaskShapesAreThePlanTasksShapes) {
+  // The estimate and the replay must price the same GEMMs: every attribute of a cost task has the
+  // value the Plan's task has, for every layer, phase, tp and flash setting.
+  const Model model = small_gpt();
+  for (const Layer& layer : model.layers)
+    for (Phase phase : {Phase::forward, Phase::backward_data})
+      for (int tp : {1, 2, 4})
+        for (bool flash : {false, true}) {
+          const LayerTaskOptions options{.flash_attention = flash};
+          const Task cost = layer_cost_task(layer, phase, 3, tp, DType::bf16, options);
+          const Task full = layer_task(layer, phase, 3, tp, DType::bf16, options);
+          for (const auto& [key, value] : cost.attrs)
+            EXPECT_EQ(full.attrs.at(key), value) << layer.name << " " << key;
+          EXPECT_EQ(cost.flops, full.flops);
+        }
+}
+
 }  // namespace
 }  // namespace strata

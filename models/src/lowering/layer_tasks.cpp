@@ -210,6 +210,34 @@ Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp
   return attrs;
 }
 
+// The GEMM shapes a GPU's cost model reads (gpu_kernels.hpp), the values task_attrs gives them,
+// built in one pass over the layer's (sorted) shape and appended in key order: the estimate's
+// inner loop calls this for every linear and attention layer of every configuration.
+void set_gemm_attrs(Task& task, const Layer& layer, double microbatch, int tp,
+                    const LayerTaskOptions& options) {
+  if (layer.op != LayerOp::linear && layer.op != LayerOp::attention) return;
+  const double t = is_split(layer) ? tp : 1;
+  const bool attention = layer.op == LayerOp::attention;
+  auto append = [&task](const std::string& key, double value) {
+    task.attrs.emplace_hint(task.attrs.end(), key, std::max<std::int64_t>(1, std::llround(value)));
+  };
+  if (attention) append("batch", microbatch);
+  if (attention && options.flash_attention) append("flash", 1);
+  for (const auto& [key, value] : layer.shape) {
+    const auto* i = std::get_if<std::int64_t>(&value);
+    if (i == nullptr) continue;
+    const auto v = static_cast<double>(*i);
+    if (attention) {
+      if (key == "head_dim" || key == "seq") append(key, v);
+      if (key == "heads") append(key, v / t);
+    } else {
+      if (key == "k") append(key, layer.split == TensorSplit::row ? v / t : v);
+      if (key == "m") append(key, v * microbatch);
+      if (key == "n") append(key, layer.split == TensorSplit::column ? v / t : v);
+    }
+  }
+}
+
 // Â·X on `nodes` rows of `width`: Â's values and int32 column indices, and one row of X gathered
 // per nonzero, the traffic with no reuse of X in cache. It bounds the traffic from above, but
 // sparse-times-dense products run far below a one-pass roofline on GPUs and CPUs alike; a
@@ -290,9 +318,7 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
   if (layer.op == LayerOp::aggregate) set_spmm_bytes(task, layer, microbatch, b);
   if (layer.op == LayerOp::fixed)
     task.attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / ranks;
-  // The GEMM shapes a GPU's cost model reads (gpu_kernels.hpp).
-  if (layer.op == LayerOp::linear || layer.op == LayerOp::attention)
-    task.attrs = task_attrs(layer, phase, microbatch, tp, options);
+  set_gemm_attrs(task, layer, microbatch, tp, options);
   return task;
 }
 
