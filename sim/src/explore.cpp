@@ -27,7 +27,7 @@ nlohmann::json summary_to_json(const PlatformSummary& p) {
   nlohmann::json hosts = nlohmann::json::array();
   for (const HostSpec& h : p.hosts)
     hosts.push_back({h.name, h.slots, h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64, h.mem_bw,
-                     h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy});
+                     h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy, static_cast<int>(h.gpu)});
   const NetworkSummary& n = p.network;
   return {{"path", p.path},
           {"hosts", hosts},
@@ -50,6 +50,7 @@ PlatformSummary summary_from_json(const nlohmann::json& j) {
     s.price_per_hour = h[8].get<double>();
     s.watts_idle = h[9].get<double>();
     s.watts_busy = h[10].get<double>();
+    s.gpu = static_cast<GpuType>(h[11].get<int>());  // the estimate prices GPU hosts as the replay does
     p.hosts.push_back(s);
   }
   const auto& n = j["network"];

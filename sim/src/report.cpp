@@ -1,5 +1,6 @@
 #include "strata/sim/report.hpp"
 
+#include "strata/traces/error.hpp"
 #include "strata/traces/units.hpp"
 
 #include <algorithm>
@@ -56,6 +57,41 @@ std::string fmt(const char* format, double value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, value);
   return buf;
+}
+
+// Hardware FLOP utilisation: every FLOP the compute tasks execute (recomputation included),
+// each at the dense peak of its own dtype on its worker's host, over the time the workers with
+// compute tasks had. `fixed` tasks are left out: their duration is given, not priced.
+void set_hardware_flops_utilization(Report& r, const Plan& plan, const PlatformSummary& platform,
+                                    const std::vector<int>& host_of_worker, std::size_t active) {
+  double peak_seconds = 0;  // s the executed FLOPs take at peak
+  for (TaskIndex i = 0; i < plan.size(); ++i) {
+    const Task& task = plan.task(i);
+    if (is_communication(task.kind) || task.kind == TaskKind::fixed || task.flops <= 0) continue;
+    const auto w = static_cast<std::size_t>(task.worker);
+    if (w >= host_of_worker.size()) continue;
+    const double peak = platform.hosts[static_cast<std::size_t>(host_of_worker[w])].peak_flops(task.dtype);
+    if (peak > 0) peak_seconds += task.flops / peak;
+  }
+  if (r.iteration_time_s > 0 && active > 0)
+    r.hfu =
+        peak_seconds / static_cast<double>(r.iterations) / (r.iteration_time_s * static_cast<double>(active));
+}
+
+// Neither utilisation can exceed 1 (tolerance: rounding of the replay's clock). The hardware
+// one is the cost model's invariant (no task runs above peak, a worker's compute stream runs
+// one task at a time): above 1 is strata's bug. MFU above 1 with a sane HFU means the Plan
+// declares more model FLOPs than its tasks execute: a hand-written Plan's error, one line.
+void check_utilization(const Report& r, const Plan& plan) {
+  constexpr double kTolerance = 1e-9;
+  STRATA_ASSERT(r.hfu <= 1 + kTolerance,
+                "hardware FLOP utilisation " + fmt("%.4g", r.hfu) + " above 1: a task ran faster than peak");
+  if (r.mfu <= 1 + kTolerance) return;
+  throw InputError(input_error_message(
+      "plan", "info/model_flops_per_iteration",
+      fmt("%.6g FLOP per iteration", plan.info.model_flops_per_iteration) +
+          " is more than its compute tasks can execute in the simulated iteration (MFU would be " +
+          fmt("%.1f %%", 100 * r.mfu) + "): give the model FLOPs its tasks execute, without recomputation"));
 }
 
 }  // namespace
@@ -199,6 +235,8 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     r.tokens_per_s = r.samples_per_s * static_cast<double>(plan.info.tokens_per_sample);
     if (peak_flops > 0) r.mfu = plan.info.model_flops_per_iteration / (r.iteration_time_s * peak_flops);
   }
+  set_hardware_flops_utilization(r, plan, platform, facts.host_of_worker, active);
+  check_utilization(r, plan);
   return r;
 }
 
@@ -229,6 +267,7 @@ nlohmann::json report_to_json(const Report& r) {
   j["gpu_memory_bytes"] = r.gpu_memory_bytes;
   j["fits"] = r.fits;
   j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
   j["tokens_per_s"] = r.tokens_per_s;
   j["samples_per_s"] = r.samples_per_s;
   j["energy_j"] = r.energy_j;
@@ -276,6 +315,7 @@ Report report_from_json(const nlohmann::json& j) {
   r.gpu_memory_bytes = j.value("gpu_memory_bytes", 0.0);
   r.fits = j.value("fits", true);
   r.mfu = j.value("mfu", 0.0);
+  r.hfu = j.value("hfu", 0.0);
   r.tokens_per_s = j.value("tokens_per_s", 0.0);
   r.samples_per_s = j.value("samples_per_s", 0.0);
   r.energy_j = j.value("energy_j", 0.0);
@@ -316,7 +356,8 @@ std::string format_report(const Report& r) {
        "\n";
   s += "throughput          " + fmt("%.1f tokens/s", r.tokens_per_s) + ", " +
        fmt("%.2f samples/s", r.samples_per_s) + "\n";
-  s += "MFU                 " + fmt("%.1f %%", 100 * r.mfu) + "\n";
+  s += "MFU                 " + fmt("%.1f %%", 100 * r.mfu) + " (model FLOPs), hardware FLOP utilisation " +
+       fmt("%.1f %%", 100 * r.hfu) + " (every FLOP executed, recomputation included)\n";
   s += "energy              " + format_si(r.energy_j, "J") + " per iteration, cost " +
        fmt("%.3g USD", r.cost_usd) + " per iteration\n";
   return s;

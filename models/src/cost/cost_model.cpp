@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "strata/models/cost/gpu_kernels.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -123,6 +124,21 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
     for (const auto& [key, value] : *table)
       STRATA_ASSERT(valid_efficiency(value), "efficiency of " + key + " outside (0, 1]");
   for (const auto& [key, value] : c.overhead_s) STRATA_ASSERT(value >= 0, "negative overhead for " + key);
+  // A measured calibration (not the built-in defaults) that names a kind prices that kind on
+  // every host, GPU hosts included (precedence: docs/cost-model.md). load_calibration starts
+  // from the defaults, so an entry equal to the built-in one is no measurement.
+  if (c.source != "defaults") {
+    const Calibration builtin = Calibration::defaults();
+    for (const auto& [table, base] : {std::pair{&c.flops_efficiency, &builtin.flops_efficiency},
+                                      std::pair{&c.mem_efficiency, &builtin.mem_efficiency},
+                                      std::pair{&c.overhead_s, &builtin.overhead_s}})
+      for (const auto& [key, value] : *table) {
+        const auto same = base->find(key);
+        if (same != base->end() && same->second == value) continue;
+        if (const auto kind = parse_task_kind(key.substr(0, key.find('/'))))
+          measured_kind_[static_cast<std::size_t>(*kind)] = true;
+      }
+  }
   for (int k = 0; k < kTaskKindCount; ++k)
     for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64})
       for (std::size_t cls = 0; cls < kClasses; ++cls) {
@@ -172,7 +188,9 @@ double CostModel::overhead(TaskKind kind, DType dtype, double work) const {
 }
 
 // A host without a memory bandwidth (mem_bw = 0: a plain SimGrid host) has no memory roof:
-// its tasks are timed on FLOPs alone, as SimGrid itself would time them.
+// its tasks are timed on FLOPs alone, as SimGrid itself would time them. A GPU host (a GPU
+// type) has its tasks priced as kernels (gpu_kernels.hpp) unless a measured calibration names
+// the task's kind.
 double CostModel::compute_time(const Task& task, const HostSpec& host) const {
   STRATA_ASSERT(!is_communication(task.kind), "compute_time of a communication task " + task.id);
   if (task.kind == TaskKind::fixed) {
@@ -192,6 +210,8 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
       mem_eff = it->second.mem_efficiency;
       overhead = it->second.overhead;
     }
+  if (host.gpu != GpuType::none && !measured_kind_[static_cast<std::size_t>(task.kind)])
+    return gpu_task_time(task, host, mem_eff, flops_eff);
   double compute = 0;
   if (task.flops > 0) {
     const double peak = host.peak_flops(task.dtype);

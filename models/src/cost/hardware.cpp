@@ -178,6 +178,16 @@ void read_wattage(const PropertyReader& reader, HostSpec& spec) {
 
 }  // namespace
 
+// Thresholds between the datasheet figures (A100: 312 TFLOP/s bf16, 40 or 80 GB; H100: 989 SXM,
+// 756 PCIe, 80 GB), so a rounded or unit-converted property still lands on its part.
+GpuType infer_gpu_type(double flops_bf16, double gpu_memory) {
+  constexpr double kHopperBf16 = 600e12;  // FLOP/s, between A100's 312 and H100 PCIe's 756
+  constexpr double kSmallA100 = 48e9;     // B, between 40 GiB (42.9e9) and 80 GB
+  if (flops_bf16 >= kHopperBf16) return GpuType::h100_sxm;
+  if (gpu_memory > 0 && gpu_memory <= kSmallA100) return GpuType::a100_40gb;
+  return GpuType::a100_80gb;
+}
+
 // Defaults: flops_fp32 is SimGrid's `speed` when absent. A host with no flops_* property at all
 // is a plain SimGrid host with one rate for everything, so every dtype gets `speed`. A host
 // that names some flops_* leaves the others at 0, and peak_flops() applies its fallbacks
@@ -204,6 +214,8 @@ HostSpec host_spec_from_properties(const std::string& host,
   spec.pcie_bw = reader.read("pcie_bw", Quantity::bandwidth).value_or(0);
   spec.price_per_hour = reader.read("price_per_hour", Quantity::plain).value_or(0);
   read_wattage(reader, spec);
+  if (reader.properties().contains("gpus"))
+    spec.gpu = infer_gpu_type(spec.peak_flops(DType::bf16), spec.gpu_memory);
   return spec;
 }
 

@@ -126,11 +126,19 @@ struct Footprint {
 // sum; a vocab-parallel embedding gathers from its slice of the table into a full-size partial
 // sum. Every other split op (attention by heads, GELU and the loss on a column shard) works on
 // a shard of everything.
-Footprint footprint(const Layer& layer, double microbatch, int tp) {
+//
+// With sequence parallelism a replicated layer (norms, dropout + residual adds) works on seq / tp
+// tokens: its input and output are divided, its weights (gamma, beta) are not. FlashAttention's
+// one kernel reads Q, K and V (three tensors of its output's size), not the s x s scores.
+Footprint footprint(const Layer& layer, double microbatch, int tp, const LayerTaskOptions& options = {}) {
   Footprint f{input_elems(layer) * microbatch, layer.out_elems * microbatch, layer.params};
+  if (layer.op == LayerOp::attention && options.flash_attention) f.input = 3 * f.output;
   // An embedding touches the rows it gathers, not its whole table.
   if (layer.op == LayerOp::embedding) f.weights = f.output;
-  if (!is_split(layer)) return f;
+  if (!is_split(layer)) {
+    if (options.sequence_parallel && tp > 1) f.input /= tp, f.output /= tp;
+    return f;
+  }
   const double t = tp;
   const bool matmul = layer.op == LayerOp::linear || layer.op == LayerOp::conv;
   if (layer.op == LayerOp::embedding) {
@@ -149,11 +157,19 @@ Footprint footprint(const Layer& layer, double microbatch, int tp) {
   return f;
 }
 
-double phase_flops(const Layer& layer, Phase phase) {
+// FlashAttention's backward recomputes S = QK^T and P from the saved softmax statistics and runs
+// five s x s x d matmuls (S, dV, dP, dQ, dK) where the forward runs two: 2.5 x the forward
+// FLOPs (Dao et al. 2022, "FlashAttention", section 3.1 and appendix B.2; the FLOP count of
+// FlashAttention-2, Dao 2023, section 4.1, "the backward pass ... 2.5 times" the forward).
+constexpr double kFlashBackwardPerForward = 2.5;
+
+double phase_flops(const Layer& layer, Phase phase, const LayerTaskOptions& options) {
   switch (phase) {
     case Phase::forward:
       return layer.fwd_flops;
     case Phase::backward_data:
+      if (layer.op == LayerOp::attention && options.flash_attention)
+        return kFlashBackwardPerForward * layer.fwd_flops;
       return backward_weight_kind(layer.op) ? layer.bwd_data_flops
                                             : layer.bwd_data_flops + layer.bwd_weight_flops;
     case Phase::backward_weight:
@@ -162,8 +178,10 @@ double phase_flops(const Layer& layer, Phase phase) {
   return 0;
 }
 
-Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp) {
+Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp,
+                      const LayerTaskOptions& options) {
   Attributes attrs = layer.shape;
+  if (layer.op == LayerOp::attention && options.flash_attention) attrs["flash"] = std::int64_t{1};
   const double t = is_split(layer) ? tp : 1;
   switch (layer.op) {
     case LayerOp::linear:
@@ -190,6 +208,34 @@ Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp
       break;
   }
   return attrs;
+}
+
+// The GEMM shapes a GPU's cost model reads (gpu_kernels.hpp), the values task_attrs gives them,
+// built in one pass over the layer's (sorted) shape and appended in key order: the estimate's
+// inner loop calls this for every linear and attention layer of every configuration.
+void set_gemm_attrs(Task& task, const Layer& layer, double microbatch, int tp,
+                    const LayerTaskOptions& options) {
+  if (layer.op != LayerOp::linear && layer.op != LayerOp::attention) return;
+  const double t = is_split(layer) ? tp : 1;
+  const bool attention = layer.op == LayerOp::attention;
+  auto append = [&task](const std::string& key, double value) {
+    task.attrs.emplace_hint(task.attrs.end(), key, std::max<std::int64_t>(1, std::llround(value)));
+  };
+  if (attention) append("batch", microbatch);
+  if (attention && options.flash_attention) append("flash", 1);
+  for (const auto& [key, value] : layer.shape) {
+    const auto* i = std::get_if<std::int64_t>(&value);
+    if (i == nullptr) continue;
+    const auto v = static_cast<double>(*i);
+    if (attention) {
+      if (key == "head_dim" || key == "seq") append(key, v);
+      if (key == "heads") append(key, v / t);
+    } else {
+      if (key == "k") append(key, layer.split == TensorSplit::row ? v / t : v);
+      if (key == "m") append(key, v * microbatch);
+      if (key == "n") append(key, layer.split == TensorSplit::column ? v / t : v);
+    }
+  }
 }
 
 // Â·X on `nodes` rows of `width`: Â's values and int32 column indices, and one row of X gathered
@@ -230,8 +276,6 @@ LayerTaskOptions layer_task_options(const StrategyConfig& config) {
 
 Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
                      const LayerTaskOptions& options) {
-  STRATA_ASSERT(options == LayerTaskOptions{},
-                "sequence parallelism and flash attention are not in layer tasks yet");
   STRATA_ASSERT(microbatch > 0 && tp >= 1, "layer_task: microbatch > 0 and tp >= 1");
   Task task;
   task.stream = Stream::compute;
@@ -250,9 +294,10 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
       break;
     }
   }
-  const double ranks = is_split(layer) ? tp : 1;
-  task.flops = phase_flops(layer, phase) * microbatch / ranks;
-  const Footprint f = footprint(layer, microbatch, tp);
+  const bool sequence_sharded = options.sequence_parallel && !is_split(layer);
+  const double ranks = is_split(layer) || sequence_sharded ? tp : 1;
+  task.flops = phase_flops(layer, phase, options) * microbatch / ranks;
+  const Footprint f = footprint(layer, microbatch, tp, options);
   const double b = bytes_per_element(dtype);
   const bool writes_dw =
       phase == Phase::backward_weight || (phase == Phase::backward_data && !backward_weight_kind(layer.op));
@@ -273,13 +318,14 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
   if (layer.op == LayerOp::aggregate) set_spmm_bytes(task, layer, microbatch, b);
   if (layer.op == LayerOp::fixed)
     task.attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / ranks;
+  set_gemm_attrs(task, layer, microbatch, tp, options);
   return task;
 }
 
 Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
                 const LayerTaskOptions& options) {
   Task task = layer_cost_task(layer, phase, microbatch, tp, dtype, options);
-  task.attrs = task_attrs(layer, phase, microbatch, tp);
+  task.attrs = task_attrs(layer, phase, microbatch, tp, options);
   return task;
 }
 
@@ -288,8 +334,8 @@ SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp,
   STRATA_ASSERT(!backward_weight_kind(layer.op), "layer " + layer.name + " has a backward-weight kind");
   SplitBackward out{layer_task(layer, Phase::backward_data, microbatch, tp, dtype, options), {}};
   out.weight = out.data;
-  const double ranks = is_split(layer) ? tp : 1;
-  const Footprint f = footprint(layer, microbatch, tp);
+  const double ranks = is_split(layer) || (options.sequence_parallel && tp > 1) ? tp : 1;
+  const Footprint f = footprint(layer, microbatch, tp, options);
   const double b = bytes_per_element(dtype);
   out.data.flops = layer.bwd_data_flops * microbatch / ranks;
   out.data.bytes_written = f.input * b;
@@ -298,6 +344,22 @@ SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp,
   out.weight.bytes_written = f.weights * b;
   if (layer.op == LayerOp::fixed) out.weight.attrs["duration_s"] = 0.0;
   return out;
+}
+
+double saved_elems_per_sample(const Layer& layer, int tp, const LayerTaskOptions& options) {
+  STRATA_ASSERT(tp >= 1, "saved_elems_per_sample: tp >= 1");
+  double saved = layer.saved_elems;
+  if (layer.op == LayerOp::attention && options.flash_attention) {
+    const double heads = shape_real(layer.shape, "heads").value_or(0);
+    const double seq = shape_real(layer.shape, "seq").value_or(0);
+    saved = 3 * layer.out_elems + 2 * heads * seq;  // Q, K, V; fp32 logsumexp per row and head
+  }
+  if (tp == 1) return saved;
+  if (options.sequence_parallel) return saved / tp;
+  const bool matmul = layer.op == LayerOp::linear || layer.op == LayerOp::conv;
+  const bool sharded =
+      matmul ? layer.split == TensorSplit::row : is_split(layer) && layer.op != LayerOp::embedding;
+  return sharded ? saved / tp : saved;
 }
 
 Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {

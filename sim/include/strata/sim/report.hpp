@@ -10,7 +10,13 @@
 // - bytes per link class: bytes of flows between slots of one host (intra) and across hosts;
 // - peak memory: persistent buffers plus the largest sum of live allocations (mem_alloc at a
 //   task's start, mem_free at its end) on one worker;
-// - MFU: the Plan's model FLOPs per iteration / (iteration time x workers x dense peak of dtype);
+// - MFU: the Plan's model FLOPs per iteration (no recomputation) / (iteration time x workers x
+//   dense peak of the Plan's dtype);
+// - hardware FLOP utilisation (HFU): every FLOP the compute tasks execute (recomputation
+//   included, `fixed` tasks left out), each task's at the dense peak of its dtype on its host, /
+//   (iteration time x workers with compute tasks). Neither can exceed 1: HFU above 1 is an
+//   internal error (assertion), MFU above 1 means the Plan declares more model FLOPs than its
+//   tasks execute (InputError naming info/model_flops_per_iteration);
 // - energy: per host, idle power over the iteration plus (busy - idle) power times the busy
 //   share of its slots' compute streams; cost: price per host-hour x hosts used x time.
 #pragma once
@@ -60,7 +66,8 @@ struct Report {
   double peak_memory_bytes = 0;  // max over workers
   double gpu_memory_bytes = 0;   // capacity of the smallest host used (0 = unknown)
   bool fits = true;
-  double mfu = 0;
+  double mfu = 0;  // model FLOP utilisation, in [0, 1]
+  double hfu = 0;  // hardware FLOP utilisation, in [0, 1]
   double tokens_per_s = 0;
   double samples_per_s = 0;
   double energy_j = 0;  // per iteration

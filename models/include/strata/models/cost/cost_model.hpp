@@ -1,5 +1,14 @@
 // CostModel: the predicted duration of a compute task on a host.
 //
+// On a GPU host (HostSpec::gpu set, inferred from the platform's host properties) a task is
+// priced as the kernels it runs: shape-dependent GEMM efficiency, memory-bound kernels at an
+// achieved fraction of HBM bandwidth, a launch overhead per kernel (gpu_kernels.hpp,
+// docs/cost-model.md). Precedence there: a calibration read from a file (`source` other than
+// "defaults") that names the task's kind in any of its tables prices that kind by the roofline
+// below; the calibration's memory efficiency (default 0.8) applies to the kernels' bytes. On
+// every other host (CPU hosts, a HostSpec without a GPU type) the roofline below prices every
+// task, as it always has:
+//
 // time = overhead(kind) + max(flops / (peak(dtype) * eff_flops(kind, dtype, class)),
 //                             (bytes_read + bytes_written) / (mem_bw * eff_mem(kind, dtype, class)))
 // a roofline on the host's dense peak for the task's dtype and its memory bandwidth.
@@ -111,6 +120,9 @@ class CostModel {
   std::map<ShapeKey, ShapeEntry> shapes_;
 
   Calibration calibration_;
+  // Kinds a measured calibration (source other than "defaults") names: the roofline prices them
+  // on GPU hosts too.
+  std::array<bool, kTaskKindCount> measured_kind_{};
   // The calibration resolved per (kind, dtype, class) once: a replay asks for every task.
   std::vector<double> flops_efficiency_ = std::vector<double>(kSlots);
   std::vector<double> mem_efficiency_ = std::vector<double>(kSlots);

@@ -6,27 +6,39 @@
 // (one GPU, or one core when the host has no `gpus` property).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "strata/traces/task.hpp"
 
 namespace strata {
 inline namespace models {
 
+// The GPU a host's slots are, as the cost model prices kernels (gpu_kernels.hpp). Inferred from a
+// host's properties when it has `gpus`: flops_bf16 of 600 TFLOP/s or more is an H100 (989 SXM,
+// 756 PCIe; A100 is 312), otherwise an A100, the 40 GB one when gpu_memory is at most 48 GB,
+// else (80 GB, or no gpu_memory) the 80 GB one: a GPU host of unknown type gets the shipped
+// A100 figures. A host without `gpus` (a CPU host) has none.
+enum class GpuType : std::uint8_t { none, a100_40gb, a100_80gb, h100_sxm };
+std::string_view to_string(GpuType type);  // none | a100-40gb | a100-80gb | h100-sxm
+GpuType infer_gpu_type(double flops_bf16, double gpu_memory);
+
 struct HostSpec {
   std::string name;
-  int slots = 1;              // workers the host holds: `gpus`, else its core count
-  double flops_fp32 = 0;      // FLOP/s peak per slot
-  double flops_bf16 = 0;      // FLOP/s (dense tensor-core peak)
-  double flops_fp16 = 0;      // FLOP/s
-  double flops_fp64 = 0;      // FLOP/s
-  double mem_bw = 0;          // B/s per slot
-  double gpu_memory = 0;      // B per slot (0 = unknown: fits is not judged)
-  double pcie_bw = 0;         // B/s per slot between GPU and host memory (0 = unknown)
-  double price_per_hour = 0;  // currency units per host-hour
-  double watts_idle = 0;      // W per host
-  double watts_busy = 0;      // W per host, all slots busy
+  int slots = 1;                // workers the host holds: `gpus`, else its core count
+  double flops_fp32 = 0;        // FLOP/s peak per slot
+  double flops_bf16 = 0;        // FLOP/s (dense tensor-core peak)
+  double flops_fp16 = 0;        // FLOP/s
+  double flops_fp64 = 0;        // FLOP/s
+  double mem_bw = 0;            // B/s per slot
+  double gpu_memory = 0;        // B per slot (0 = unknown: fits is not judged)
+  double pcie_bw = 0;           // B/s per slot between GPU and host memory (0 = unknown)
+  double price_per_hour = 0;    // currency units per host-hour
+  double watts_idle = 0;        // W per host
+  double watts_busy = 0;        // W per host, all slots busy
+  GpuType gpu = GpuType::none;  // none: CPU host, priced by the roofline alone
 
   double peak_flops(DType dtype) const;
 };

@@ -48,9 +48,15 @@ bool is_split(const Layer& layer);
 bool has_backward_weight(const Layer& layer);
 
 // Options that change what a layer's task computes and keeps (strategy.hpp's StrategyConfig):
-// with sequence parallelism the replicated layers of a transformer block (norms, dropouts,
-// residual adds) work on seq / tp tokens of each rank; FlashAttention fuses the attention core
-// and keeps O(s) instead of O(s^2) activations. Both default off, today's tasks.
+// - sequence_parallel (Korthikanti et al. 2023, section 4.2.2): the replicated layers of a
+//   transformer block (TensorSplit::replicated: norms, dropout + residual adds) work on seq / tp
+//   tokens of each rank: their FLOPs and activation bytes are divided by tp (not their gamma and
+//   beta). The embedding's dropout is part of the embedding task and is not divided.
+// - flash_attention (Dao et al. 2022; FlashAttention-2, Dao 2023): the attention core is one
+//   fused kernel (attribute flash = 1 on its tasks): forward FLOPs as the unfused core, backward
+//   2.5 x forward (it recomputes QK^T), reading Q, K, V instead of the s x s scores, and keeping
+//   no s x s activation (saved_elems_per_sample).
+// Both default off, today's tasks.
 struct LayerTaskOptions {
   bool sequence_parallel = false;
   bool flash_attention = false;
@@ -92,8 +98,9 @@ struct SplitBackward {
 SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype,
                                   const LayerTaskOptions& options = {});
 
-// layer_task without the shape attributes (fixed layers still get duration_s): all a CostModel
-// reads, without copying attribute maps, for the analytical estimate's inner loop.
+// layer_task with only the attributes a CostModel reads (fixed layers: duration_s; linear and
+// attention: their shape attributes, for the GEMM shapes on GPU hosts), for the analytical
+// estimate's inner loop.
 Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
                      const LayerTaskOptions& options = {});
 
@@ -102,6 +109,21 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
 // operands of the output's size; otherwise saved_elems (what a layer keeps for backward is its
 // input), or out_elems when it saves nothing.
 double input_elems(const Layer& layer);
+
+// Activation elements a layer keeps for its backward per sample on one of `tp` tensor ranks,
+// for the memory model (16-bit elements: a 1-byte dropout mask counts 0.5). Korthikanti et al.
+// 2023 (arXiv:2205.05198), section 4 and eq. 1-2: without tensor parallelism a GPT block keeps
+// s·h·(34 + 5·a·s/h) bytes per sample; with tensor parallelism the inputs of the column-parallel
+// linears (QKV, fc1), the norms' inputs and the dropout masks of the residual adds stay whole on
+// every rank, s·h·(10 + 24/t + 5·a·s/(h·t)); with sequence parallelism too every tensor is
+// divided, s·h/t·(34 + 5·a·s/h). Here: a row-split matmul's input, a split non-matmul layer's
+// (attention by heads, GELU, vocab-parallel loss) are divided by tp; a column-split matmul's
+// input, an embedding's (token ids, dropout mask) and a replicated layer's are not, unless
+// options.sequence_parallel divides them all. With options.flash_attention the attention core
+// keeps Q, K and V (3·s·h) and the softmax logsumexp, one fp32 value per row and head (a·s fp32
+// = 2·a·s 16-bit elements), instead of 3·s·h + 2.5·a·s² (its output O is the projection's saved
+// input; the dropout mask is regenerated from the RNG state). REQUIRES: tp >= 1.
+double saved_elems_per_sample(const Layer& layer, int tp, const LayerTaskOptions& options = {});
 
 // The optimizer step of a worker holding `params` parameters, as the lowering emits it and the
 // analytical model times it: it reads the gradient and the optimizer state and writes the weights
