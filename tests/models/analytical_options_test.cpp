@@ -262,14 +262,49 @@ TEST(AnalyticalOptions, AllreduceAfterTheFlushOverlapsNothing) {
   EXPECT_DOUBLE_EQ(e.iteration_s, 9e-3);
 }
 
-TEST(AnalyticalOptions, OptionsTheLayerTasksDoNotModelAreRefused) {
-  const Model model = fixed_model(2, 1e-3, 1e-3);
-  StrategyConfig config = config_with(1, 1, 1, 1, 1);
+TEST(AnalyticalOptions, SequenceParallelismTurnsEachAllreduceIntoReduceScatterAndAllGather) {
+  // The two linears of RecomputationRepeatsTheForwardTensorParallelAllreduces, tp = 2, without
+  // recomputation: per microbatch one collective in forward, one in backward. Each allreduce is
+  // 6 µs; with sequence parallelism each becomes a ring reduce-scatter (1 µs + 0.5 x 4000 B / 1
+  // GB/s = 3 µs) and a ring all-gather (3 µs): the same 6 µs, 24 µs for 2 microbatches.
+  Layer column;
+  column.name = "fc1";
+  column.op = LayerOp::linear;
+  column.split = TensorSplit::column;
+  column.out_elems = 4000;
+  column.shape = {{"m", std::int64_t{1}}, {"k", std::int64_t{1000}}, {"n", std::int64_t{4000}}};
+  Layer row = column;
+  row.name = "fc2";
+  row.split = TensorSplit::row;
+  row.out_elems = 1000;
+  row.shape = {{"m", std::int64_t{1}}, {"k", std::int64_t{4000}}, {"n", std::int64_t{1000}}};
+  Model model;
+  model.name = "tp";
+  model.layers = {column, row};
+  ClusterSpec cluster = free_cluster();
+  cluster.intra_bw = 1e9;
+  cluster.intra_latency = 1e-6;
+  StrategyConfig config = config_with(1, 2, 1, 2, 2);
+  const Estimate plain = estimate(model, config, cluster, CostModel());
   config.sequence_parallel = true;
-  EXPECT_THROW(estimate(model, config, free_cluster(), CostModel()), InputError);
-  config.sequence_parallel = false;
+  const Estimate sp = estimate(model, config, cluster, CostModel());
+  EXPECT_DOUBLE_EQ(plain.tp_comm_s, 24e-6);
+  EXPECT_DOUBLE_EQ(sp.tp_comm_s, 24e-6);
+}
+
+TEST(AnalyticalOptions, FlashAttentionKeepsNoScoresAndRecomputesThemInBackward) {
+  // A small GPT on one CPU-like host (roofline): FlashAttention's backward re-runs QK^T (2.5 x
+  // the forward instead of 2 x, layer_tasks.hpp), so compute grows; no s x s scores are kept, so
+  // the peak memory falls.
+  const Model model = make_gpt("g", GptConfig{2, 64, 4, 128, 100});
+  ClusterSpec cluster = free_cluster();
+  cluster.host.flops_fp32 = 1e12;
+  StrategyConfig config = config_with(1, 1, 1, 1, 4);
+  const Estimate plain = estimate(model, config, cluster, CostModel());
   config.flash_attention = true;
-  EXPECT_THROW(estimate(model, config, free_cluster(), CostModel()), InputError);
+  const Estimate flash = estimate(model, config, cluster, CostModel());
+  EXPECT_GT(flash.compute_s, plain.compute_s);
+  EXPECT_LT(flash.peak_memory_bytes, plain.peak_memory_bytes);
 }
 
 TEST(AnalyticalOptions, EstimatorGivesWhatEstimateGives) {

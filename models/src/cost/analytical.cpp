@@ -230,13 +230,6 @@ void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
     throw InputError("--set offload=1: host " + cluster.host.name +
                      " has no pcie_bw (the platform host property giving each GPU's link to host "
                      "memory, B/s), which offloaded optimizer states cross");
-  // The cost model's layer tasks do not model these two yet (layer_tasks.hpp).
-  if (config.sequence_parallel)
-    throw InputError(
-        "--set sequence_parallel=1: not modelled by the closed-form estimate of this version of strata");
-  if (config.flash_attention)
-    throw InputError(
-        "--set flash_attention=1: not modelled by the closed-form estimate of this version of strata");
 }
 
 // How many stages' DP reductions overlap in time on one host. Stage s's last backward ends
