@@ -94,11 +94,10 @@ TEST(AnalyticalOptions, FullRecomputationAddsTheForwardToEachBackward) {
   EXPECT_DOUBLE_EQ(estimate(model, config, free_cluster(), CostModel()).iteration_s, 5 * 6e-3);
 }
 
-TEST(AnalyticalOptions, RecomputationRepeatsTheForwardTensorParallelAllreduces) {
-  // A column linear (input 1000) then a row linear (output 1000), tp = 2, fp32, microbatch 1:
-  // each allreduce 2·1·1 µs + 4000 B / 1 GB/s = 6 µs; per microbatch one in forward (row), one
-  // in backward (column) and, with full recomputation, the row's forward one again: 18 µs,
-  // 36 µs for 2 microbatches.
+// A column linear (input 1000, output 4000) then a row linear (output 1000): one TP allreduce of
+// 1000 elements per microbatch in forward (after the row linear), one in backward (the column
+// linear's input gradient).
+Model tp_linears() {
   Layer column;
   column.name = "fc1";
   column.op = LayerOp::linear;
@@ -113,6 +112,15 @@ TEST(AnalyticalOptions, RecomputationRepeatsTheForwardTensorParallelAllreduces) 
   Model model;
   model.name = "tp";
   model.layers = {column, row};
+  return model;
+}
+
+TEST(AnalyticalOptions, RecomputationRepeatsTheForwardTensorParallelAllreduces) {
+  // A column linear (input 1000) then a row linear (output 1000), tp = 2, fp32, microbatch 1:
+  // each allreduce 2·1·1 µs + 4000 B / 1 GB/s = 6 µs; per microbatch one in forward (row), one
+  // in backward (column) and, with full recomputation, the row's forward one again: 18 µs,
+  // 36 µs for 2 microbatches.
+  const Model model = tp_linears();
   ClusterSpec cluster = free_cluster();
   cluster.intra_bw = 1e9;
   cluster.intra_latency = 1e-6;
@@ -267,20 +275,7 @@ TEST(AnalyticalOptions, SequenceParallelismTurnsEachAllreduceIntoReduceScatterAn
   // recomputation: per microbatch one collective in forward, one in backward. Each allreduce is
   // 6 µs; with sequence parallelism each becomes a ring reduce-scatter (1 µs + 0.5 x 4000 B / 1
   // GB/s = 3 µs) and a ring all-gather (3 µs): the same 6 µs, 24 µs for 2 microbatches.
-  Layer column;
-  column.name = "fc1";
-  column.op = LayerOp::linear;
-  column.split = TensorSplit::column;
-  column.out_elems = 4000;
-  column.shape = {{"m", std::int64_t{1}}, {"k", std::int64_t{1000}}, {"n", std::int64_t{4000}}};
-  Layer row = column;
-  row.name = "fc2";
-  row.split = TensorSplit::row;
-  row.out_elems = 1000;
-  row.shape = {{"m", std::int64_t{1}}, {"k", std::int64_t{4000}}, {"n", std::int64_t{1000}}};
-  Model model;
-  model.name = "tp";
-  model.layers = {column, row};
+  const Model model = tp_linears();
   ClusterSpec cluster = free_cluster();
   cluster.intra_bw = 1e9;
   cluster.intra_latency = 1e-6;
