@@ -67,8 +67,8 @@ struct ExploreOptions {
   // A top-K row whose (reduced) Plan would still have more tasks is not replayed: its row says
   // so. A replay holds about 2 kB per task (tests/cli/big_plan_under_limit.sh replays 10^6 tasks
   // under 2 GB of address space), so 2 million tasks is about 4 GB per replay process, two at a
-  // time; gpt3-175b's one-sequence microbatches on 1,024 GPUs (2.8 million tasks in one replica)
-  // were killed for memory on a 23 GB machine.
+  // time; gpt3-175b's one-sequence microbatches on 1,024 GPUs (27.6 million tasks in one replica
+  // by estimated_tasks) were killed for memory on a 23 GB machine.
   std::size_t max_replay_tasks = 2000000;
 };
 
