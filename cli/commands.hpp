@@ -17,6 +17,7 @@ void add_plan_command(CLI::App& app, Action& action);
 void add_simulate_command(CLI::App& app, Action& action);
 void add_trace_export_command(CLI::App& app, Action& action);
 void add_explore_command(CLI::App& app, Action& action);
+void add_validate_published_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);

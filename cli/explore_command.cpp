@@ -7,6 +7,7 @@
 #include "flags.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata::cli {
 
@@ -21,6 +22,8 @@ void add_explore_command(CLI::App& app, Action& action) {
     std::string trace;
     std::string perfetto;
     std::string svg;
+    std::string csv;
+    std::string json;
     ReplayFlags replay;
     std::size_t rows = 20;
   };
@@ -34,6 +37,9 @@ void add_explore_command(CLI::App& app, Action& action) {
   add_output_option(*cmd, "--perfetto", o->perfetto,
                     "write the best configuration's Chrome trace (default: none)");
   add_output_option(*cmd, "--svg", o->svg, "write the best configuration's SVG timeline (default: none)");
+  add_output_option(*cmd, "--csv", o->csv, "write the table's rows as CSV (default: none)");
+  add_output_option(*cmd, "--json", o->json,
+                    "write the table's rows and the best line as JSON (default: none)");
   add_replay_flags(*cmd, o->replay);
   cmd->add_option("--rows", o->rows, "rows of the table to print")->transform(whole_number(0));
   cmd->callback([&action, o] {
@@ -67,17 +73,25 @@ void add_explore_command(CLI::App& app, Action& action) {
           result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
           result.replay_wall_s);
       std::cout << format_explore_table(result, o->rows);
+      if (!o->csv.empty()) write_file_atomically(o->csv, explore_csv(result, o->rows));
+      if (!o->json.empty()) write_file_atomically(o->json, explore_json(result, o->rows));
       if (result.rows.empty()) {
         std::printf("no valid configuration\n");
         return 1;
       }
-      if (result.rows.front().simulated) {
-        std::string files;
-        for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
-          if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
-        std::printf("best: %s%s%s\n", result.rows.front().config.to_string().c_str(),
-                    files.empty() ? "" : " -> ", files.c_str());
-      }
+      std::string files;
+      for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
+        if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+      const ExploreRow* best = best_row(result);
+      const bool written = best != nullptr && best->simulated.has_value();
+      std::printf("%s%s%s\n", best_line(result).c_str(), written && !files.empty() ? " -> " : "",
+                  written ? files.c_str() : "");
+      if (!written && !files.empty())
+        std::fprintf(stderr, "explore: %s not written: %s\n", files.c_str(),
+                     best == nullptr ? "no configuration fits"
+                     : best->not_replayed.empty()
+                         ? "the best configuration was not replayed (--top 0)"
+                         : ("the best configuration was not replayed: " + best->not_replayed).c_str());
       return 0;
     };
   });

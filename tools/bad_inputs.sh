@@ -192,5 +192,11 @@ bad "unknown model" plan --model nosuch -o x.json
 LIMIT='ulimit -v 1000000' bad "a Plan too large for the address space" \
   plan --model mlp --strategy dp=2 --iterations 300000 -o x.json
 
+# ---- validate-published ---------------------------------------------------------------------------
+bad "published runs file missing" validate-published --data nofile.json
+bad "published runs file that is a Plan" validate-published --data p.json
+bad "negative --max-error" validate-published --max-error -1
+bad "validate-published output's folder missing" validate-published --csv nodir/v.csv
+
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

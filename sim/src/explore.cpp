@@ -27,7 +27,8 @@ nlohmann::json summary_to_json(const PlatformSummary& p) {
   nlohmann::json hosts = nlohmann::json::array();
   for (const HostSpec& h : p.hosts)
     hosts.push_back({h.name, h.slots, h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64, h.mem_bw,
-                     h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy, static_cast<int>(h.gpu)});
+                     h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy, static_cast<int>(h.gpu),
+                     h.pcie_bw});
   const NetworkSummary& n = p.network;
   return {{"path", p.path},
           {"hosts", hosts},
@@ -51,6 +52,7 @@ PlatformSummary summary_from_json(const nlohmann::json& j) {
     s.watts_idle = h[9].get<double>();
     s.watts_busy = h[10].get<double>();
     s.gpu = static_cast<GpuType>(h[11].get<int>());  // the estimate prices GPU hosts as the replay does
+    s.pcie_bw = h[12].get<double>();
     p.hosts.push_back(s);
   }
   const auto& n = j["network"];
@@ -77,11 +79,18 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Replays one configuration in this (child) process and returns its report as JSON.
+// Replays one configuration in this (child) process and returns its report as JSON, or
+// {"not_replayed": <the lowering's one-line refusal>} for an option lower() does not build yet.
 std::string replay_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
   ReplayOptions replay_options = options.replay;
   replay_options.keep_trace = false;
-  return report_to_json(replay(lower(model, config), options.platform, replay_options).report).dump();
+  Plan plan;
+  try {
+    plan = lower(model, config);
+  } catch (const InputError& e) {
+    return nlohmann::json{{"not_replayed", e.what()}}.dump();
+  }
+  return report_to_json(replay(plan, options.platform, replay_options).report).dump();
 }
 
 // The contents of the files the best configuration's replay gives, framed as "<bytes>\n<content>"
@@ -163,20 +172,114 @@ ClusterSpec cluster_spec(const PlatformSummary& platform) {
   return c;
 }
 
+namespace {
+
+// How a --set value of a searched option goes into a configuration, and where a value other than
+// the dimension's first means something (the others would only repeat a configuration).
+struct SearchOption {
+  const char* key;
+  void (*set)(StrategyConfig&, const std::string&);
+  bool (*meaningful)(const StrategyConfig&, const PlatformSummary&);
+};
+
+int option_int(const std::string& key, const std::string& value) {
+  std::size_t used = 0;
+  const int v = std::stoi(value, &used);
+  STRATA_ASSERT(used == value.size(), "explore: search space value " + key + "=" + value);
+  return v;
+}
+
+// One line per searchable option, in the order they are expanded (zero before offload: offload's
+// condition reads the stage).
+const std::vector<SearchOption>& search_options() {
+  static const std::vector<SearchOption> options = {
+      {"recompute",
+       [](StrategyConfig& c, const std::string& v) {
+         const auto r = parse_recompute(v);
+         STRATA_ASSERT(r.has_value(), "explore: search space value recompute=" + v);
+         c.recompute = *r;
+       },
+       [](const StrategyConfig&, const PlatformSummary&) { return true; }},
+      {"sequence_parallel",
+       [](StrategyConfig& c, const std::string& v) { c.sequence_parallel = option_int("sp", v) != 0; },
+       [](const StrategyConfig& c, const PlatformSummary&) { return c.tp > 1; }},
+      {"zero", [](StrategyConfig& c, const std::string& v) { c.zero = option_int("zero", v); },
+       [](const StrategyConfig& c, const PlatformSummary&) { return c.dp > 1; }},
+      {"offload", [](StrategyConfig& c, const std::string& v) { c.offload = option_int("offload", v) != 0; },
+       [](const StrategyConfig& c, const PlatformSummary& p) {
+         return c.zero >= 1 && p.hosts.front().pcie_bw > 0;
+       }},
+      {"interleave",
+       [](StrategyConfig& c, const std::string& v) { c.interleave = option_int("interleave", v); },
+       [](const StrategyConfig& c, const PlatformSummary&) {
+         return c.pp > 1 && c.schedule == PipelineSchedule::one_f_one_b;
+       }},
+  };
+  return options;
+}
+
+const SearchOption& search_option(const std::string& key) {
+  for (const SearchOption& o : search_options())
+    if (key == o.key) return o;
+  throw InputError("explore: '" + key +
+                   "' is not a searchable option (searchable: recompute, sequence_parallel, "
+                   "zero, offload, interleave)");
+}
+
+// Appends every valid configuration of `c` over the dimensions from `d` on.
+void expand_options(const std::vector<SearchDimension>& space, std::size_t d, const StrategyConfig& c,
+                    const Model& model, const PlatformSummary& platform, std::vector<StrategyConfig>& out) {
+  if (d == space.size()) {
+    try {
+      check_strategy(model, c);
+    } catch (const InputError&) {
+      return;
+    }
+    out.push_back(c);
+    return;
+  }
+  const SearchOption& option = search_option(space[d].key);
+  for (std::size_t i = 0; i < space[d].values.size(); ++i) {
+    StrategyConfig next = c;
+    if (i > 0 && !option.meaningful(next, platform)) break;
+    option.set(next, space[d].values[i]);
+    expand_options(space, d + 1, next, model, platform, out);
+  }
+}
+
+std::int64_t explored_global_batch(const Model& model, const ExploreOptions& options) {
+  if (options.base.global_batch != 0) return options.base.global_batch;
+  // One global batch for every configuration, so that iteration times compare: the default is
+  // the one of the fully data-parallel configuration (e.g. 8 sequences per GPU for GPT).
+  StrategyConfig all_dp = options.base;
+  all_dp.dp = options.workers;
+  all_dp.tp = all_dp.pp = 1;
+  all_dp.microbatches = 0;
+  return default_global_batch(model, all_dp);
+}
+
+}  // namespace
+
+// The values estimate() models today (analytical.cpp refuses every other one in one line):
+// widen a list as the estimate learns a value.
+std::vector<SearchDimension> estimated_search_space() {
+  return {
+      {"recompute", {"none"}}, {"sequence_parallel", {"0"}}, {"zero", {"0"}},
+      {"offload", {"0"}},      {"interleave", {"1"}},
+  };
+}
+
+std::vector<std::string> searchable_keys() {
+  std::vector<std::string> keys;
+  for (const SearchOption& o : search_options()) keys.emplace_back(o.key);
+  return keys;
+}
+
 std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreOptions& options,
                                               const PlatformSummary& platform) {
   std::vector<StrategyConfig> out;
   const int slots_per_host = platform.hosts.front().slots;
-  // One global batch for every configuration, so that iteration times compare: the default is
-  // the one of the fully data-parallel configuration (e.g. 8 sequences per GPU for GPT).
-  std::int64_t global_batch = options.base.global_batch;
-  if (global_batch == 0) {
-    StrategyConfig all_dp = options.base;
-    all_dp.dp = options.workers;
-    all_dp.tp = all_dp.pp = 1;
-    all_dp.microbatches = 0;
-    global_batch = default_global_batch(model, all_dp);
-  }
+  const std::int64_t global_batch = explored_global_batch(model, options);
   for (int tp : divisors(options.workers)) {
     if (tp > 1 && model.heads == 0) continue;
     if (model.heads > 0 && model.heads % tp != 0) continue;
@@ -184,26 +287,23 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
     for (int pp : divisors(options.workers / tp)) {
       if (pp > model.num_blocks_or_layers()) continue;
       const int dp = options.workers / (tp * pp);
+      if (global_batch % dp != 0) continue;
+      const std::int64_t per_replica = global_batch / dp;
       StrategyConfig c = options.base;
       c.dp = dp;
       c.tp = tp;
       c.pp = pp;
       c.global_batch = global_batch;
-      if (c.global_batch % dp != 0) continue;
-      const std::int64_t per_replica = c.global_batch / dp;
-      for (int mult : {1, 2, 4, 8}) {
-        c.microbatches = static_cast<std::int64_t>(pp) * mult;
-        if (per_replica % c.microbatches != 0) continue;
+      // Every microbatch size down to one sample; fewer than pp microbatches only lengthen the
+      // bubble at the same activation memory (1F1B and GPipe alike hold the whole replica batch).
+      for (std::int64_t m = pp; m <= per_replica; ++m) {
+        if (per_replica % m != 0) continue;
+        c.microbatches = m;
         std::vector<PipelineSchedule> schedules = {PipelineSchedule::one_f_one_b};
         if (pp > 1) schedules.push_back(PipelineSchedule::gpipe);
         for (PipelineSchedule s : schedules) {
           c.schedule = s;
-          try {
-            check_strategy(model, c);
-          } catch (const InputError&) {
-            continue;
-          }
-          out.push_back(c);
+          expand_options(options.space, 0, c, model, platform, out);
         }
       }
     }
@@ -219,12 +319,88 @@ Experiment experiment_for(Experiment base, const StrategyConfig& config) {
   base.microbatches = config.microbatches;
   base.global_batch = config.global_batch;
   base.replicas = config.lowered_replicas;
+  base.recompute = config.recompute;
+  base.recompute_method = config.recompute_method;
+  base.recompute_blocks = config.recompute_blocks;
+  base.sequence_parallel = config.sequence_parallel;
+  base.zero = config.zero;
+  base.offload = config.offload;
+  base.interleave = config.interleave;
+  base.ddp = config.ddp;
+  base.flash_attention = config.flash_attention;
   return base;
 }
+
+bool ExploreRow::fits() const { return simulated ? simulated->fits : estimate.fits; }
+double ExploreRow::peak_memory() const {
+  return simulated ? simulated->peak_memory_bytes : estimate.peak_memory_bytes;
+}
+double ExploreRow::iteration_s() const {
+  return simulated ? simulated->iteration_time_s : estimate.iteration_s;
+}
+
+const ExploreRow* best_row(const ExploreResult& result) {
+  if (result.rows.empty() || !result.rows.front().fits()) return nullptr;
+  return &result.rows.front();
+}
+
+namespace {
+
+// Replays the top k rows (two at a time, each in its own process); a row the lowering refuses
+// keeps its estimate and the refusal.
+void replay_top(ExploreResult& result, std::size_t k, const Model& model, const ExploreOptions& options) {
+  const auto t1 = Clock::now();
+  std::vector<std::function<std::string()>> jobs;
+  std::vector<std::size_t> replayed;
+  for (std::size_t i = 0; i < k; ++i) {
+    StrategyConfig config = result.rows[i].config;
+    double tasks = estimated_tasks(model, config);
+    if (config.dp > 1 && tasks > static_cast<double>(options.reduce_above_tasks)) {
+      config.lowered_replicas = 1;
+      result.rows[i].reduced = true;
+      tasks /= config.dp;
+    }
+    if (tasks > static_cast<double>(options.max_replay_tasks)) {
+      result.rows[i].reduced = false;
+      result.rows[i].not_replayed = fmt("about %.1f million tasks", tasks / 1e6) +
+                                    (config.lowered_replicas == 1 ? " in one data-parallel replica" : "") +
+                                    fmt(", above the explorer's replay bound of %.1f million",
+                                        static_cast<double>(options.max_replay_tasks) / 1e6);
+      continue;
+    }
+    replayed.push_back(i);
+    jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
+  }
+  std::vector<std::string> reports = run_in_children(jobs, options.parallel, [&](std::size_t done) {
+    if (options.progress)
+      std::cerr << "explore: replayed " << done << " of " << jobs.size() << " ("
+                << fmt("%.1f s", seconds_since(t1)) << ")\n";
+  });
+  for (std::size_t n = 0; n < replayed.size(); ++n) {
+    const std::size_t i = replayed[n];
+    const nlohmann::json j = nlohmann::json::parse(reports[n]);
+    if (j.contains("not_replayed")) {
+      result.rows[i].not_replayed = j["not_replayed"].get<std::string>();
+      result.rows[i].reduced = false;
+    } else {
+      result.rows[i].simulated = report_from_json(j);
+    }
+  }
+  result.replay_wall_s = seconds_since(t1);
+  // Re-rank the top k by the replay where there is one (fitting first); keep the rest by estimate.
+  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(k),
+                   [](const ExploreRow& a, const ExploreRow& b) {
+                     if (a.fits() != b.fits()) return a.fits();
+                     return a.iteration_s() < b.iteration_s();
+                   });
+}
+
+}  // namespace
 
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
+  for (const SearchDimension& d : options.space) search_option(d.key);  // a bad key: one line
   // Checked here, in the parent, so that every replay's child (forked after) skips the check.
   check_platform(options.platform, options.replay.network);
   const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child([&] {
@@ -240,93 +416,31 @@ ExploreResult explore(const ExploreOptions& requested) {
   result.model = model.name;
   result.platform = options.platform;
   result.workers = options.workers;
+  result.gpu_memory = platform.hosts.front().gpu_memory;
   const auto t0 = Clock::now();
   const ClusterSpec cluster = cluster_spec(platform);
   const CostModel cost(options.replay.calibration);
   for (const StrategyConfig& c : enumerate_configs(model, options, platform))
-    result.rows.push_back(ExploreRow{c, estimate(model, c, cluster, cost), std::nullopt, false});
+    result.rows.push_back(ExploreRow{c, estimate(model, c, cluster, cost), std::nullopt, false, ""});
   result.candidates = result.rows.size();
   std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate);
   result.analytical_wall_s = seconds_since(t0);
-  if (options.progress)
-    std::cerr << "explore: " << result.candidates << " configurations estimated in "
-              << fmt("%.3f s", result.analytical_wall_s) << "; replaying the top "
-              << std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(options.top_k)) << "\n";
-
-  const auto t1 = Clock::now();
   const std::size_t k =
       std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
-  std::vector<std::function<std::string()>> jobs;
-  for (std::size_t i = 0; i < k; ++i) {
-    StrategyConfig config = result.rows[i].config;
-    if (config.dp > 1 && estimated_tasks(model, config) > static_cast<double>(options.reduce_above_tasks)) {
-      config.lowered_replicas = 1;
-      result.rows[i].reduced = true;
-    }
-    jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
-  }
-  std::vector<std::string> reports = run_in_children(jobs, options.parallel, [&](std::size_t done) {
-    if (options.progress)
-      std::cerr << "explore: replayed " << done << " of " << k << " (" << fmt("%.1f s", seconds_since(t1))
-                << ")\n";
-  });
-  for (std::size_t i = 0; i < k; ++i)
-    result.rows[i].simulated = report_from_json(nlohmann::json::parse(reports[i]));
-  result.replay_wall_s = seconds_since(t1);
+  if (options.progress)
+    std::cerr << "explore: " << result.candidates << " configurations estimated in "
+              << fmt("%.3f s", result.analytical_wall_s) << "; replaying the top " << k << "\n";
+  replay_top(result, k, model, options);
 
-  // Re-rank the replayed rows by simulated time (fitting first); keep the rest by estimate.
-  std::vector<std::size_t> order(k);
-  for (std::size_t i = 0; i < k; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Report& ra = *result.rows[a].simulated;
-    const Report& rb = *result.rows[b].simulated;
-    if (ra.fits != rb.fits) return ra.fits;
-    return ra.iteration_time_s < rb.iteration_time_s;
-  });
-  std::vector<ExploreRow> ranked;
-  for (std::size_t i : order) ranked.push_back(result.rows[i]);
-  for (std::size_t i = k; i < result.rows.size(); ++i) ranked.push_back(result.rows[i]);
-  result.rows = std::move(ranked);
   const bool outputs = !options.best_trace_path.empty() || !options.best_perfetto_path.empty() ||
                        !options.best_svg_path.empty();
-  if (k > 0 && outputs) {
-    StrategyConfig best = result.rows.front().config;
-    if (result.rows.front().reduced) best.lowered_replicas = 1;
-    write_best_files(run_in_child([&] { return best_files_job(model, best, options); }), options);
+  const ExploreRow* best = best_row(result);
+  if (outputs && best != nullptr && best->simulated) {
+    StrategyConfig config = best->config;
+    if (best->reduced) config.lowered_replicas = 1;
+    write_best_files(run_in_child([&] { return best_files_job(model, config, options); }), options);
   }
   return result;
-}
-
-std::string format_explore_table(const ExploreResult& result, std::size_t max_rows) {
-  std::string s;
-  bool any_reduced = false;
-  char line[512];
-  std::snprintf(line, sizeof line, "%4s %4s %3s %3s %-5s %5s %12s %12s %7s %12s %7s %8s %10s %5s\n", "rank",
-                "dp", "tp", "pp", "sched", "mb", "analytic(s)", "simulated(s)", "err(%)", "tokens/s",
-                "MFU(%)", "bubble(%)", "mem(GiB)", "fits");
-  s += line;
-  for (std::size_t i = 0; i < result.rows.size() && i < max_rows; ++i) {
-    const ExploreRow& r = result.rows[i];
-    const bool sim = r.simulated.has_value();
-    const double t = sim ? r.simulated->iteration_time_s : r.estimate.iteration_s;
-    const double tokens = sim ? r.simulated->tokens_per_s : r.estimate.tokens_per_s;
-    const double mfu = sim ? r.simulated->mfu : r.estimate.mfu;
-    const double bubble = sim ? r.simulated->bubble_fraction : r.estimate.bubble_fraction;
-    const double mem = sim ? r.simulated->peak_memory_bytes : r.estimate.peak_memory_bytes;
-    const bool fits = sim ? r.simulated->fits : r.estimate.fits;
-    std::snprintf(line, sizeof line,
-                  "%4zu %4d %3d %3d %-5s %5lld %12.4f %12s %7s %12.0f %7.1f %8.1f %10.2f %5s\n", i + 1,
-                  r.config.dp, r.config.tp, r.config.pp,
-                  r.config.pp > 1 ? std::string(to_string(r.config.schedule)).c_str() : "-",
-                  static_cast<long long>(r.config.microbatches), r.estimate.iteration_s,
-                  sim ? (fmt("%.4f", t) + (r.reduced ? "*" : "")).c_str() : "-",
-                  sim ? fmt("%+.1f", 100 * (r.estimate.iteration_s - t) / t).c_str() : "-", tokens, 100 * mfu,
-                  100 * bubble, mem / 1073741824.0, fits ? "yes" : "no");
-    s += line;
-    any_reduced = any_reduced || r.reduced;
-  }
-  if (any_reduced) s += "* replayed as one data-parallel replica with its full DP allreduce flows\n";
-  return s;
 }
 
 }  // namespace sim

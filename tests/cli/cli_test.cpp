@@ -222,11 +222,12 @@ TEST_F(Cli, ExplorePrintsTheRankedTableAndWritesTheBestTrace) {
     const auto at = r.out.find(key);
     return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
   };
-  // Columns: rank dp tp pp sched mb analytic simulated ...
+  // Columns: rank dp tp pp fits sched microbatches mbs recompute sequence_parallel zero offload
+  // interleave analytic simulated ...
   const auto simulated_column = [](const std::string& line) {
     std::istringstream in(line);
     std::string column;
-    for (int i = 0; i < 8; ++i) in >> column;
+    for (int i = 0; i < 15; ++i) in >> column;
     return column;
   };
   EXPECT_NE(simulated_column(row(1)), "-") << row(1);

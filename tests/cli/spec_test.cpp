@@ -86,8 +86,10 @@ TEST_F(Spec, ExploresBestFilesRecordTheBestConfigurationsSpec) {
                         " --top 2 --trace t.json --perfetto f.json --svg s.svg");
   ASSERT_EQ(r.rc, 0) << r.err;
   std::smatch best;
-  ASSERT_TRUE(
-      std::regex_search(r.out, best, std::regex(R"(\n +1 +\d+ +\d+ +\d+ +\S+ +\d+ +[0-9.]+ +([0-9.]+) )")))
+  ASSERT_TRUE(std::regex_search(
+      r.out, best,
+      std::regex(
+          R"(\n +1 +\d+ +\d+ +\d+ +(?:yes|no) +\S+ +\d+ +\d+ +\S+ +\d +\d +\d +\d+ +[0-9.]+ +([0-9.]+) )")))
       << r.out;
   ASSERT_EQ(run("spec --from t.json -o b.json").rc, 0);
   for (const char* file : {"f.json", "s.svg"}) {

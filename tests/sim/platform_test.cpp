@@ -87,6 +87,7 @@ nlohmann::json summary_of(const std::string& file) {
                           {"bf16", h.flops_bf16},
                           {"mem_bw", h.mem_bw},
                           {"gpu_memory", h.gpu_memory},
+                          {"pcie_bw", h.pcie_bw},
                           {"intra_bw", s.network.intra_bw},
                           {"intra_latency", s.network.intra_latency},
                           {"inter_bw", s.network.inter_bw},
@@ -109,6 +110,26 @@ TEST(Platform, ShippedA100ClusterHasItsDataSheetFigures) {
   EXPECT_FALSE(s["intra_shared"].get<bool>());
   EXPECT_DOUBLE_EQ(s["inter_bw"].get<double>(), 200e9);  // 8 x 200 Gb/s HDR
   EXPECT_NEAR(s["inter_latency"].get<double>(), 1.4e-6, 1e-12);
+}
+
+// The Selene-like files (tools/selene_platform.py): DGX A100 80 GB nodes, 8 x 200 Gb/s HDR per
+// node, NVLink3 inside; figures from the A100 datasheet, the DGX A100 white paper and the PCIe 4.0
+// specification (x16: 16 lanes x 16 GT/s x 128/130 / 8 bits = 31.5 GB/s per direction).
+TEST(Platform, ShippedSelenePlatformsHaveTheirDataSheetFigures) {
+  for (const int gpus : {32, 64, 128, 256, 512, 3072}) {
+    const std::string file = "selene-" + std::to_string(gpus) + ".xml";
+    const auto s = summary_of(file);
+    EXPECT_EQ(s["slots"], gpus) << file;
+    EXPECT_EQ(s["hosts"], gpus / 8) << file;
+    EXPECT_EQ(s["last"], "node-" + std::to_string(gpus / 8 - 1)) << file;
+    EXPECT_DOUBLE_EQ(s["bf16"].get<double>(), 312e12) << file;
+    EXPECT_DOUBLE_EQ(s["mem_bw"].get<double>(), 2.039e12) << file;
+    EXPECT_DOUBLE_EQ(s["gpu_memory"].get<double>(), 80e9) << file;
+    EXPECT_NEAR(s["pcie_bw"].get<double>(), 16 * 16e9 * 128 / 130 / 8, 0.01e9) << file;  // 31.5e9 B/s
+    EXPECT_DOUBLE_EQ(s["intra_bw"].get<double>(), 300e9) << file;          // NVLink3 600 GB/s / 2
+    EXPECT_DOUBLE_EQ(s["inter_bw"].get<double>(), 200e9) << file;          // 8 x 200 Gb/s HDR
+    EXPECT_NEAR(s["inter_latency"].get<double>(), 1.4e-6, 1e-12) << file;  // node-0 -> node-1: one leaf
+  }
 }
 
 TEST(Platform, EveryShippedPlatformLoadsWithNaturallyOrderedHosts) {

@@ -1,11 +1,17 @@
 // explore: the what-if search over parallel configurations of one model on one platform.
 //
 // Enumerates every valid configuration — dp·tp·pp = workers; tp divides the attention heads and
-// fits in one host's slots unless cross-host TP is allowed; pp <= blocks; microbatch counts in
-// {pp, 2pp, 4pp, 8pp} dividing the per-replica batch; for pp > 1 both GPipe and 1F1B — ranks all
-// of them with the closed-form estimate (models/analytical.hpp; microseconds each, no SimGrid),
-// then replays the best K on SimGrid, each in its own process, two at a time. Ranking: fitting
-// configurations first, then estimated iteration time; the top K are re-ranked by simulated time.
+// fits in one host's slots unless cross-host TP is allowed; pp <= blocks; every microbatch size
+// that divides the per-replica batch, down to one sample, with at least pp microbatches; for
+// pp > 1 both GPipe and 1F1B; and every combination of the memory options of the search space
+// (SearchDimension: recompute, sequence_parallel, zero, offload, interleave), each tried only
+// where it means something — ranks all of them with the closed-form estimate
+// (models/analytical.hpp; microseconds each, no SimGrid), then replays the best K on SimGrid, each
+// in its own process, two at a time. Ranking: configurations that fit in a GPU's memory first,
+// then estimated iteration time; the top K are re-ranked by simulated time (fitting first). A
+// configuration the lowering does not build yet is not replayed: its row says why.
+// The best configuration is the first row, and only if it fits: when none fits, there is no best,
+// and best_line() names the configuration that needs the least memory and what it lacks.
 #pragma once
 
 #include <map>
@@ -20,6 +26,22 @@
 namespace strata {
 inline namespace sim {
 
+// One memory option the explorer searches: its `--set` key and the values tried, as `--set` writes
+// them. values[0] is tried for every configuration; the others only where they mean something
+// (sequence_parallel with tp > 1, zero with dp > 1, offload with zero >= 1 on a platform with
+// pcie_bw, interleave with pp > 1 and 1F1B) and check_strategy accepts them.
+struct SearchDimension {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// The search space of today's closed-form estimate: for each memory option, the values estimate()
+// models (it refuses the others in one line). The list widens as the estimate learns options.
+std::vector<SearchDimension> estimated_search_space();
+
+// The --set keys a SearchDimension may name.
+std::vector<std::string> searchable_keys();
+
 struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
@@ -30,6 +52,7 @@ struct ExploreOptions {
   int workers = 0;  // 0 = every worker slot of the platform
   int top_k = 5;
   bool allow_cross_host_tp = false;
+  std::vector<SearchDimension> space = estimated_search_space();
   std::string platform;
   ReplayOptions replay;
   // The best configuration is replayed once more (in its own process, which returns the files'
@@ -41,19 +64,31 @@ struct ExploreOptions {
   int parallel = 2;                          // replays at once
   bool progress = false;                     // progress lines on stderr
   std::size_t reduce_above_tasks = 1500000;  // replay one DP replica above this plan size
+  // A top-K row whose (reduced) Plan would still have more tasks is not replayed: its row says
+  // so. A replay holds about 2 kB per task (tests/cli/big_plan_under_limit.sh replays 10^6 tasks
+  // under 2 GB of address space), so 2 million tasks is about 4 GB per replay process, two at a
+  // time; gpt3-175b's one-sequence microbatches on 1,024 GPUs (27.6 million tasks in one replica
+  // by estimated_tasks) were killed for memory on a 23 GB machine.
+  std::size_t max_replay_tasks = 2000000;
 };
 
 struct ExploreRow {
   StrategyConfig config;
   Estimate estimate;
   std::optional<Report> simulated;
-  bool reduced = false;  // replayed as one DP replica with full DP allreduce flows
+  bool reduced = false;      // replayed as one DP replica with full DP allreduce flows
+  std::string not_replayed;  // why a top-K row was not replayed (the lowering's refusal), else ""
+
+  bool fits() const;           // the replay's verdict, else the estimate's
+  double peak_memory() const;  // B per GPU, the replay's, else the estimate's
+  double iteration_s() const;  // s, the replay's, else the estimate's
 };
 
 struct ExploreResult {
   std::string model;
   std::string platform;
   int workers = 0;
+  double gpu_memory = 0;         // B per GPU of the platform (0 = unknown: everything fits)
   std::size_t candidates = 0;    // configurations enumerated (valid ones)
   std::vector<ExploreRow> rows;  // simulated rows first (by simulated time), then the rest
   double analytical_wall_s = 0;
@@ -69,13 +104,30 @@ ClusterSpec cluster_spec(const PlatformSummary& platform);
 
 ExploreResult explore(const ExploreOptions& options);
 
-// `base` with the strategy of `config` (dp, tp, pp, schedule, microbatches, global batch and the
-// replicas a reduced replay lowers): the spec that `strata simulate --spec` replays as explore did.
+// `base` with the strategy of `config` (dp, tp, pp, schedule, microbatches, global batch, the
+// replicas a reduced replay lowers and every memory option): the spec that `strata simulate
+// --spec` replays as explore did.
 Experiment experiment_for(Experiment base, const StrategyConfig& config);
 
-// The ranked table: rank, dp, tp, pp, schedule, microbatches, analytical and simulated
-// iteration time (s), tokens/s, MFU (%), bubble (%), peak memory per GPU (GiB), fits.
+// The best row: the first one, if it fits; null when none fits (or there is no row).
+const ExploreRow* best_row(const ExploreResult& result);
+
+// The ranked table: rank, dp, tp, pp, fits, schedule, microbatches (mb), microbatch size in
+// samples (mbs), the options as --set writes them (recompute, sequence_parallel, zero, offload,
+// interleave), analytical and simulated iteration time (s), error (%), tokens/s, MFU (%),
+// bubble (%), peak memory per GPU (GiB); then one line per top-K row that was not replayed.
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows);
+
+// "best: dp=8,tp=8,pp=16 1f1b mb=1024 mbs=1 recompute=full ... (fits: 65.1 GiB of 80.0 GiB per
+// GPU)", or, when no configuration fits, "best: none — none of the N configurations fits in
+// 80.0 GiB per GPU; least memory: <configuration> needs 95.2 GiB per GPU (15.2 GiB over)".
+std::string best_line(const ExploreResult& result);
+
+// The same rows as the table (every row up to max_rows), as CSV with a header line, and as JSON
+// {"format":"strata-explore","schema_version":1, "model", "platform", "workers", "gpu_memory_bytes",
+//  "candidates", "best": <index or null>, "rows":[{...}]}; times in s, memory in B.
+std::string explore_csv(const ExploreResult& result, std::size_t max_rows);
+std::string explore_json(const ExploreResult& result, std::size_t max_rows);
 
 }  // namespace sim
 }  // namespace strata
