@@ -15,9 +15,16 @@
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/bwd        its arrival at stage s (peer: stage s+1)
 //   it<i>/dp<d>/pp<s>/tp<t>/opt                   optimizer step of the worker's shard
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/rfwd/<layer>    re-run of a forward before its backward
+//                                                  (activation recomputation; the forward's
+//                                                  kind; lowering_recompute.cpp)
+//   it<i>/dp<d>/pp<s>/mb<m>/rfwd/<layer>/ar       the TP allreduce a re-run forward repeats
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
-// ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations.
+// ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations; a re-run
+// writes again the activation buffers its forward wrote. Memory is Task::mem_alloc / mem_free:
+// a forward allocates what it keeps for the backward, the backward data frees it (with
+// recomputation: lowering_recompute.cpp).
 // Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
 #include <algorithm>
 #include <string>
@@ -124,7 +131,12 @@ namespace {
 // The memory options this lowering does not build yet: refused in one line rather than lowered
 // as if they were not set.
 void check_lowered(const StrategyConfig& config) {
-  if (const std::string option = memory_option_set(config); !option.empty())
+  StrategyConfig rest = config;  // the options lowered here set back to their defaults
+  const StrategyConfig defaults;
+  rest.recompute = defaults.recompute;
+  rest.recompute_method = defaults.recompute_method;
+  rest.recompute_blocks = defaults.recompute_blocks;
+  if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }
 
@@ -154,12 +166,13 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   plan.info.seed = config.seed;
 
   // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a
-  // weight-gradient task and an allreduce, plus per-iteration optimizer and bucket tasks.
+  // weight-gradient task, a re-run and two allreduces, plus per-iteration optimizer and bucket
+  // tasks.
   std::size_t widest_stage = 0;
   for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
   plan.reserve(static_cast<std::size_t>(config.iterations) *
                    static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
-                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 4 + 4) + 2 +
+                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 6 + 4) + 2 +
                     static_cast<std::size_t>(layout.max_buckets)),
                static_cast<std::size_t>(config.workers()) *
                    (static_cast<std::size_t>(layout.microbatches) + 3) * (widest_stage + 1));

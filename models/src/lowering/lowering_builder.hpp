@@ -36,6 +36,7 @@ class PlanBuilder {
   // Tasks of one worker in the current iteration; compute tables are [j * n + k].
   struct WorkerTasks {
     std::vector<TaskIndex> fwd, bwd, bwdw;
+    std::vector<TaskIndex> rfwd;  // re-run forwards (activation recomputation), kNoTask if kept
     std::vector<TaskIndex> recv_fwd, send_fwd, recv_bwd, send_bwd;  // per microbatch
     TaskIndex opt = kNoTask;
     TaskIndex prev_opt = kNoTask;  // the previous iteration's optimizer step
@@ -43,6 +44,7 @@ class PlanBuilder {
   // TP allreduces of one (dp rank, stage) group, [j * n + k].
   struct GroupTasks {
     std::vector<TaskIndex> fwd_ar, bwd_ar;
+    std::vector<TaskIndex> rfwd_ar;  // after a re-run forward
   };
 
   const Stage& stage(int s) const { return layout_.stages[static_cast<std::size_t>(s)]; }
@@ -56,9 +58,14 @@ class PlanBuilder {
   void create_worker_tasks(int it, int d, int s, int t);
   void create_forward(int it, int d, int s, int t, int slot_index, int j);
   void create_backward(int it, int d, int s, int t, int slot_index, int j);
+  void create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun);
   void create_optimizer(int it, int d, int s, int t);
   void create_tp_allreduces(int it, int d, int s);
   void create_bucket_allreduces(int it, int s, int t);
+  // A TP allreduce over `group` on the activation (or gradient) slot `buffer_slot` of
+  // microbatch j of every member.
+  TaskIndex add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype, int it,
+                             std::int64_t priority, double bytes, int j, int buffer_slot, bool activation);
   TaskIndex add_compute(const Task& model_task, std::string id, WorkerId rank, int it, std::int64_t priority);
   TaskIndex add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
                     std::int64_t priority, double bytes);
@@ -68,11 +75,16 @@ class PlanBuilder {
   // lowering_deps.cpp
   void wire_worker(int d, int s, int t);
   void wire_microbatch(int d, int s, int t, int j);
+  void wire_reruns(int d, int s, int t, int j);
   void wire_tp_allreduces(int d, int s);
   void wire_bucket_allreduces(int s, int t);
   void wire_optimizer(int d, int s, int t);
   TaskIndex output_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex rerun_output_producer(int d, int s, int t, int j, int k) const;
   TaskIndex input_grad_producer(int d, int s, int t, int j, int k) const;
+  // What the backward of stage layer k waits for as its output gradient; kNoTask for the
+  // model's last layer (the loss), which starts the backward.
+  TaskIndex output_grad_producer(int d, int s, int t, int j, int k) const;
   TaskIndex wgrad_producer(WorkerId rank, int j, int k) const;
 
   const Layout& layout_;

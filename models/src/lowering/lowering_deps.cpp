@@ -15,6 +15,10 @@
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
 //   after every microbatch's backward of the stage's first layer, since it overwrites weights
 //   those read (and after the weight gradients of tied weights, which nothing else awaits);
+// - activation recomputation: a re-run segment's first re-run after its forward (data) and after
+//   the gradient of the segment's output (control: what the backward of its last layer awaits),
+//   each further re-run after the previous one's output (or the TP allreduce the re-run
+//   repeats); bwd(k) and bwdw(k) of a re-run layer also after its re-run;
 // - control: the first forward of every microbatch after the previous iteration's optimizer
 //   step of the worker; 1F1B (and plain accumulation without PP): F(j) at stage s after the
 //   backward of the stage's first layer for microbatch j - (pp - s), which holds at most pp - s
@@ -29,6 +33,19 @@ TaskIndex PlanBuilder::output_producer(int d, int s, int t, int j, int k) const 
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
   const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].fwd_ar[cell];
   return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].fwd[cell];
+}
+
+TaskIndex PlanBuilder::rerun_output_producer(int d, int s, int t, int j, int k) const {
+  const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].rfwd_ar[cell];
+  return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].rfwd[cell];
+}
+
+TaskIndex PlanBuilder::output_grad_producer(int d, int s, int t, int j, int k) const {
+  if (k + 1 < stage(s).size()) return input_grad_producer(d, s, t, j, k + 1);
+  if (s + 1 < layout_.pp)
+    return tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_bwd[static_cast<std::size_t>(j)];
+  return kNoTask;
 }
 
 TaskIndex PlanBuilder::input_grad_producer(int d, int s, int t, int j, int k) const {
@@ -82,20 +99,22 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
       if (layout_.one_f_one_b && j >= in_flight)
         plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], fwd);
     }
-    const TaskIndex output_grad = k + 1 < n     ? input_grad_producer(d, s, t, j, k + 1)
-                                  : !last_stage ? w.recv_bwd[mb]
-                                                : kNoTask;
+    const TaskIndex output_grad = output_grad_producer(d, s, t, j, k);
+    const TaskIndex rerun = w.rfwd[cell];
     for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]}) {
       if (task == kNoTask) continue;
       plan_.add_data_dep(fwd, task);
+      if (rerun != kNoTask) plan_.add_data_dep(rerun, task);
       if (output_grad != kNoTask) {
         plan_.add_data_dep(output_grad, task);
       } else {
-        const TaskIndex out = output_producer(d, s, t, j, k);
-        if (out != fwd) plan_.add_data_dep(out, task);
+        const TaskIndex out =
+            rerun != kNoTask ? rerun_output_producer(d, s, t, j, k) : output_producer(d, s, t, j, k);
+        if (out != fwd && out != rerun) plan_.add_data_dep(out, task);
       }
     }
   }
+  wire_reruns(d, s, t, j);
   if (!last_stage) {
     plan_.add_data_dep(output_producer(d, s, t, j, n - 1), w.send_fwd[mb]);
     const WorkerTasks& next = tasks_[static_cast<std::size_t>(layout_.rank(d, s + 1, t))];
@@ -108,6 +127,22 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
   }
 }
 
+// A re-run segment starts when the gradient of its output arrives (Megatron's CheckpointFunction
+// runs in the backward pass), re-reading the input its forward read.
+void PlanBuilder::wire_reruns(int d, int s, int t, int j) {
+  const Stage& st = stage(s);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+  for (const Rerun& rerun : st.reruns) {
+    const auto first = static_cast<std::size_t>(j * st.size() + rerun.first);
+    plan_.add_data_dep(w.fwd[first], w.rfwd[first]);
+    const TaskIndex output_grad = output_grad_producer(d, s, t, j, rerun.end - 1);
+    if (output_grad != kNoTask) plan_.add_control_dep(output_grad, w.rfwd[first]);
+    for (int k = rerun.first + 1; k < rerun.end; ++k)
+      plan_.add_data_dep(rerun_output_producer(d, s, t, j, k - 1),
+                         w.rfwd[static_cast<std::size_t>(j * st.size() + k)]);
+  }
+}
+
 void PlanBuilder::wire_tp_allreduces(int d, int s) {
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
   for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
@@ -115,6 +150,7 @@ void PlanBuilder::wire_tp_allreduces(int d, int s) {
       const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
       if (g.fwd_ar[cell] != kNoTask) plan_.add_data_dep(w.fwd[cell], g.fwd_ar[cell]);
       if (g.bwd_ar[cell] != kNoTask) plan_.add_data_dep(w.bwd[cell], g.bwd_ar[cell]);
+      if (g.rfwd_ar[cell] != kNoTask) plan_.add_data_dep(w.rfwd[cell], g.rfwd_ar[cell]);
     }
 }
 

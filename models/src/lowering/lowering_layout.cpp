@@ -141,6 +141,7 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
+  plan_recompute(model, layout, stage);
 }
 
 }  // namespace
@@ -164,14 +165,15 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
 
   const std::vector<int> bounds = partition_blocks(model, config.pp);
   layout.stages.resize(static_cast<std::size_t>(config.pp));
-  int widest = 0;
+  std::int64_t positions = 0;  // per slot: forward 2n + 2, backward send/bwd + 1
   for (int s = 0; s < config.pp; ++s) {
     Stage& stage = layout.stages[static_cast<std::size_t>(s)];
     make_stage(model, layout, s, bounds, stage);
-    widest = std::max(widest, stage.size());
+    positions = std::max({positions, static_cast<std::int64_t>(2 * stage.size() + 2),
+                          static_cast<std::int64_t>(stage.send_bwd_pos + 1)});
     layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
   }
-  layout.slot_stride = 3LL * widest + 2;
+  layout.slot_stride = positions;
   layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + layout.max_buckets + 1;
   return layout;
 }

@@ -8,7 +8,10 @@
 //   iteration * iteration_stride + slot * slot_stride + position
 // with positions inside a slot (n = layers of the stage, k = layer in the stage, r = n-1-k):
 //   forward:  recv/fwd 0, fwd(k) 1+2k, TP allreduce after it 2+2k, send/fwd 2n+1;
-//   backward: recv/bwd 0, bwd(k) 1+3r, TP allreduce after it 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
+//   backward: recv/bwd 0, then per layer in backward order its re-run segment's forwards (and
+//             their TP allreduces) in forward order when the layer is the last of one, bwd(k),
+//             the TP allreduce after it, bwdw(k); send/bwd last (Stage::bwd_pos). Without
+//             recomputation: bwd(k) 1+3r, allreduce 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
 // After the last slot come the DP bucket allreduces in issue order, then the optimizer step,
 // so gradient traffic never delays a pipeline or TP message that the same backward needs.
 #pragma once
@@ -44,6 +47,27 @@ struct LayerPlan {
   LayerComm comm;
 };
 
+// Activation recomputation (lowering_recompute.cpp): layers [first, end) of a stage whose
+// forward is re-run, in order, right before the backward of layer end-1 (Megatron's
+// CheckpointFunction re-runs its function when the gradient of its output arrives).
+struct Rerun {
+  int first = 0, end = 0;  // stage layer indices
+};
+
+// Bytes a stage layer's tasks allocate and free per microbatch (Task::mem_alloc / mem_free).
+struct LayerMemory {
+  double fwd_alloc = 0;    // at the forward's start
+  double fwd_free = 0;     // at the forward's end (not kept for the backward)
+  double rerun_alloc = 0;  // at the re-run's start, held until the backward
+  double bwd_free = 0;     // at the backward data's end
+};
+
+// Priority positions of a stage layer's tasks inside a backward slot.
+struct BackwardPositions {
+  int rerun = 0, rerun_ar = 0;  // its re-run forward and the TP allreduce after it
+  int bwd = 0, bwd_ar = 0, bwdw = 0;
+};
+
 struct Slot {
   bool forward = true;
   int microbatch = 0;
@@ -57,7 +81,12 @@ struct Stage {
   std::vector<int> bwd_order;             // microbatches in backward order
   std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
   std::vector<double> bucket_bytes;
-  double params = 0;  // per worker (tp shard)
+  double params = 0;                       // per worker (tp shard)
+  std::vector<Rerun> reruns;               // in forward order
+  std::vector<int> rerun_of;               // per stage layer: index into reruns, -1 if kept
+  std::vector<LayerMemory> memory;         // per stage layer
+  std::vector<BackwardPositions> bwd_pos;  // per stage layer
+  int send_bwd_pos = 0;                    // position of send/bwd in a backward slot
   int size() const { return end_layer - first_layer; }
   int last_backward_microbatch() const { return bwd_order.back(); }
 };
@@ -91,6 +120,10 @@ struct Layout {
 
 // REQUIRES: check_strategy(model, config) passed. `model` and `config` outlive the Layout.
 Layout make_layout(const Model& model, const StrategyConfig& config);
+
+// Fills stage.reruns, rerun_of, memory, bwd_pos and send_bwd_pos from the configuration's
+// recomputation (lowering_recompute.cpp). REQUIRES: the stage's layers and layout.layers set.
+void plan_recompute(const Model& model, const Layout& layout, Stage& stage);
 
 }  // namespace lowering
 }  // namespace models

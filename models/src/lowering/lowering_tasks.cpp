@@ -68,6 +68,7 @@ void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
   w.fwd.assign(cells, kNoTask);
   w.bwd.assign(cells, kNoTask);
   w.bwdw.assign(cells, kNoTask);
+  w.rfwd.assign(cells, kNoTask);
   for (auto* table : {&w.recv_fwd, &w.send_fwd, &w.recv_bwd, &w.send_bwd}) table->assign(m, kNoTask);
   for (std::size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = st.slots[k];
@@ -98,6 +99,9 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
     const TaskIndex task = add_compute(layer(i).fwd, prefix + "fwd/" + layer_name(i), rank, it,
                                        layout_.priority(it, slot_index, 1 + 2 * k));
     Task& task_ref = plan_.mutable_task(task);
+    const LayerMemory& memory = st.memory[static_cast<std::size_t>(k)];
+    task_ref.mem_alloc = memory.fwd_alloc;
+    task_ref.mem_free = memory.fwd_free;
     task_ref.reads = {act(rank, j, k)};
     if (b.weight[static_cast<std::size_t>(k)] != kNoBuffer)
       task_ref.reads.push_back(b.weight[static_cast<std::size_t>(k)]);
@@ -131,11 +135,16 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     const auto ks = static_cast<std::size_t>(k);
     const auto cell = static_cast<std::size_t>(j * n + k);
     const LayerPlan& l = layer(i);
+    const BackwardPositions& pos = st.bwd_pos[ks];
+    const int rerun = st.rerun_of[ks];
+    if (rerun >= 0 && st.reruns[static_cast<std::size_t>(rerun)].end == k + 1)
+      create_rerun(it, d, s, t, slot_index, j, st.reruns[static_cast<std::size_t>(rerun)]);
     // The model's last layer (the loss) starts the backward: no output gradient to read.
     const bool has_output_grad = k + 1 < n || !last_stage;
     const TaskIndex bwd = add_compute(l.bwd, prefix + "bwd/" + layer_name(i), rank, it,
-                                      layout_.priority(it, slot_index, 1 + 3 * r));
+                                      layout_.priority(it, slot_index, pos.bwd));
     Task& bwd_ref = plan_.mutable_task(bwd);
+    bwd_ref.mem_free = st.memory[ks].bwd_free;
     if (has_output_grad) bwd_ref.reads.push_back(grad(rank, j, k + 1));
     bwd_ref.reads.push_back(act(rank, j, k));
     if (b.weight[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight[ks]);
@@ -144,7 +153,7 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     w.bwd[cell] = bwd;
     if (!l.has_bwdw) continue;
     const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
-                                       layout_.priority(it, slot_index, 3 + 3 * r));
+                                       layout_.priority(it, slot_index, pos.bwdw));
     Task& bwdw_ref = plan_.mutable_task(bwdw);
     if (has_output_grad) bwdw_ref.reads.push_back(grad(rank, j, k + 1));
     bwdw_ref.reads.push_back(act(rank, j, k));
@@ -154,8 +163,31 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
   if (s > 0) {
     w.send_bwd[mb] =
         add_p2p(TaskKind::send, prefix + "send/bwd", rank, layout_.rank(d, s - 1, t), it,
-                layout_.priority(it, slot_index, 3 * n + 1), layer(st.first_layer - 1).out_bytes);
+                layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes);
     plan_.mutable_task(w.send_bwd[mb]).reads = {grad(rank, j, 0)};
+  }
+}
+
+// The forwards of a re-run segment, in forward order, reading and writing the activations the
+// forward did (the backward of each layer reads them again).
+void PlanBuilder::create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun) {
+  const Stage& st = stage(s);
+  const WorkerId rank = layout_.rank(d, s, t);
+  WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/rfwd/";
+  for (int k = rerun.first; k < rerun.end; ++k) {
+    const int i = st.first_layer + k;
+    const auto ks = static_cast<std::size_t>(k);
+    const TaskIndex task = add_compute(layer(i).fwd, prefix + layer_name(i), rank, it,
+                                       layout_.priority(it, slot_index, st.bwd_pos[ks].rerun));
+    Task& ref = plan_.mutable_task(task);
+    ref.mem_alloc = st.memory[ks].rerun_alloc;
+    ref.mem_free = 0;
+    ref.reads = {act(rank, j, k)};
+    if (b.weight[ks] != kNoBuffer) ref.reads.push_back(b.weight[ks]);
+    ref.writes = {act(rank, j, k + 1)};
+    w.rfwd[static_cast<std::size_t>(j * st.size() + k)] = task;
   }
 }
 
@@ -188,11 +220,11 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
   GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
   g.fwd_ar.assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
   g.bwd_ar.assign(g.fwd_ar.size(), kNoTask);
+  g.rfwd_ar.assign(g.fwd_ar.size(), kNoTask);
   if (layout_.tp == 1) return;
   std::vector<WorkerId> group;
   for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
   const std::string prefix = coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/";
-  const CollectiveAlgo algo = layout_.config->tp_algo;
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
     const Slot& slot = st.slots[slot_index];
     const int j = slot.microbatch;
@@ -203,22 +235,36 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
       const int i = st.first_layer + k;
       const LayerComm& comm = layer(i).comm;
       const auto cell = static_cast<std::size_t>(j * n + k);
+      const BackwardPositions& pos = st.bwd_pos[static_cast<std::size_t>(k)];
+      // A re-run forward repeats its allreduce, before the backward that needs it.
+      if (!slot.forward && st.rerun_of[static_cast<std::size_t>(k)] >= 0 && comm.fwd_allreduce_bytes > 0)
+        g.rfwd_ar[cell] = add_tp_allreduce(mb + "rfwd/" + layer_name(i) + "/ar", group, comm.fwd_dtype, it,
+                                           layout_.priority(it, slot_id, pos.rerun_ar),
+                                           comm.fwd_allreduce_bytes, j, k + 1, true);
       const double bytes = slot.forward ? comm.fwd_allreduce_bytes : comm.bwd_allreduce_bytes;
       if (bytes <= 0) continue;
       const std::string phase = slot.forward ? "fwd/" : "bwd/";
-      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 2 + 2 * k : 2 + 3 * r);
+      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 2 + 2 * k : pos.bwd_ar);
       const DType dtype = slot.forward ? comm.fwd_dtype : layout_.config->dtype;
-      const TaskIndex task =
-          add_collective(mb + phase + layer_name(i) + "/ar", group, algo, dtype, it, priority, bytes);
-      Task& ref = plan_.mutable_task(task);
-      for (WorkerId rank : group) {
-        const BufferIndex buf = slot.forward ? act(rank, j, k + 1) : grad(rank, j, k);
-        ref.reads.push_back(buf);
-        ref.writes.push_back(buf);
-      }
-      (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] = task;
+      (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] =
+          add_tp_allreduce(mb + phase + layer_name(i) + "/ar", group, dtype, it, priority, bytes, j,
+                           slot.forward ? k + 1 : k, slot.forward);
     }
   }
+}
+
+TaskIndex PlanBuilder::add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype,
+                                        int it, std::int64_t priority, double bytes, int j, int buffer_slot,
+                                        bool activation) {
+  const TaskIndex task =
+      add_collective(std::move(id), group, layout_.config->tp_algo, dtype, it, priority, bytes);
+  Task& ref = plan_.mutable_task(task);
+  for (WorkerId rank : group) {
+    const BufferIndex buf = activation ? act(rank, j, buffer_slot) : grad(rank, j, buffer_slot);
+    ref.reads.push_back(buf);
+    ref.writes.push_back(buf);
+  }
+  return task;
 }
 
 void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
