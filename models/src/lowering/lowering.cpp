@@ -136,6 +136,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.recompute = defaults.recompute;
   rest.recompute_method = defaults.recompute_method;
   rest.recompute_blocks = defaults.recompute_blocks;
+  rest.ddp = defaults.ddp;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }

@@ -11,7 +11,9 @@
 //   after its send;
 // - a TP allreduce after the matching forward / backward data of every tp rank;
 // - DP bucket k after the weight gradients of its layers for the last microbatch in backward
-//   order on every dp rank (the accumulation chain makes that all microbatches);
+//   order on every dp rank (the accumulation chain makes that all microbatches); with
+//   ddp=after_flush (Megatron's local DDP) bucket 0 also after every bwd and bwdw task of that
+//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control);
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
 //   after every microbatch's backward of the stage's first layer, since it overwrites weights
 //   those read (and after the weight gradients of tied weights, which nothing else awaits);
@@ -162,6 +164,18 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
     for (int d = 0; d < layout_.replicas; ++d)
       for (int i : st.buckets[k])
         plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer), tasks[k]);
+  if (layout_.config->ddp != DdpMode::after_flush || tasks.empty()) return;
+  // Megatron's local DDP: the first bucket after every backward task of the last microbatch
+  // (the pipeline flush) on every replica, each further bucket after the previous one.
+  const auto n = static_cast<std::size_t>(st.size());
+  for (int d = 0; d < layout_.replicas; ++d) {
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+    for (std::size_t cell = static_cast<std::size_t>(last) * n;
+         cell < (static_cast<std::size_t>(last) + 1) * n; ++cell)
+      for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]})
+        if (task != kNoTask) plan_.add_control_dep(task, tasks.front());
+  }
+  for (std::size_t k = 1; k < tasks.size(); ++k) plan_.add_control_dep(tasks[k - 1], tasks[k]);
 }
 
 void PlanBuilder::wire_optimizer(int d, int s, int t) {
