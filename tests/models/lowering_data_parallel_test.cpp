@@ -66,5 +66,72 @@ TEST(LoweringDataParallel, AfterFlushPlansRunToTheEnd) {
     }
 }
 
+// Bytes of the persistent buffers (weights, gradients, optimizer state) of `worker`.
+double persistent_bytes(const Plan& plan, WorkerId worker) {
+  double sum = 0;
+  for (const Buffer& b : plan.buffers())
+    if (b.persistent && b.worker == worker) sum += b.bytes;
+  return sum;
+}
+
+// 3 linear layers of 64 x 64 + 64 = 4,160 parameters (16,640 B in fp32), one bucket per layer
+// (b0 = fc2, b1 = fc1, b2 = fc0), dp = 4, fp32 Adam (8 B of state per parameter).
+TEST(LoweringDataParallel, ZeroOneAndTwoReduceScatterStepOnAShardAndGatherTheParameters) {
+  const double params = 3 * 4160.0;
+  StrategyConfig config = config_of(4, 1, 1, 2);
+  config.bucket_bytes = 0;
+  config.iterations = 2;
+  const Plan plain = lower(linear_model(3), config);
+  config.zero = 1;
+  const Plan plan = lower(linear_model(3), config);
+  EXPECT_EQ(count_ids(plan, R"(it\d/pp0/tp0/ar/b\d)"), 0u);
+  EXPECT_EQ(count_ids(plan, R"(it\d/pp0/tp0/rs/b\d)"), 2u * 3);
+  EXPECT_EQ(count_ids(plan, R"(it\d/pp0/tp0/ag/b\d)"), 2u * 3);
+  EXPECT_EQ(plan.size(), plain.size() + 2 * 3);
+  const Task& rs = plan.task(index_of(plan, "it0/pp0/tp0/rs/b0"));
+  const Task& ag = plan.task(index_of(plan, "it0/pp0/tp0/ag/b0"));
+  EXPECT_EQ(rs.kind, TaskKind::reduce_scatter);
+  EXPECT_EQ(ag.kind, TaskKind::allgather);
+  EXPECT_EQ(ag.group, (std::vector<WorkerId>{0, 1, 2, 3}));
+  EXPECT_DOUBLE_EQ(rs.comm_bytes, 16640);
+  EXPECT_DOUBLE_EQ(ag.comm_bytes, 16640);
+  const Task& opt = plan.task(index_of(plan, "it0/dp2/pp0/tp0/opt"));
+  EXPECT_TRUE(has(opt.data_deps, index_of(plan, "it0/pp0/tp0/rs/b0")));
+  EXPECT_DOUBLE_EQ(opt.flops, 10 * params / 4);  // Adam on a quarter of the parameters
+  for (int d = 0; d < 4; ++d)
+    EXPECT_TRUE(has(ag.data_deps, index_of(plan, cat("it0/dp", d) + "/pp0/tp0/opt")));
+  EXPECT_GT(ag.priority, opt.priority);
+  // The next iteration reads fc2's weights (bucket 0) only once they are gathered again.
+  EXPECT_TRUE(has(plan.task(index_of(plan, "it1/dp3/pp0/tp0/mb1/fwd/fc2")).control_deps,
+                  index_of(plan, "it0/pp0/tp0/ag/b0")));
+  EXPECT_TRUE(has(plan.task(index_of(plan, "it1/dp3/pp0/tp0/mb0/fwd/fc0")).control_deps,
+                  index_of(plan, "it0/pp0/tp0/ag/b2")));
+  EXPECT_TRUE(run_unit_durations(plan).finished);
+
+  // Persistent bytes per worker (Rajbhandari et al. 2020, Fig. 1, with fp32 weights and
+  // gradients, 4 B each, and K = 8 B of Adam state): 16·Ψ without ZeRO, 4Ψ + 4Ψ + 8Ψ/N with
+  // stage 1, 4Ψ + (4 + 8)Ψ/N with stage 2; Ψ = 12,480, N = 4.
+  EXPECT_DOUBLE_EQ(persistent_bytes(plain, 0), 16 * params);
+  EXPECT_DOUBLE_EQ(persistent_bytes(plan, 0), 8 * params + 8 * params / 4);
+  config.zero = 2;
+  const Plan two = lower(linear_model(3), config);
+  EXPECT_DOUBLE_EQ(persistent_bytes(two, 0), 4 * params + 12 * params / 4);
+  EXPECT_EQ(two.size(), plan.size());
+  EXPECT_TRUE(run_unit_durations(two).finished);
+}
+
+TEST(LoweringDataParallel, ShardedPlansRunToTheEnd) {
+  for (int zero : {1, 2})
+    for (int pp : {1, 2})
+      for (int tp : {1, 2}) {
+        StrategyConfig config = config_of(2, tp, pp, 2 * pp);
+        config.iterations = 2;
+        config.bucket_bytes = 20000;
+        config.zero = zero;
+        const RunResult run = run_unit_durations(lower(tiny_gpt(4), config));
+        EXPECT_TRUE(run.finished) << config.to_string() << " zero=" << zero;
+      }
+}
+
 }  // namespace
 }  // namespace strata

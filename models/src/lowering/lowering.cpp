@@ -10,6 +10,9 @@
 //   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data
 //   it<i>/pp<s>/tp<t>/ar/b<k>                     DP gradient bucket k in issue order (group:
 //                                                  the dp ranks of stage s, tp rank t)
+//   it<i>/pp<s>/tp<t>/rs/b<k>                     its reduce-scatter instead (zero >= 1)
+//   it<i>/pp<s>/tp<t>/ag/b<k>                     all-gather of bucket k's updated parameters
+//                                                  after the optimizer step (zero = 1, 2)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/fwd        activation to stage s+1 (peer: same dp, tp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/fwd        its arrival at stage s (peer: stage s-1)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
@@ -21,7 +24,8 @@
 //   it<i>/dp<d>/pp<s>/mb<m>/rfwd/<layer>/ar       the TP allreduce a re-run forward repeats
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
-// ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations; a re-run
+// ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
+// gradients from stage 2, the weights from stage 3). Buffers are shared by all iterations; a re-run
 // writes again the activation buffers its forward wrote. Memory is Task::mem_alloc / mem_free:
 // a forward allocates what it keeps for the backward, the backward data frees it (with
 // recomputation: lowering_recompute.cpp).
@@ -43,7 +47,11 @@ PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
       buffers_(static_cast<std::size_t>(plan.num_workers())),
       tasks_(static_cast<std::size_t>(plan.num_workers())),
       groups_(static_cast<std::size_t>(layout.dp * layout.pp)),
-      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)) {}
+      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)),
+      gathers_(buckets_.size()),
+      prev_gathers_(buckets_.size()) {}
+
+int PlanBuilder::shards(int from_stage) const { return layout_.config->zero >= from_stage ? layout_.dp : 1; }
 
 const std::string& PlanBuilder::layer_name(int i) const {
   return layout_.model->layers[static_cast<std::size_t>(i)].name;
@@ -81,14 +89,15 @@ void PlanBuilder::add_buffers() {
         for (int i = st.first_layer; i < st.end_layer; ++i) {
           const LayerPlan& l = layer(i);
           const bool has = l.writes_wgrad;
-          wb.weight.push_back(
-              has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank, l.weight_bytes, dtype, true})
-                  : kNoBuffer);
-          wb.wgrad.push_back(
-              has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank, l.weight_bytes, dtype, true})
-                  : kNoBuffer);
+          wb.weight.push_back(has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank,
+                                                      l.weight_bytes / shards(3), dtype, true})
+                                  : kNoBuffer);
+          wb.wgrad.push_back(has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank,
+                                                     l.weight_bytes / shards(2), dtype, true})
+                                 : kNoBuffer);
         }
-        wb.opt = plan_.add_buffer({prefix + "opt/state", rank, st.params * opt_per_param, DType::fp32, true});
+        wb.opt = plan_.add_buffer(
+            {prefix + "opt/state", rank, st.params * opt_per_param / shards(1), DType::fp32, true});
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem
                                        : layer(st.first_layer - 1).out_bytes;
@@ -108,6 +117,7 @@ void PlanBuilder::add_buffers() {
 
 void PlanBuilder::add_iteration(int iteration) {
   for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
+  std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
@@ -115,7 +125,10 @@ void PlanBuilder::add_iteration(int iteration) {
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.pp; ++s)
-      for (int t = 0; t < layout_.tp; ++t) create_bucket_allreduces(iteration, s, t);
+      for (int t = 0; t < layout_.tp; ++t) {
+        create_bucket_allreduces(iteration, s, t);
+        create_param_gathers(iteration, s, t);
+      }
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       wire_tp_allreduces(d, s);
@@ -123,7 +136,10 @@ void PlanBuilder::add_iteration(int iteration) {
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.pp; ++s)
-      for (int t = 0; t < layout_.tp; ++t) wire_bucket_allreduces(s, t);
+      for (int t = 0; t < layout_.tp; ++t) {
+        wire_bucket_allreduces(s, t);
+        wire_param_gathers(s, t);
+      }
 }
 
 namespace {
@@ -137,6 +153,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.recompute_method = defaults.recompute_method;
   rest.recompute_blocks = defaults.recompute_blocks;
   rest.ddp = defaults.ddp;
+  if (config.zero <= 2) rest.zero = defaults.zero;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }

@@ -62,6 +62,7 @@ class PlanBuilder {
   void create_optimizer(int it, int d, int s, int t);
   void create_tp_allreduces(int it, int d, int s);
   void create_bucket_allreduces(int it, int s, int t);
+  void create_param_gathers(int it, int s, int t);
   // A TP allreduce over `group` on the activation (or gradient) slot `buffer_slot` of
   // microbatch j of every member.
   TaskIndex add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype, int it,
@@ -78,6 +79,8 @@ class PlanBuilder {
   void wire_reruns(int d, int s, int t, int j);
   void wire_tp_allreduces(int d, int s);
   void wire_bucket_allreduces(int s, int t);
+  void wire_param_gathers(int s, int t);
+  int shards(int from_stage) const;  // dp when config.zero >= from_stage, else 1
   void wire_optimizer(int d, int s, int t);
   TaskIndex output_producer(int d, int s, int t, int j, int k) const;
   TaskIndex rerun_output_producer(int d, int s, int t, int j, int k) const;
@@ -93,6 +96,8 @@ class PlanBuilder {
   std::vector<WorkerTasks> tasks_;               // per rank
   std::vector<GroupTasks> groups_;               // per d * pp + s
   std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
+  // ZeRO-1/2 parameter all-gathers per s * tp + t, of this and of the previous iteration.
+  std::vector<std::vector<TaskIndex>> gathers_, prev_gathers_;
 };
 
 }  // namespace lowering

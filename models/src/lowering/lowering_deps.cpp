@@ -14,6 +14,8 @@
 //   order on every dp rank (the accumulation chain makes that all microbatches); with
 //   ddp=after_flush (Megatron's local DDP) bucket 0 also after every bwd and bwdw task of that
 //   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control);
+// - ZeRO-1/2: parameter all-gather k after the optimizer step of every dp rank; in the next
+//   iteration, every forward of a layer of bucket k after it (control);
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
 //   after every microbatch's backward of the stage's first layer, since it overwrites weights
 //   those read (and after the weight gradients of tied weights, which nothing else awaits);
@@ -200,6 +202,27 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
       if (w.bwdw[cell] != kNoTask && !layer(st.first_layer + k).writes_wgrad)
         plan_.add_control_dep(w.bwdw[cell], w.opt);
     }
+  }
+}
+
+// A parameter all-gather after the optimizer step of every replica; the next iteration's
+// forward of a layer after the gather of its bucket (control: it reads the weights again).
+void PlanBuilder::wire_param_gathers(int s, int t) {
+  const Stage& st = stage(s);
+  const std::size_t group = static_cast<std::size_t>(s * layout_.tp + t);
+  for (TaskIndex gather : gathers_[group])
+    for (int d = 0; d < layout_.replicas; ++d)
+      plan_.add_data_dep(tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].opt, gather);
+  const std::vector<TaskIndex>& previous = prev_gathers_[group];
+  if (previous.empty()) return;
+  const int n = st.size();
+  for (int d = 0; d < layout_.replicas; ++d) {
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+    for (int j = 0; j < layout_.microbatches; ++j)
+      for (int k = 0; k < n; ++k)
+        if (const int b = st.bucket_of[static_cast<std::size_t>(k)]; b >= 0)
+          plan_.add_control_dep(previous[static_cast<std::size_t>(b)],
+                                w.fwd[static_cast<std::size_t>(j * n + k)]);
   }
 }
 

@@ -115,6 +115,10 @@ void make_buckets(const Model& model, const Layout& layout, double bucket_bytes,
     if (bucket_bytes > 0 && bytes >= bucket_bytes) close();
   }
   close();
+  stage.bucket_of.assign(static_cast<std::size_t>(stage.size()), -1);
+  for (std::size_t b = 0; b < stage.buckets.size(); ++b)
+    for (int i : stage.buckets[b])
+      stage.bucket_of[static_cast<std::size_t>(i - stage.first_layer)] = static_cast<int>(b);
 }
 
 void make_stage(const Model& model, const Layout& layout, int s, const std::vector<int>& bounds,
@@ -174,7 +178,7 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
     layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
   }
   layout.slot_stride = positions;
-  layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + layout.max_buckets + 1;
+  layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + 2 * layout.max_buckets + 1;
   return layout;
 }
 

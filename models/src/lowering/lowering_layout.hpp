@@ -12,8 +12,9 @@
 //             their TP allreduces) in forward order when the layer is the last of one, bwd(k),
 //             the TP allreduce after it, bwdw(k); send/bwd last (Stage::bwd_pos). Without
 //             recomputation: bwd(k) 1+3r, allreduce 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
-// After the last slot come the DP bucket allreduces in issue order, then the optimizer step,
-// so gradient traffic never delays a pipeline or TP message that the same backward needs.
+// After the last slot come the DP bucket allreduces (ZeRO: reduce-scatters) in issue order, then
+// the optimizer step, then (ZeRO-1/2) the parameter all-gathers in bucket order, so gradient
+// traffic never delays a pipeline or TP message that the same backward needs.
 #pragma once
 
 #include <cstdint>
@@ -81,6 +82,7 @@ struct Stage {
   std::vector<int> bwd_order;             // microbatches in backward order
   std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
   std::vector<double> bucket_bytes;
+  std::vector<int> bucket_of;              // per stage layer: its gradient bucket, -1 without parameters
   double params = 0;                       // per worker (tp shard)
   std::vector<Rerun> reruns;               // in forward order
   std::vector<int> rerun_of;               // per stage layer: index into reruns, -1 if kept
@@ -115,6 +117,10 @@ struct Layout {
   }
   std::int64_t optimizer_priority(int iteration) const {
     return iteration * iteration_stride + 2LL * microbatches * slot_stride + max_buckets;
+  }
+  // ZeRO-1/2: the parameter all-gather of bucket k after the optimizer step.
+  std::int64_t param_gather_priority(int iteration, int bucket) const {
+    return optimizer_priority(iteration) + 1 + bucket;
   }
 };
 

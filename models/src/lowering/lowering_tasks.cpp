@@ -199,7 +199,7 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   const Stage& st = stage(s);
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  Task task = optimizer_step_task(*layout_.model, st.params, config.optimizer, config.dtype);
+  Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype);
   task.id = worker_prefix(it, d, s, t) + "opt";
   task.worker = rank;
   task.iteration = it;
@@ -273,16 +273,50 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   out.clear();
   std::vector<WorkerId> group;
   for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ar/";
+  // ZeRO (any stage) and Megatron's distributed optimizer reduce-scatter each bucket: every rank
+  // keeps the reduced gradient of its 1/dp shard (Rajbhandari et al. 2020, section 5).
+  const bool sharded = layout_.config->zero >= 1;
+  const std::string prefix =
+      coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + (sharded ? "/rs/" : "/ar/");
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
     const TaskIndex task = add_collective(
         prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
         layout_.bucket_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
+    if (sharded) ref.kind = TaskKind::reduce_scatter;
     for (WorkerId rank : group)
       for (int i : st.buckets[k]) {
         const auto k_in_stage = static_cast<std::size_t>(i - st.first_layer);
         const BufferIndex buf = buffers_[static_cast<std::size_t>(rank)].wgrad[k_in_stage];
+        ref.reads.push_back(buf);
+        ref.writes.push_back(buf);
+      }
+    out.push_back(task);
+  }
+}
+
+// ZeRO-1/2 and the distributed optimizer: after the step on its shard, each rank's updated
+// parameters are all-gathered, bucket by bucket, so every replica holds whole weights again
+// (the same bytes as the reduce-scatter: the two make one allreduce's traffic).
+void PlanBuilder::create_param_gathers(int it, int s, int t) {
+  std::vector<TaskIndex>& out = gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  out.clear();
+  const int zero = layout_.config->zero;
+  if (zero < 1 || zero > 2) return;
+  const Stage& st = stage(s);
+  std::vector<WorkerId> group;
+  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ag/";
+  for (std::size_t k = 0; k < st.buckets.size(); ++k) {
+    const TaskIndex task = add_collective(
+        prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
+        layout_.param_gather_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
+    Task& ref = plan_.mutable_task(task);
+    ref.kind = TaskKind::allgather;
+    for (WorkerId rank : group)
+      for (int i : st.buckets[k]) {
+        const BufferIndex buf =
+            buffers_[static_cast<std::size_t>(rank)].weight[static_cast<std::size_t>(i - st.first_layer)];
         ref.reads.push_back(buf);
         ref.writes.push_back(buf);
       }
