@@ -133,5 +133,61 @@ TEST(LoweringDataParallel, ShardedPlansRunToTheEnd) {
       }
 }
 
+// The same 3 linear layers (one per block), dp = 2, 2 microbatches of 16 samples, ZeRO-3.
+TEST(LoweringDataParallel, ZeroThreeGathersEachBlockBeforeItsUseOneAheadAndReleasesIt) {
+  const double params = 3 * 4160.0;
+  StrategyConfig config = config_of(2, 1, 1, 2);
+  config.bucket_bytes = 0;
+  config.iterations = 2;
+  config.zero = 3;
+  const Plan plan = lower(linear_model(3), config);
+  EXPECT_EQ(count_ids(plan, R"(it0/pp0/tp0/mb\d/fwd/b\d/ag)"), 2u * 3);  // m x blocks
+  EXPECT_EQ(count_ids(plan, R"(it0/pp0/tp0/mb\d/bwd/b\d/ag)"), 2u * 3);
+  EXPECT_EQ(count_ids(plan, R"(it0/pp0/tp0/rs/b\d)"), 3u);
+  EXPECT_EQ(count_ids(plan, R"(it0/pp0/tp0/ag/b\d)"), 0u);  // no gather after the step
+  const std::string w = "it0/dp1/pp0/tp0/mb1/";
+  const TaskIndex fwd_b1 = index_of(plan, "it0/pp0/tp0/mb1/fwd/b1/ag");
+  const TaskIndex bwd_b1 = index_of(plan, "it0/pp0/tp0/mb1/bwd/b1/ag");
+  EXPECT_EQ(plan.task(fwd_b1).kind, TaskKind::allgather);
+  EXPECT_EQ(plan.task(fwd_b1).group, (std::vector<WorkerId>{0, 1}));
+  EXPECT_DOUBLE_EQ(plan.task(fwd_b1).comm_bytes, 16640);
+  EXPECT_TRUE(has(plan.task(index_of(plan, w + "fwd/fc1")).data_deps, fwd_b1));
+  EXPECT_TRUE(has(plan.task(index_of(plan, w + "bwd/fc1")).data_deps, bwd_b1));
+  // One ahead: fc1's gather after fc0's forward began; in backward, fc1's after fc2's backward,
+  // and fc2's (the first) after the loss-less last layer's forward.
+  EXPECT_TRUE(has(plan.task(fwd_b1).control_deps, index_of(plan, w + "fwd/fc0")));
+  EXPECT_TRUE(has(plan.task(bwd_b1).control_deps, index_of(plan, w + "bwd/fc2")));
+  EXPECT_TRUE(has(plan.task(index_of(plan, "it0/pp0/tp0/mb1/bwd/b2/ag")).control_deps,
+                  index_of(plan, w + "fwd/fc2")));
+  // The next iteration gathers the updated shards.
+  EXPECT_TRUE(has(plan.task(index_of(plan, "it1/pp0/tp0/mb0/fwd/b0/ag")).data_deps,
+                  index_of(plan, "it0/dp1/pp0/tp0/opt")));
+  // fc0 keeps its input (64 x 16 samples x 4 B = 4,096 B) and holds the gathered other half of
+  // its parameters (16,640 / 2 = 8,320 B) while it runs.
+  const Task& fwd0 = plan.task(index_of(plan, w + "fwd/fc0"));
+  EXPECT_DOUBLE_EQ(fwd0.mem_alloc, 4096 + 8320);
+  EXPECT_DOUBLE_EQ(fwd0.mem_free, 8320);
+  // 16Ψ/N persistent bytes (Rajbhandari et al. 2020, Fig. 1, fp32 Adam), N = 2.
+  EXPECT_DOUBLE_EQ(persistent_bytes(plan, 0), 16 * params / 2);
+  const RunResult run = run_unit_durations(plan);
+  ASSERT_TRUE(run.finished);
+  for (double net : run.net_memory) EXPECT_NEAR(net, 0, 1e-6);
+}
+
+TEST(LoweringDataParallel, ZeroThreePlansWithRecomputationRunToTheEnd) {
+  for (Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full})
+    for (int pp : {1, 2})
+      for (int tp : {1, 2}) {
+        StrategyConfig config = config_of(2, tp, pp, 2 * pp);
+        config.iterations = 2;
+        config.zero = 3;
+        config.recompute = recompute;
+        config.recompute_blocks = 2;
+        const RunResult run = run_unit_durations(lower(tiny_gpt(4), config));
+        EXPECT_TRUE(run.finished) << config.to_string() << " " << to_string(recompute);
+        for (double net : run.net_memory) EXPECT_NEAR(net, 0, 1e-6);
+      }
+}
+
 }  // namespace
 }  // namespace strata

@@ -13,6 +13,8 @@
 //   it<i>/pp<s>/tp<t>/rs/b<k>                     its reduce-scatter instead (zero >= 1)
 //   it<i>/pp<s>/tp<t>/ag/b<k>                     all-gather of bucket k's updated parameters
 //                                                  after the optimizer step (zero = 1, 2)
+//   it<i>/pp<s>/tp<t>/mb<m>/{fwd,bwd}/b<b>/ag     ZeRO-3: all-gather of block b's parameters
+//                                                  before their use (lowering_zero3.cpp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/fwd        activation to stage s+1 (peer: same dp, tp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/fwd        its arrival at stage s (peer: stage s-1)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
@@ -49,7 +51,8 @@ PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
       groups_(static_cast<std::size_t>(layout.dp * layout.pp)),
       buckets_(static_cast<std::size_t>(layout.pp * layout.tp)),
       gathers_(buckets_.size()),
-      prev_gathers_(buckets_.size()) {}
+      prev_gathers_(buckets_.size()),
+      unit_gathers_(buckets_.size()) {}
 
 int PlanBuilder::shards(int from_stage) const { return layout_.config->zero >= from_stage ? layout_.dp : 1; }
 
@@ -128,6 +131,7 @@ void PlanBuilder::add_iteration(int iteration) {
       for (int t = 0; t < layout_.tp; ++t) {
         create_bucket_allreduces(iteration, s, t);
         create_param_gathers(iteration, s, t);
+        if (layout_.config->zero == 3) create_unit_gathers(iteration, s, t);
       }
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
@@ -139,6 +143,7 @@ void PlanBuilder::add_iteration(int iteration) {
       for (int t = 0; t < layout_.tp; ++t) {
         wire_bucket_allreduces(s, t);
         wire_param_gathers(s, t);
+        if (layout_.config->zero == 3) wire_unit_gathers(s, t);
       }
 }
 
@@ -153,7 +158,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.recompute_method = defaults.recompute_method;
   rest.recompute_blocks = defaults.recompute_blocks;
   rest.ddp = defaults.ddp;
-  if (config.zero <= 2) rest.zero = defaults.zero;
+  rest.zero = defaults.zero;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }

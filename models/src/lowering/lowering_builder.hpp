@@ -47,6 +47,11 @@ class PlanBuilder {
     std::vector<TaskIndex> rfwd_ar;  // after a re-run forward
   };
 
+  // ZeRO-3 parameter gathers of one (stage, tp rank) group, [j * units + u].
+  struct UnitGathers {
+    std::vector<TaskIndex> fwd, bwd;
+  };
+
   const Stage& stage(int s) const { return layout_.stages[static_cast<std::size_t>(s)]; }
   const LayerPlan& layer(int i) const { return layout_.layers[static_cast<std::size_t>(i)]; }
   const std::string& layer_name(int i) const;
@@ -63,6 +68,7 @@ class PlanBuilder {
   void create_tp_allreduces(int it, int d, int s);
   void create_bucket_allreduces(int it, int s, int t);
   void create_param_gathers(int it, int s, int t);
+  void create_unit_gathers(int it, int s, int t);  // lowering_zero3.cpp
   // A TP allreduce over `group` on the activation (or gradient) slot `buffer_slot` of
   // microbatch j of every member.
   TaskIndex add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype, int it,
@@ -80,6 +86,10 @@ class PlanBuilder {
   void wire_tp_allreduces(int d, int s);
   void wire_bucket_allreduces(int s, int t);
   void wire_param_gathers(int s, int t);
+  void wire_unit_gathers(int s, int t);  // lowering_zero3.cpp
+  void wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, TaskIndex fwd_gather,
+                       TaskIndex bwd_gather);
+  TaskIndex bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const;
   int shards(int from_stage) const;  // dp when config.zero >= from_stage, else 1
   void wire_optimizer(int d, int s, int t);
   TaskIndex output_producer(int d, int s, int t, int j, int k) const;
@@ -98,6 +108,7 @@ class PlanBuilder {
   std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
   // ZeRO-1/2 parameter all-gathers per s * tp + t, of this and of the previous iteration.
   std::vector<std::vector<TaskIndex>> gathers_, prev_gathers_;
+  std::vector<UnitGathers> unit_gathers_;  // ZeRO-3, per s * tp + t
 };
 
 }  // namespace lowering

@@ -146,6 +146,7 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
   plan_recompute(model, layout, stage);
+  plan_param_units(model, layout, stage);
 }
 
 }  // namespace
@@ -173,7 +174,7 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   for (int s = 0; s < config.pp; ++s) {
     Stage& stage = layout.stages[static_cast<std::size_t>(s)];
     make_stage(model, layout, s, bounds, stage);
-    positions = std::max({positions, static_cast<std::int64_t>(2 * stage.size() + 2),
+    positions = std::max({positions, static_cast<std::int64_t>(3 * stage.size() + 2),
                           static_cast<std::int64_t>(stage.send_bwd_pos + 1)});
     layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
   }

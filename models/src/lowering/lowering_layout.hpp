@@ -7,11 +7,12 @@
 // stage) gets one priority on all of them. A task's priority is
 //   iteration * iteration_stride + slot * slot_stride + position
 // with positions inside a slot (n = layers of the stage, k = layer in the stage, r = n-1-k):
-//   forward:  recv/fwd 0, fwd(k) 1+2k, TP allreduce after it 2+2k, send/fwd 2n+1;
-//   backward: recv/bwd 0, then per layer in backward order its re-run segment's forwards (and
-//             their TP allreduces) in forward order when the layer is the last of one, bwd(k),
-//             the TP allreduce after it, bwdw(k); send/bwd last (Stage::bwd_pos). Without
-//             recomputation: bwd(k) 1+3r, allreduce 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
+//   forward:  recv/fwd 0, ZeRO-3 parameter gather before fwd(k) 1+3k, fwd(k) 2+3k, TP
+//             allreduce after it 3+3k, send/fwd 3n+1;
+//   backward: recv/bwd 0, then per layer in backward order its re-run segment's forwards (each
+//             after its parameter gather position, with their TP allreduces) in forward order
+//             when the layer is the last of one, the layer's gather position, bwd(k), the TP
+//             allreduce after it, bwdw(k); send/bwd last (Stage::bwd_pos).
 // After the last slot come the DP bucket allreduces (ZeRO: reduce-scatters) in issue order, then
 // the optimizer step, then (ZeRO-1/2) the parameter all-gathers in bucket order, so gradient
 // traffic never delays a pipeline or TP message that the same backward needs.
@@ -65,8 +66,18 @@ struct LayerMemory {
 
 // Priority positions of a stage layer's tasks inside a backward slot.
 struct BackwardPositions {
-  int rerun = 0, rerun_ar = 0;  // its re-run forward and the TP allreduce after it
-  int bwd = 0, bwd_ar = 0, bwdw = 0;
+  int rerun_gather = 0, rerun = 0, rerun_ar = 0;  // its re-run forward and the TP allreduce after it
+  int gather = 0, bwd = 0, bwd_ar = 0, bwdw = 0;  // gather: ZeRO-3's parameter all-gather
+};
+
+// ZeRO-3 (lowering_zero3.cpp): the layers of one block of a stage that have parameters, whose
+// sharded parameters are all-gathered together before they are used and released after.
+struct ParamUnit {
+  int first = 0, end = 0;  // stage layer indices
+  int block = 0;           // the model block
+  double bytes = 0;        // whole parameters on one tp rank, training dtype
+  int bwd_first_use = 0;   // stage layer whose re-run or backward first reads them in backward
+  bool bwd_first_use_rerun = false;
 };
 
 struct Slot {
@@ -89,6 +100,8 @@ struct Stage {
   std::vector<LayerMemory> memory;         // per stage layer
   std::vector<BackwardPositions> bwd_pos;  // per stage layer
   int send_bwd_pos = 0;                    // position of send/bwd in a backward slot
+  std::vector<ParamUnit> units;            // ZeRO-3 only, in forward order
+  std::vector<int> bwd_units;              // ZeRO-3: units in order of first use in backward
   int size() const { return end_layer - first_layer; }
   int last_backward_microbatch() const { return bwd_order.back(); }
 };
@@ -130,6 +143,10 @@ Layout make_layout(const Model& model, const StrategyConfig& config);
 // Fills stage.reruns, rerun_of, memory, bwd_pos and send_bwd_pos from the configuration's
 // recomputation (lowering_recompute.cpp). REQUIRES: the stage's layers and layout.layers set.
 void plan_recompute(const Model& model, const Layout& layout, Stage& stage);
+
+// Fills stage.units and bwd_units when config.zero == 3 (lowering_zero3.cpp).
+// REQUIRES: plan_recompute(stage) done.
+void plan_param_units(const Model& model, const Layout& layout, Stage& stage);
 
 }  // namespace lowering
 }  // namespace models

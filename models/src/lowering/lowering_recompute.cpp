@@ -102,10 +102,12 @@ void plan_backward_positions(Stage& stage) {
     const int rerun = stage.rerun_of[static_cast<std::size_t>(k)];
     if (rerun >= 0 && stage.reruns[static_cast<std::size_t>(rerun)].end == k + 1)
       for (int kk = stage.reruns[static_cast<std::size_t>(rerun)].first; kk <= k; ++kk) {
+        stage.bwd_pos[static_cast<std::size_t>(kk)].rerun_gather = pos++;
         stage.bwd_pos[static_cast<std::size_t>(kk)].rerun = pos++;
         stage.bwd_pos[static_cast<std::size_t>(kk)].rerun_ar = pos++;
       }
     BackwardPositions& p = stage.bwd_pos[static_cast<std::size_t>(k)];
+    p.gather = pos++;
     p.bwd = pos++;
     p.bwd_ar = pos++;
     p.bwdw = pos++;

@@ -97,7 +97,7 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   for (int k = 0; k < n; ++k) {
     const int i = st.first_layer + k;
     const TaskIndex task = add_compute(layer(i).fwd, prefix + "fwd/" + layer_name(i), rank, it,
-                                       layout_.priority(it, slot_index, 1 + 2 * k));
+                                       layout_.priority(it, slot_index, 2 + 3 * k));
     Task& task_ref = plan_.mutable_task(task);
     const LayerMemory& memory = st.memory[static_cast<std::size_t>(k)];
     task_ref.mem_alloc = memory.fwd_alloc;
@@ -110,7 +110,7 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   }
   if (s + 1 < layout_.pp) {
     w.send_fwd[mb] = add_p2p(TaskKind::send, prefix + "send/fwd", rank, layout_.rank(d, s + 1, t), it,
-                             layout_.priority(it, slot_index, 2 * n + 1), layer(st.end_layer - 1).out_bytes);
+                             layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes);
     plan_.mutable_task(w.send_fwd[mb]).reads = {act(rank, j, n)};
   }
 }
@@ -244,7 +244,7 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
       const double bytes = slot.forward ? comm.fwd_allreduce_bytes : comm.bwd_allreduce_bytes;
       if (bytes <= 0) continue;
       const std::string phase = slot.forward ? "fwd/" : "bwd/";
-      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 2 + 2 * k : pos.bwd_ar);
+      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 3 + 3 * k : pos.bwd_ar);
       const DType dtype = slot.forward ? comm.fwd_dtype : layout_.config->dtype;
       (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] =
           add_tp_allreduce(mb + phase + layer_name(i) + "/ar", group, dtype, it, priority, bytes, j,
