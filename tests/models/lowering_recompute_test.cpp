@@ -173,9 +173,9 @@ TEST(LoweringRecompute, EveryRecomputingPlanUpToEightWorkersRunsToTheEnd) {
 TEST(LoweringRecompute, OptionsNotLoweredAreStillRefusedInOneLine) {
   StrategyConfig config = config_of(1, 2, 1, 1);
   config.recompute = Recompute::full;
-  config.sequence_parallel = true;
+  config.flash_attention = true;
   EXPECT_EQ(input_error([&] { lower(tiny_gpt(2), config); }),
-            "--set sequence_parallel=1: not lowered to a Plan by this version of strata");
+            "--set flash_attention=1: not lowered to a Plan by this version of strata");
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 //                                                  without a backward-weight kind)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/bwdw/<layer>    backward weight (linear and conv layers)
 //   it<i>/dp<d>/pp<s>/mb<m>/fwd/<layer>/ar        Megatron allreduce after a forward (group: the
-//   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data
+//   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data; with
+//                                                  sequence parallelism .../rs and .../ag
+//                                                  (lowering_tensor_parallel.cpp)
 //   it<i>/pp<s>/tp<t>/ar/b<k>                     DP gradient bucket k in issue order (group:
 //                                                  the dp ranks of stage s, tp rank t)
 //   it<i>/pp<s>/tp<t>/rs/b<k>                     its reduce-scatter instead (zero >= 1)
@@ -159,6 +161,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.recompute_blocks = defaults.recompute_blocks;
   rest.ddp = defaults.ddp;
   rest.zero = defaults.zero;
+  rest.sequence_parallel = defaults.sequence_parallel;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }

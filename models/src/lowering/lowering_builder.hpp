@@ -45,6 +45,9 @@ class PlanBuilder {
   struct GroupTasks {
     std::vector<TaskIndex> fwd_ar, bwd_ar;
     std::vector<TaskIndex> rfwd_ar;  // after a re-run forward
+    // Sequence parallelism: all-gathers of a forward's (or re-run's) input, of a backward
+    // data's output gradient, and of a backward weight's input.
+    std::vector<TaskIndex> fwd_ag, rfwd_ag, bwd_ag, wgrad_ag;
   };
 
   // ZeRO-3 parameter gathers of one (stage, tp rank) group, [j * units + u].
@@ -69,10 +72,11 @@ class PlanBuilder {
   void create_bucket_allreduces(int it, int s, int t);
   void create_param_gathers(int it, int s, int t);
   void create_unit_gathers(int it, int s, int t);  // lowering_zero3.cpp
-  // A TP allreduce over `group` on the activation (or gradient) slot `buffer_slot` of
-  // microbatch j of every member.
-  TaskIndex add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype, int it,
-                             std::int64_t priority, double bytes, int j, int buffer_slot, bool activation);
+  // A TP collective (id + "/ar", "/rs" or "/ag" by kind) over `group` on the activation (or
+  // gradient) slot `buffer_slot` of microbatch j of every member (lowering_tensor_parallel.cpp).
+  TaskIndex add_tp_collective(std::string id, TaskKind kind, const std::vector<WorkerId>& group, DType dtype,
+                              int it, std::int64_t priority, double bytes, int j, int buffer_slot,
+                              bool activation);
   TaskIndex add_compute(const Task& model_task, std::string id, WorkerId rank, int it, std::int64_t priority);
   TaskIndex add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
                     std::int64_t priority, double bytes);
@@ -94,6 +98,10 @@ class PlanBuilder {
   void wire_optimizer(int d, int s, int t);
   TaskIndex output_producer(int d, int s, int t, int j, int k) const;
   TaskIndex rerun_output_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex input_producer(int d, int s, int t, int j, int k) const;
+  // The output gradient as the backward of layer k reads it: its SP all-gather, or
+  // output_grad_producer.
+  TaskIndex gathered_output_grad(int d, int s, int t, int j, int k) const;
   TaskIndex input_grad_producer(int d, int s, int t, int j, int k) const;
   // What the backward of stage layer k waits for as its output gradient; kNoTask for the
   // model's last layer (the loss), which starts the backward.

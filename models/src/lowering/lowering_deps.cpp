@@ -94,8 +94,10 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
   for (int k = 0; k < n; ++k) {
     const auto cell = static_cast<std::size_t>(j * n + k);
     const TaskIndex fwd = w.fwd[cell];
+    const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+    if (g.fwd_ag[cell] != kNoTask) plan_.add_data_dep(g.fwd_ag[cell], fwd);
     if (k > 0) {
-      plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
+      if (g.fwd_ag[cell] == kNoTask) plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
     } else {
       if (s > 0) plan_.add_data_dep(w.recv_fwd[mb], fwd);
       if (w.prev_opt != kNoTask) plan_.add_control_dep(w.prev_opt, fwd);
@@ -103,8 +105,9 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
       if (layout_.one_f_one_b && j >= in_flight)
         plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], fwd);
     }
-    const TaskIndex output_grad = output_grad_producer(d, s, t, j, k);
+    const TaskIndex output_grad = gathered_output_grad(d, s, t, j, k);
     const TaskIndex rerun = w.rfwd[cell];
+    if (g.wgrad_ag[cell] != kNoTask) plan_.add_data_dep(g.wgrad_ag[cell], w.bwdw[cell]);
     for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]}) {
       if (task == kNoTask) continue;
       plan_.add_data_dep(fwd, task);
@@ -136,26 +139,26 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
 void PlanBuilder::wire_reruns(int d, int s, int t, int j) {
   const Stage& st = stage(s);
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-  for (const Rerun& rerun : st.reruns) {
-    const auto first = static_cast<std::size_t>(j * st.size() + rerun.first);
-    plan_.add_data_dep(w.fwd[first], w.rfwd[first]);
-    const TaskIndex output_grad = output_grad_producer(d, s, t, j, rerun.end - 1);
-    if (output_grad != kNoTask) plan_.add_control_dep(output_grad, w.rfwd[first]);
-    for (int k = rerun.first + 1; k < rerun.end; ++k)
-      plan_.add_data_dep(rerun_output_producer(d, s, t, j, k - 1),
-                         w.rfwd[static_cast<std::size_t>(j * st.size() + k)]);
-  }
-}
-
-void PlanBuilder::wire_tp_allreduces(int d, int s) {
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
-  for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
-    for (int t = 0; t < layout_.tp; ++t) {
-      const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-      if (g.fwd_ar[cell] != kNoTask) plan_.add_data_dep(w.fwd[cell], g.fwd_ar[cell]);
-      if (g.bwd_ar[cell] != kNoTask) plan_.add_data_dep(w.bwd[cell], g.bwd_ar[cell]);
-      if (g.rfwd_ar[cell] != kNoTask) plan_.add_data_dep(w.rfwd[cell], g.rfwd_ar[cell]);
+  for (const Rerun& rerun : st.reruns) {
+    // The first task of the re-run: its SP input gather, or its first forward.
+    const auto first = static_cast<std::size_t>(j * st.size() + rerun.first);
+    const TaskIndex start = g.rfwd_ag[first] != kNoTask ? g.rfwd_ag[first] : w.rfwd[first];
+    plan_.add_data_dep(w.fwd[first], start);
+    const TaskIndex output_grad = output_grad_producer(d, s, t, j, rerun.end - 1);
+    if (output_grad != kNoTask) plan_.add_control_dep(output_grad, start);
+    if (start != w.rfwd[first]) plan_.add_data_dep(start, w.rfwd[first]);
+    for (int k = rerun.first + 1; k < rerun.end; ++k) {
+      const auto cell = static_cast<std::size_t>(j * st.size() + k);
+      const TaskIndex input = rerun_output_producer(d, s, t, j, k - 1);
+      if (g.rfwd_ag[cell] != kNoTask) {
+        plan_.add_data_dep(input, g.rfwd_ag[cell]);
+        plan_.add_data_dep(g.rfwd_ag[cell], w.rfwd[cell]);
+      } else {
+        plan_.add_data_dep(input, w.rfwd[cell]);
+      }
     }
+  }
 }
 
 void PlanBuilder::wire_bucket_allreduces(int s, int t) {

@@ -12,6 +12,12 @@ inline namespace models {
 namespace lowering {
 namespace {
 
+// Whether layer i's input is whole on every tp rank (without sequence parallelism).
+bool input_whole(const Model& model, std::size_t i) {
+  return i == 0 || model.layers[i - 1].split == TensorSplit::replicated ||
+         model.layers[i - 1].split == TensorSplit::row;
+}
+
 bool splits_output(const Layer& layer) {
   // Column and heads splits leave each tp rank a slice of the output; a vocab-parallel embedding
   // or loss ends with an allreduce that makes it whole again.
@@ -24,7 +30,13 @@ bool splits_output(const Layer& layer) {
 // gradient of a split layer whose input is whole. GPT's vocab-parallel embedding sums partial
 // lookups in forward; its vocab-parallel cross-entropy reduces the max, the target logit and
 // the sum of exponentials (three fp32 values per token, merged into one allreduce here).
-LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, DType dtype) {
+// With sequence parallelism (Korthikanti et al. 2023, section 4.2.2) the layers between those
+// regions run on seq/tp tokens: g becomes a reduce-scatter along the sequence (its backward an
+// all-gather of the output gradient) and f an all-gather of the input (its backward a
+// reduce-scatter of the input gradient); the weight gradient gathers the input again. The
+// cross-entropy's allreduce stays.
+LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, DType dtype, bool sp,
+                  bool has_bwdw) {
   LayerComm comm;
   if (tp <= 1) return comm;
   const Layer& layer = model.layers[i];
@@ -33,14 +45,34 @@ LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, 
       (layer.split == TensorSplit::column && layer.op == LayerOp::embedding)) {
     comm.fwd_allreduce_bytes = layer.out_elems * microbatch * elem;
     comm.fwd_dtype = dtype;
+    if (sp) {
+      comm.fwd_kind = TaskKind::reduce_scatter;
+      comm.bwd_gather_bytes = comm.fwd_allreduce_bytes;
+    }
   } else if (layer.split == TensorSplit::column && layer.op == LayerOp::loss) {
     comm.fwd_allreduce_bytes = 3.0 * static_cast<double>(model.seq) * microbatch * 4.0;
     comm.fwd_dtype = DType::fp32;
   }
-  const bool input_whole = i == 0 || model.layers[i - 1].split == TensorSplit::replicated ||
-                           model.layers[i - 1].split == TensorSplit::row;
-  if (splits_output(layer) && input_whole) comm.bwd_allreduce_bytes = input_elems(layer) * microbatch * elem;
+  if (splits_output(layer) && input_whole(model, i)) {
+    comm.bwd_allreduce_bytes = input_elems(layer) * microbatch * elem;
+    if (sp) {
+      comm.bwd_kind = TaskKind::reduce_scatter;
+      comm.fwd_gather_bytes = comm.bwd_allreduce_bytes;
+      if (has_bwdw) comm.wgrad_gather_bytes = comm.bwd_allreduce_bytes;
+    }
+  }
   return comm;
+}
+
+// Whether tp ranks hold whole copies of the layer's saved activations without sequence
+// parallelism: replicated layers, and column-parallel linears and embeddings, whose input (what
+// they save) is whole (Korthikanti et al. 2023, eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes per
+// transformer layer). With sequence parallelism every rank keeps 1/tp of them.
+bool saves_whole(const Model& model, std::size_t i) {
+  const Layer& layer = model.layers[i];
+  if (!is_split(layer)) return true;
+  return layer.split == TensorSplit::column &&
+         (layer.op == LayerOp::linear || layer.op == LayerOp::embedding) && input_whole(model, i);
 }
 
 LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DType dtype) {
@@ -51,8 +83,14 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   LayerPlan out;
   out.params = layer.params / tp;
   out.weight_bytes = out.params * elem;
-  out.saved_bytes = layer.saved_elems * mb * elem / tp;
-  out.out_bytes = layer.out_elems * mb * elem / (splits_output(layer) ? layout.tp : 1);
+  const bool sp = layout.config->sequence_parallel && layout.tp > 1;
+  out.saved_bytes = layer.saved_elems * mb * elem / (sp || !saves_whole(model, i) ? layout.tp : 1);
+  // With SP every output is a sequence or hidden shard but the loss's (one value per token).
+  const bool sharded_output = splits_output(layer) || (sp && layer.op != LayerOp::loss);
+  out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? layout.tp : 1);
+  // layer_task_options(config) is not passed yet: layer_task refuses non-default options until
+  // it models sequence parallelism's seq/tp work of the replicated layers (which are priced on
+  // the whole sequence meanwhile); flash attention is refused by check_lowered.
   out.fwd = layer_task(layer, Phase::forward, mb, tp, dtype);
   out.bwd = layer_task(layer, Phase::backward_data, mb, tp, dtype);
   // A weight tied to another layer's (GPT's head) has no parameters of its own but still
@@ -66,7 +104,7 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   // microbatch's forward of the layer to its backward data.
   out.fwd.mem_alloc = out.saved_bytes;
   out.bwd.mem_free = out.saved_bytes;
-  out.comm = tp_comm(model, i, mb, layout.tp, dtype);
+  out.comm = tp_comm(model, i, mb, layout.tp, dtype, sp, out.has_bwdw);
   return out;
 }
 

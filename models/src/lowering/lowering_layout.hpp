@@ -31,10 +31,16 @@ namespace lowering {
 inline constexpr TaskIndex kNoTask = std::numeric_limits<TaskIndex>::max();
 
 // Megatron communication around one layer (all zero when tp == 1).
+// Bytes are those of the whole (unsharded) tensor; lowering_tensor_parallel.cpp.
 struct LayerComm {
-  double fwd_allreduce_bytes = 0;  // > 0: an allreduce follows the layer's forward
-  double bwd_allreduce_bytes = 0;  // > 0: an allreduce follows its backward data
-  DType fwd_dtype = DType::fp32;   // what the forward allreduce sums
+  double fwd_allreduce_bytes = 0;           // > 0: an allreduce (or reduce-scatter) follows the forward
+  double bwd_allreduce_bytes = 0;           // > 0: an allreduce (or reduce-scatter) follows the backward data
+  DType fwd_dtype = DType::fp32;            // what the forward allreduce sums
+  TaskKind fwd_kind = TaskKind::allreduce;  // reduce_scatter with sequence parallelism
+  TaskKind bwd_kind = TaskKind::allreduce;
+  double fwd_gather_bytes = 0;    // SP: all-gather of the input before the forward
+  double bwd_gather_bytes = 0;    // SP: all-gather of the output gradient before the backward data
+  double wgrad_gather_bytes = 0;  // SP: all-gather of the input before the backward weight
 };
 
 // What lowering needs of one layer, computed once per Plan.
@@ -66,8 +72,12 @@ struct LayerMemory {
 
 // Priority positions of a stage layer's tasks inside a backward slot.
 struct BackwardPositions {
-  int rerun_gather = 0, rerun = 0, rerun_ar = 0;  // its re-run forward and the TP allreduce after it
-  int gather = 0, bwd = 0, bwd_ar = 0, bwdw = 0;  // gather: ZeRO-3's parameter all-gather
+  // Its re-run forward with the collectives around it (rerun_gather: ZeRO-3's parameter
+  // all-gather; rerun_ag: SP's input all-gather; rerun_ar: the TP allreduce or reduce-scatter).
+  int rerun_gather = 0, rerun_ag = 0, rerun = 0, rerun_ar = 0;
+  // Its backward: ZeRO-3's gather, SP's output-gradient gather, the backward data, the TP
+  // collective after it, SP's input gather for the weight gradient, the backward weight.
+  int gather = 0, bwd_ag = 0, bwd = 0, bwd_ar = 0, wgrad_ag = 0, bwdw = 0;
 };
 
 // ZeRO-3 (lowering_zero3.cpp): the layers of one block of a stage that have parameters, whose

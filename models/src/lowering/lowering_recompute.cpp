@@ -103,13 +103,16 @@ void plan_backward_positions(Stage& stage) {
     if (rerun >= 0 && stage.reruns[static_cast<std::size_t>(rerun)].end == k + 1)
       for (int kk = stage.reruns[static_cast<std::size_t>(rerun)].first; kk <= k; ++kk) {
         stage.bwd_pos[static_cast<std::size_t>(kk)].rerun_gather = pos++;
+        stage.bwd_pos[static_cast<std::size_t>(kk)].rerun_ag = pos++;
         stage.bwd_pos[static_cast<std::size_t>(kk)].rerun = pos++;
         stage.bwd_pos[static_cast<std::size_t>(kk)].rerun_ar = pos++;
       }
     BackwardPositions& p = stage.bwd_pos[static_cast<std::size_t>(k)];
     p.gather = pos++;
+    p.bwd_ag = pos++;
     p.bwd = pos++;
     p.bwd_ar = pos++;
+    p.wgrad_ag = pos++;
     p.bwdw = pos++;
   }
   stage.send_bwd_pos = pos;

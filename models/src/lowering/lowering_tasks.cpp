@@ -214,59 +214,6 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   tasks_[static_cast<std::size_t>(rank)].opt = plan_.add_task(std::move(task));
 }
 
-void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
-  const Stage& st = stage(s);
-  const int n = st.size();
-  GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
-  g.fwd_ar.assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
-  g.bwd_ar.assign(g.fwd_ar.size(), kNoTask);
-  g.rfwd_ar.assign(g.fwd_ar.size(), kNoTask);
-  if (layout_.tp == 1) return;
-  std::vector<WorkerId> group;
-  for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix = coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/";
-  for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
-    const Slot& slot = st.slots[slot_index];
-    const int j = slot.microbatch;
-    const int slot_id = static_cast<int>(slot_index);
-    const std::string mb = prefix + coord("mb", j) + "/";
-    for (int r = 0; r < n; ++r) {
-      const int k = slot.forward ? r : n - 1 - r;  // in the slot's execution order
-      const int i = st.first_layer + k;
-      const LayerComm& comm = layer(i).comm;
-      const auto cell = static_cast<std::size_t>(j * n + k);
-      const BackwardPositions& pos = st.bwd_pos[static_cast<std::size_t>(k)];
-      // A re-run forward repeats its allreduce, before the backward that needs it.
-      if (!slot.forward && st.rerun_of[static_cast<std::size_t>(k)] >= 0 && comm.fwd_allreduce_bytes > 0)
-        g.rfwd_ar[cell] = add_tp_allreduce(mb + "rfwd/" + layer_name(i) + "/ar", group, comm.fwd_dtype, it,
-                                           layout_.priority(it, slot_id, pos.rerun_ar),
-                                           comm.fwd_allreduce_bytes, j, k + 1, true);
-      const double bytes = slot.forward ? comm.fwd_allreduce_bytes : comm.bwd_allreduce_bytes;
-      if (bytes <= 0) continue;
-      const std::string phase = slot.forward ? "fwd/" : "bwd/";
-      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 3 + 3 * k : pos.bwd_ar);
-      const DType dtype = slot.forward ? comm.fwd_dtype : layout_.config->dtype;
-      (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] =
-          add_tp_allreduce(mb + phase + layer_name(i) + "/ar", group, dtype, it, priority, bytes, j,
-                           slot.forward ? k + 1 : k, slot.forward);
-    }
-  }
-}
-
-TaskIndex PlanBuilder::add_tp_allreduce(std::string id, const std::vector<WorkerId>& group, DType dtype,
-                                        int it, std::int64_t priority, double bytes, int j, int buffer_slot,
-                                        bool activation) {
-  const TaskIndex task =
-      add_collective(std::move(id), group, layout_.config->tp_algo, dtype, it, priority, bytes);
-  Task& ref = plan_.mutable_task(task);
-  for (WorkerId rank : group) {
-    const BufferIndex buf = activation ? act(rank, j, buffer_slot) : grad(rank, j, buffer_slot);
-    ref.reads.push_back(buf);
-    ref.writes.push_back(buf);
-  }
-  return task;
-}
-
 void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   const Stage& st = stage(s);
   std::vector<TaskIndex>& out = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
