@@ -162,6 +162,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.ddp = defaults.ddp;
   rest.zero = defaults.zero;
   rest.sequence_parallel = defaults.sequence_parallel;
+  if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }
@@ -179,6 +180,7 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   plan.info.solver = PlanSolver::backprop;
   plan.info.schedule = config.pp == 1                                     ? PlanSchedule::none
                        : config.schedule == PipelineSchedule::one_f_one_b ? PlanSchedule::one_f_one_b
+                       : config.schedule == PipelineSchedule::zb_h1       ? PlanSchedule::zb_h1
                                                                           : PlanSchedule::gpipe;
   plan.info.input_elements = static_cast<std::int64_t>(model.input_elems);
   plan.info.graph_nodes = model.family == "gcn" ? model.graph_nodes : 0;

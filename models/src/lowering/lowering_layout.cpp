@@ -129,6 +129,22 @@ std::vector<Slot> schedule(bool one_f_one_b, int pp, int stage, int m) {
   return slots;
 }
 
+// ZB-H1 (Qi et al., ICLR 2024, section 3, fig. 3): 1F1B's F and B order, each B(j) followed by
+// W(j - d) with d = pp - 1 - stage deferred weight gradients (the stage's cool-down waits, which
+// the deferred W's fill), the last d W's after the last B. The in-flight limit stays 1F1B's.
+std::vector<Slot> zero_bubble(const std::vector<Slot>& one_f_one_b, int pp, int stage, int m) {
+  const int deferred = std::min(pp - 1 - stage, m);
+  std::vector<Slot> slots;
+  slots.reserve(static_cast<std::size_t>(3 * m));
+  int next_w = 0;
+  for (const Slot& slot : one_f_one_b) {
+    slots.push_back(slot);
+    if (!slot.forward && slot.microbatch >= deferred) slots.push_back({false, next_w++, true});
+  }
+  while (next_w < m) slots.push_back({false, next_w++, true});
+  return slots;
+}
+
 // Gradient buckets in backward order (PyTorch DDP): close a bucket once it holds bucket_bytes,
 // or, with bucket_bytes == 0, at every block boundary.
 void make_buckets(const Model& model, const Layout& layout, double bucket_bytes, Stage& stage) {
@@ -171,15 +187,18 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   stage.end_layer = static_cast<int>(end - model.layers.begin());
   STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
   stage.slots = schedule(layout.one_f_one_b, layout.pp, s, layout.microbatches);
+  if (layout.zero_bubble) stage.slots = zero_bubble(stage.slots, layout.pp, s, layout.microbatches);
   const auto m = static_cast<std::size_t>(layout.microbatches);
   stage.fwd_slot.assign(m, 0);
   stage.bwd_slot.assign(m, 0);
+  stage.wgt_slot.assign(m, 0);
   for (std::size_t k = 0; k < stage.slots.size(); ++k) {
     const Slot& slot = stage.slots[k];
-    auto& table = slot.forward ? stage.fwd_slot : stage.bwd_slot;
+    auto& table = slot.forward ? stage.fwd_slot : slot.weight ? stage.wgt_slot : stage.bwd_slot;
     table[static_cast<std::size_t>(slot.microbatch)] = static_cast<int>(k);
-    if (!slot.forward) stage.bwd_order.push_back(slot.microbatch);
+    if (!slot.forward && !slot.weight) stage.bwd_order.push_back(slot.microbatch);
   }
+  if (!layout.zero_bubble) stage.wgt_slot = stage.bwd_slot;
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
@@ -201,7 +220,9 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   layout.global_batch = effective_global_batch(model, config);
   layout.microbatch_size =
       static_cast<double>(layout.global_batch) / (static_cast<double>(config.dp) * layout.microbatches);
-  layout.one_f_one_b = config.pp == 1 || config.schedule == PipelineSchedule::one_f_one_b;
+  layout.zero_bubble = config.pp > 1 && config.schedule == PipelineSchedule::zb_h1;
+  layout.one_f_one_b = config.pp == 1 || config.schedule != PipelineSchedule::gpipe;
+  layout.slot_count = (layout.zero_bubble ? 3 : 2) * layout.microbatches;
   layout.layers.reserve(model.layers.size());
   for (std::size_t i = 0; i < model.layers.size(); ++i)
     layout.layers.push_back(plan_layer(model, i, layout, config.dtype));
@@ -217,7 +238,7 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
     layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
   }
   layout.slot_stride = positions;
-  layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + 2 * layout.max_buckets + 1;
+  layout.iteration_stride = layout.slot_count * layout.slot_stride + 2 * layout.max_buckets + 1;
   return layout;
 }
 

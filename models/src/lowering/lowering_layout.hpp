@@ -68,6 +68,7 @@ struct LayerMemory {
   double fwd_free = 0;     // at the forward's end (not kept for the backward)
   double rerun_alloc = 0;  // at the re-run's start, held until the backward
   double bwd_free = 0;     // at the backward data's end
+  double wgrad_free = 0;   // at the backward weight's end (ZB-H1: the input it still reads)
 };
 
 // Priority positions of a stage layer's tasks inside a backward slot.
@@ -90,9 +91,12 @@ struct ParamUnit {
   bool bwd_first_use_rerun = false;
 };
 
+// F(j), B(j) or, with ZB-H1, W(j): the slot whose priorities the weight-gradient tasks of
+// microbatch j take (they are created with B(j)).
 struct Slot {
   bool forward = true;
   int microbatch = 0;
+  bool weight = false;  // W(j); forward is false
 };
 
 struct Stage {
@@ -100,6 +104,7 @@ struct Stage {
   int end_layer = 0;
   std::vector<Slot> slots;                // schedule: 2m slots
   std::vector<int> fwd_slot, bwd_slot;    // slot index of F(j), B(j)
+  std::vector<int> wgt_slot;              // slot index of W(j): B(j)'s without ZB-H1
   std::vector<int> bwd_order;             // microbatches in backward order
   std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
   std::vector<double> bucket_bytes;
@@ -124,7 +129,9 @@ struct Layout {
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;
-  bool one_f_one_b = true;  // false: GPipe
+  bool one_f_one_b = true;   // false: GPipe
+  bool zero_bubble = false;  // ZB-H1: 1F1B with W slots
+  int slot_count = 2;        // slots per stage and iteration: 2m, 3m with ZB-H1
   std::vector<LayerPlan> layers;
   std::vector<Stage> stages;
   std::int64_t slot_stride = 1;
@@ -136,10 +143,10 @@ struct Layout {
     return iteration * iteration_stride + slot * slot_stride + position;
   }
   std::int64_t bucket_priority(int iteration, int bucket) const {
-    return iteration * iteration_stride + 2LL * microbatches * slot_stride + bucket;
+    return iteration * iteration_stride + slot_count * slot_stride + bucket;
   }
   std::int64_t optimizer_priority(int iteration) const {
-    return iteration * iteration_stride + 2LL * microbatches * slot_stride + max_buckets;
+    return iteration * iteration_stride + slot_count * slot_stride + max_buckets;
   }
   // ZeRO-1/2: the parameter all-gather of bucket k after the optimizer step.
   std::int64_t param_gather_priority(int iteration, int bucket) const {

@@ -72,6 +72,7 @@ void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
   for (auto* table : {&w.recv_fwd, &w.send_fwd, &w.recv_bwd, &w.send_bwd}) table->assign(m, kNoTask);
   for (std::size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = st.slots[k];
+    if (slot.weight) continue;  // W(j): created with B(j)
     if (slot.forward)
       create_forward(it, d, s, t, static_cast<int>(k), slot.microbatch);
     else
@@ -153,8 +154,9 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     w.bwd[cell] = bwd;
     if (!l.has_bwdw) continue;
     const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
-                                       layout_.priority(it, slot_index, pos.bwdw));
+                                       layout_.priority(it, st.wgt_slot[mb], pos.bwdw));
     Task& bwdw_ref = plan_.mutable_task(bwdw);
+    bwdw_ref.mem_free = st.memory[ks].wgrad_free;
     if (has_output_grad) bwdw_ref.reads.push_back(grad(rank, j, k + 1));
     bwdw_ref.reads.push_back(act(rank, j, k));
     if (b.wgrad[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad[ks]};

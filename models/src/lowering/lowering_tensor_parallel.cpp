@@ -61,6 +61,7 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
   constexpr TaskKind kGather = TaskKind::allgather;
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
     const Slot& slot = st.slots[slot_index];
+    if (slot.weight) continue;  // W(j)'s gathers are created with B(j)
     const int j = slot.microbatch;
     const std::string mb = prefix + std::to_string(j) + "/";
     const auto prio = [&](int position) {
@@ -95,8 +96,10 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
         g.bwd_ar[cell] = add_tp_collective(mb + "bwd/" + name, c.bwd_kind, group, dtype, it, prio(pos.bwd_ar),
                                            c.bwd_allreduce_bytes, j, k, false);
       if (c.wgrad_gather_bytes > 0)
-        g.wgrad_ag[cell] = add_tp_collective(mb + "bwdw/" + name, kGather, group, dtype, it,
-                                             prio(pos.wgrad_ag), c.wgrad_gather_bytes, j, k, true);
+        g.wgrad_ag[cell] =
+            add_tp_collective(mb + "bwdw/" + name, kGather, group, dtype, it,
+                              layout_.priority(it, st.wgt_slot[static_cast<std::size_t>(j)], pos.wgrad_ag),
+                              c.wgrad_gather_bytes, j, k, true);
     }
   }
 }

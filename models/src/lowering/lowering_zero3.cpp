@@ -70,6 +70,7 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
       "it" + std::to_string(it) + "/pp" + std::to_string(s) + "/tp" + std::to_string(t) + "/mb";
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
     const Slot& slot = st.slots[slot_index];
+    if (slot.weight) continue;
     const int j = slot.microbatch;
     for (std::size_t u = 0; u < units; ++u) {
       const ParamUnit& unit = st.units[u];
