@@ -3,16 +3,17 @@
 // pipeline schedule of each stage and the priority formula.
 //
 // Priorities. Each stage runs a sequence of slots (F(j): forward of microbatch j, B(j): its
-// backward), the same on every worker of the stage, so every collective (whose members share a
-// stage) gets one priority on all of them. A task's priority is
+// backward, and with ZB-H1 W(j): its weight gradients), the same on every worker of the stage, so every
+// collective (whose members share a stage) gets one priority on all of them. A task's priority is
 //   iteration * iteration_stride + slot * slot_stride + position
 // with positions inside a slot (n = layers of the stage, k = layer in the stage, r = n-1-k):
-//   forward:  recv/fwd 0, ZeRO-3 parameter gather before fwd(k) 1+3k, fwd(k) 2+3k, TP
-//             allreduce after it 3+3k, send/fwd 3n+1;
+//   forward:  recv/fwd 0, ZeRO-3 parameter gather or SP input gather before fwd(k) 1+3k,
+//             fwd(k) 2+3k, TP allreduce (SP: reduce-scatter) after it 3+3k, send/fwd 3n+1;
 //   backward: recv/bwd 0, then per layer in backward order its re-run segment's forwards (each
-//             after its parameter gather position, with their TP allreduces) in forward order
-//             when the layer is the last of one, the layer's gather position, bwd(k), the TP
-//             allreduce after it, bwdw(k); send/bwd last (Stage::bwd_pos).
+//             after its parameter and SP gathers, with their TP collectives) in forward order
+//             when the layer is the last of one, the layer's gathers, bwd(k), the TP collective
+//             after it, the SP input gather, bwdw(k); send/bwd last (Stage::bwd_pos). With
+//             ZB-H1 the weight-gradient tasks keep their positions in the W(j) slot.
 // After the last slot come the DP bucket allreduces (ZeRO: reduce-scatters) in issue order, then
 // the optimizer step, then (ZeRO-1/2) the parameter all-gathers in bucket order, so gradient
 // traffic never delays a pipeline or TP message that the same backward needs.
