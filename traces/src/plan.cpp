@@ -137,7 +137,7 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
                                                           "pdadmm",   "pdadmm-g-q", "gist"};
-constexpr std::array<std::string_view, 3> kScheduleNames = {"none", "gpipe", "1f1b"};
+constexpr std::array<std::string_view, 4> kScheduleNames = {"none", "gpipe", "1f1b", "zb-h1"};
 constexpr std::array<std::string_view, 4> kVariantNames = {"none", "greedy", "chunked", "overlapping"};
 
 template <typename Enum, std::size_t N>

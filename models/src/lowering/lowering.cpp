@@ -7,17 +7,32 @@
 //                                                  without a backward-weight kind)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/bwdw/<layer>    backward weight (linear and conv layers)
 //   it<i>/dp<d>/pp<s>/mb<m>/fwd/<layer>/ar        Megatron allreduce after a forward (group: the
-//   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data
+//   it<i>/dp<d>/pp<s>/mb<m>/bwd/<layer>/ar        tp ranks) or after a backward data; with
+//                                                  sequence parallelism .../rs and .../ag
+//                                                  (lowering_tensor_parallel.cpp)
 //   it<i>/pp<s>/tp<t>/ar/b<k>                     DP gradient bucket k in issue order (group:
 //                                                  the dp ranks of stage s, tp rank t)
+//   it<i>/pp<s>/tp<t>/rs/b<k>                     its reduce-scatter instead (zero >= 1)
+//   it<i>/pp<s>/tp<t>/ag/b<k>                     all-gather of bucket k's updated parameters
+//                                                  after the optimizer step (zero = 1, 2)
+//   it<i>/pp<s>/tp<t>/mb<m>/{fwd,bwd}/b<b>/ag     ZeRO-3: all-gather of block b's parameters
+//                                                  before their use (lowering_zero3.cpp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/fwd        activation to stage s+1 (peer: same dp, tp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/fwd        its arrival at stage s (peer: stage s-1)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/bwd        its arrival at stage s (peer: stage s+1)
 //   it<i>/dp<d>/pp<s>/tp<t>/opt                   optimizer step of the worker's shard
+//   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/rfwd/<layer>    re-run of a forward before its backward
+//                                                  (activation recomputation; the forward's
+//                                                  kind; lowering_recompute.cpp)
+//   it<i>/dp<d>/pp<s>/mb<m>/rfwd/<layer>/ar       the TP allreduce a re-run forward repeats
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
-// ".../wgrad/<layer>" and ".../opt/state". Buffers are shared by all iterations.
+// ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
+// gradients from stage 2, the weights from stage 3). Buffers are shared by all iterations; a re-run
+// writes again the activation buffers its forward wrote. Memory is Task::mem_alloc / mem_free:
+// a forward allocates what it keeps for the backward, the backward data frees it (with
+// recomputation: lowering_recompute.cpp).
 // Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
 #include <algorithm>
 #include <string>
@@ -36,7 +51,12 @@ PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
       buffers_(static_cast<std::size_t>(plan.num_workers())),
       tasks_(static_cast<std::size_t>(plan.num_workers())),
       groups_(static_cast<std::size_t>(layout.dp * layout.pp)),
-      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)) {}
+      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)),
+      gathers_(buckets_.size()),
+      prev_gathers_(buckets_.size()),
+      unit_gathers_(buckets_.size()) {}
+
+int PlanBuilder::shards(int from_stage) const { return layout_.config->zero >= from_stage ? layout_.dp : 1; }
 
 const std::string& PlanBuilder::layer_name(int i) const {
   return layout_.model->layers[static_cast<std::size_t>(i)].name;
@@ -74,14 +94,15 @@ void PlanBuilder::add_buffers() {
         for (int i = st.first_layer; i < st.end_layer; ++i) {
           const LayerPlan& l = layer(i);
           const bool has = l.writes_wgrad;
-          wb.weight.push_back(
-              has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank, l.weight_bytes, dtype, true})
-                  : kNoBuffer);
-          wb.wgrad.push_back(
-              has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank, l.weight_bytes, dtype, true})
-                  : kNoBuffer);
+          wb.weight.push_back(has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank,
+                                                      l.weight_bytes / shards(3), dtype, true})
+                                  : kNoBuffer);
+          wb.wgrad.push_back(has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank,
+                                                     l.weight_bytes / shards(2), dtype, true})
+                                 : kNoBuffer);
         }
-        wb.opt = plan_.add_buffer({prefix + "opt/state", rank, st.params * opt_per_param, DType::fp32, true});
+        wb.opt = plan_.add_buffer(
+            {prefix + "opt/state", rank, st.params * opt_per_param / shards(1), DType::fp32, true});
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem
                                        : layer(st.first_layer - 1).out_bytes;
@@ -101,6 +122,7 @@ void PlanBuilder::add_buffers() {
 
 void PlanBuilder::add_iteration(int iteration) {
   for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
+  std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
@@ -108,7 +130,11 @@ void PlanBuilder::add_iteration(int iteration) {
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.pp; ++s)
-      for (int t = 0; t < layout_.tp; ++t) create_bucket_allreduces(iteration, s, t);
+      for (int t = 0; t < layout_.tp; ++t) {
+        create_bucket_allreduces(iteration, s, t);
+        create_param_gathers(iteration, s, t);
+        if (layout_.config->zero == 3) create_unit_gathers(iteration, s, t);
+      }
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.pp; ++s) {
       wire_tp_allreduces(d, s);
@@ -116,7 +142,11 @@ void PlanBuilder::add_iteration(int iteration) {
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.pp; ++s)
-      for (int t = 0; t < layout_.tp; ++t) wire_bucket_allreduces(s, t);
+      for (int t = 0; t < layout_.tp; ++t) {
+        wire_bucket_allreduces(s, t);
+        wire_param_gathers(s, t);
+        if (layout_.config->zero == 3) wire_unit_gathers(s, t);
+      }
 }
 
 namespace {
@@ -124,7 +154,16 @@ namespace {
 // The memory options this lowering does not build yet: refused in one line rather than lowered
 // as if they were not set.
 void check_lowered(const StrategyConfig& config) {
-  if (const std::string option = memory_option_set(config); !option.empty())
+  StrategyConfig rest = config;  // the options lowered here set back to their defaults
+  const StrategyConfig defaults;
+  rest.recompute = defaults.recompute;
+  rest.recompute_method = defaults.recompute_method;
+  rest.recompute_blocks = defaults.recompute_blocks;
+  rest.ddp = defaults.ddp;
+  rest.zero = defaults.zero;
+  rest.sequence_parallel = defaults.sequence_parallel;
+  if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
+  if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
 }
 
@@ -141,6 +180,7 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   plan.info.solver = PlanSolver::backprop;
   plan.info.schedule = config.pp == 1                                     ? PlanSchedule::none
                        : config.schedule == PipelineSchedule::one_f_one_b ? PlanSchedule::one_f_one_b
+                       : config.schedule == PipelineSchedule::zb_h1       ? PlanSchedule::zb_h1
                                                                           : PlanSchedule::gpipe;
   plan.info.input_elements = static_cast<std::int64_t>(model.input_elems);
   plan.info.graph_nodes = model.family == "gcn" ? model.graph_nodes : 0;
@@ -154,12 +194,13 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   plan.info.seed = config.seed;
 
   // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a
-  // weight-gradient task and an allreduce, plus per-iteration optimizer and bucket tasks.
+  // weight-gradient task, a re-run and two allreduces, plus per-iteration optimizer and bucket
+  // tasks.
   std::size_t widest_stage = 0;
   for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
   plan.reserve(static_cast<std::size_t>(config.iterations) *
                    static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
-                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 4 + 4) + 2 +
+                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 6 + 4) + 2 +
                     static_cast<std::size_t>(layout.max_buckets)),
                static_cast<std::size_t>(config.workers()) *
                    (static_cast<std::size_t>(layout.microbatches) + 3) * (widest_stage + 1));

@@ -36,6 +36,7 @@ class PlanBuilder {
   // Tasks of one worker in the current iteration; compute tables are [j * n + k].
   struct WorkerTasks {
     std::vector<TaskIndex> fwd, bwd, bwdw;
+    std::vector<TaskIndex> rfwd;  // re-run forwards (activation recomputation), kNoTask if kept
     std::vector<TaskIndex> recv_fwd, send_fwd, recv_bwd, send_bwd;  // per microbatch
     TaskIndex opt = kNoTask;
     TaskIndex prev_opt = kNoTask;  // the previous iteration's optimizer step
@@ -43,6 +44,15 @@ class PlanBuilder {
   // TP allreduces of one (dp rank, stage) group, [j * n + k].
   struct GroupTasks {
     std::vector<TaskIndex> fwd_ar, bwd_ar;
+    std::vector<TaskIndex> rfwd_ar;  // after a re-run forward
+    // Sequence parallelism: all-gathers of a forward's (or re-run's) input, of a backward
+    // data's output gradient, and of a backward weight's input.
+    std::vector<TaskIndex> fwd_ag, rfwd_ag, bwd_ag, wgrad_ag;
+  };
+
+  // ZeRO-3 parameter gathers of one (stage, tp rank) group, [j * units + u].
+  struct UnitGathers {
+    std::vector<TaskIndex> fwd, bwd;
   };
 
   const Stage& stage(int s) const { return layout_.stages[static_cast<std::size_t>(s)]; }
@@ -56,9 +66,17 @@ class PlanBuilder {
   void create_worker_tasks(int it, int d, int s, int t);
   void create_forward(int it, int d, int s, int t, int slot_index, int j);
   void create_backward(int it, int d, int s, int t, int slot_index, int j);
+  void create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun);
   void create_optimizer(int it, int d, int s, int t);
   void create_tp_allreduces(int it, int d, int s);
   void create_bucket_allreduces(int it, int s, int t);
+  void create_param_gathers(int it, int s, int t);
+  void create_unit_gathers(int it, int s, int t);  // lowering_zero3.cpp
+  // A TP collective (id + "/ar", "/rs" or "/ag" by kind) over `group` on the activation (or
+  // gradient) slot `buffer_slot` of microbatch j of every member (lowering_tensor_parallel.cpp).
+  TaskIndex add_tp_collective(std::string id, TaskKind kind, const std::vector<WorkerId>& group, DType dtype,
+                              int it, std::int64_t priority, double bytes, int j, int buffer_slot,
+                              bool activation);
   TaskIndex add_compute(const Task& model_task, std::string id, WorkerId rank, int it, std::int64_t priority);
   TaskIndex add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
                     std::int64_t priority, double bytes);
@@ -68,11 +86,26 @@ class PlanBuilder {
   // lowering_deps.cpp
   void wire_worker(int d, int s, int t);
   void wire_microbatch(int d, int s, int t, int j);
+  void wire_reruns(int d, int s, int t, int j);
   void wire_tp_allreduces(int d, int s);
   void wire_bucket_allreduces(int s, int t);
+  void wire_param_gathers(int s, int t);
+  void wire_unit_gathers(int s, int t);  // lowering_zero3.cpp
+  void wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, TaskIndex fwd_gather,
+                       TaskIndex bwd_gather);
+  TaskIndex bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const;
+  int shards(int from_stage) const;  // dp when config.zero >= from_stage, else 1
   void wire_optimizer(int d, int s, int t);
   TaskIndex output_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex rerun_output_producer(int d, int s, int t, int j, int k) const;
+  TaskIndex input_producer(int d, int s, int t, int j, int k) const;
+  // The output gradient as the backward of layer k reads it: its SP all-gather, or
+  // output_grad_producer.
+  TaskIndex gathered_output_grad(int d, int s, int t, int j, int k) const;
   TaskIndex input_grad_producer(int d, int s, int t, int j, int k) const;
+  // What the backward of stage layer k waits for as its output gradient; kNoTask for the
+  // model's last layer (the loss), which starts the backward.
+  TaskIndex output_grad_producer(int d, int s, int t, int j, int k) const;
   TaskIndex wgrad_producer(WorkerId rank, int j, int k) const;
 
   const Layout& layout_;
@@ -81,6 +114,9 @@ class PlanBuilder {
   std::vector<WorkerTasks> tasks_;               // per rank
   std::vector<GroupTasks> groups_;               // per d * pp + s
   std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
+  // ZeRO-1/2 parameter all-gathers per s * tp + t, of this and of the previous iteration.
+  std::vector<std::vector<TaskIndex>> gathers_, prev_gathers_;
+  std::vector<UnitGathers> unit_gathers_;  // ZeRO-3, per s * tp + t
 };
 
 }  // namespace lowering

@@ -11,10 +11,18 @@
 //   after its send;
 // - a TP allreduce after the matching forward / backward data of every tp rank;
 // - DP bucket k after the weight gradients of its layers for the last microbatch in backward
-//   order on every dp rank (the accumulation chain makes that all microbatches);
+//   order on every dp rank (the accumulation chain makes that all microbatches); with
+//   ddp=after_flush (Megatron's local DDP) bucket 0 also after every bwd and bwdw task of that
+//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control);
+// - ZeRO-1/2: parameter all-gather k after the optimizer step of every dp rank; in the next
+//   iteration, every forward of a layer of bucket k after it (control);
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
 //   after every microbatch's backward of the stage's first layer, since it overwrites weights
 //   those read (and after the weight gradients of tied weights, which nothing else awaits);
+// - activation recomputation: a re-run segment's first re-run after its forward (data) and after
+//   the gradient of the segment's output (control: what the backward of its last layer awaits),
+//   each further re-run after the previous one's output (or the TP allreduce the re-run
+//   repeats); bwd(k) and bwdw(k) of a re-run layer also after its re-run;
 // - control: the first forward of every microbatch after the previous iteration's optimizer
 //   step of the worker; 1F1B (and plain accumulation without PP): F(j) at stage s after the
 //   backward of the stage's first layer for microbatch j - (pp - s), which holds at most pp - s
@@ -29,6 +37,19 @@ TaskIndex PlanBuilder::output_producer(int d, int s, int t, int j, int k) const 
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
   const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].fwd_ar[cell];
   return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].fwd[cell];
+}
+
+TaskIndex PlanBuilder::rerun_output_producer(int d, int s, int t, int j, int k) const {
+  const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].rfwd_ar[cell];
+  return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].rfwd[cell];
+}
+
+TaskIndex PlanBuilder::output_grad_producer(int d, int s, int t, int j, int k) const {
+  if (k + 1 < stage(s).size()) return input_grad_producer(d, s, t, j, k + 1);
+  if (s + 1 < layout_.pp)
+    return tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_bwd[static_cast<std::size_t>(j)];
+  return kNoTask;
 }
 
 TaskIndex PlanBuilder::input_grad_producer(int d, int s, int t, int j, int k) const {
@@ -73,8 +94,10 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
   for (int k = 0; k < n; ++k) {
     const auto cell = static_cast<std::size_t>(j * n + k);
     const TaskIndex fwd = w.fwd[cell];
+    const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+    if (g.fwd_ag[cell] != kNoTask) plan_.add_data_dep(g.fwd_ag[cell], fwd);
     if (k > 0) {
-      plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
+      if (g.fwd_ag[cell] == kNoTask) plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
     } else {
       if (s > 0) plan_.add_data_dep(w.recv_fwd[mb], fwd);
       if (w.prev_opt != kNoTask) plan_.add_control_dep(w.prev_opt, fwd);
@@ -82,20 +105,23 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
       if (layout_.one_f_one_b && j >= in_flight)
         plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], fwd);
     }
-    const TaskIndex output_grad = k + 1 < n     ? input_grad_producer(d, s, t, j, k + 1)
-                                  : !last_stage ? w.recv_bwd[mb]
-                                                : kNoTask;
+    const TaskIndex output_grad = gathered_output_grad(d, s, t, j, k);
+    const TaskIndex rerun = w.rfwd[cell];
+    if (g.wgrad_ag[cell] != kNoTask) plan_.add_data_dep(g.wgrad_ag[cell], w.bwdw[cell]);
     for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]}) {
       if (task == kNoTask) continue;
       plan_.add_data_dep(fwd, task);
+      if (rerun != kNoTask) plan_.add_data_dep(rerun, task);
       if (output_grad != kNoTask) {
         plan_.add_data_dep(output_grad, task);
       } else {
-        const TaskIndex out = output_producer(d, s, t, j, k);
-        if (out != fwd) plan_.add_data_dep(out, task);
+        const TaskIndex out =
+            rerun != kNoTask ? rerun_output_producer(d, s, t, j, k) : output_producer(d, s, t, j, k);
+        if (out != fwd && out != rerun) plan_.add_data_dep(out, task);
       }
     }
   }
+  wire_reruns(d, s, t, j);
   if (!last_stage) {
     plan_.add_data_dep(output_producer(d, s, t, j, n - 1), w.send_fwd[mb]);
     const WorkerTasks& next = tasks_[static_cast<std::size_t>(layout_.rank(d, s + 1, t))];
@@ -108,14 +134,31 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
   }
 }
 
-void PlanBuilder::wire_tp_allreduces(int d, int s) {
+// A re-run segment starts when the gradient of its output arrives (Megatron's CheckpointFunction
+// runs in the backward pass), re-reading the input its forward read.
+void PlanBuilder::wire_reruns(int d, int s, int t, int j) {
+  const Stage& st = stage(s);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
-  for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
-    for (int t = 0; t < layout_.tp; ++t) {
-      const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-      if (g.fwd_ar[cell] != kNoTask) plan_.add_data_dep(w.fwd[cell], g.fwd_ar[cell]);
-      if (g.bwd_ar[cell] != kNoTask) plan_.add_data_dep(w.bwd[cell], g.bwd_ar[cell]);
+  for (const Rerun& rerun : st.reruns) {
+    // The first task of the re-run: its SP input gather, or its first forward.
+    const auto first = static_cast<std::size_t>(j * st.size() + rerun.first);
+    const TaskIndex start = g.rfwd_ag[first] != kNoTask ? g.rfwd_ag[first] : w.rfwd[first];
+    plan_.add_data_dep(w.fwd[first], start);
+    const TaskIndex output_grad = output_grad_producer(d, s, t, j, rerun.end - 1);
+    if (output_grad != kNoTask) plan_.add_control_dep(output_grad, start);
+    if (start != w.rfwd[first]) plan_.add_data_dep(start, w.rfwd[first]);
+    for (int k = rerun.first + 1; k < rerun.end; ++k) {
+      const auto cell = static_cast<std::size_t>(j * st.size() + k);
+      const TaskIndex input = rerun_output_producer(d, s, t, j, k - 1);
+      if (g.rfwd_ag[cell] != kNoTask) {
+        plan_.add_data_dep(input, g.rfwd_ag[cell]);
+        plan_.add_data_dep(g.rfwd_ag[cell], w.rfwd[cell]);
+      } else {
+        plan_.add_data_dep(input, w.rfwd[cell]);
+      }
     }
+  }
 }
 
 void PlanBuilder::wire_bucket_allreduces(int s, int t) {
@@ -126,6 +169,18 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
     for (int d = 0; d < layout_.replicas; ++d)
       for (int i : st.buckets[k])
         plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer), tasks[k]);
+  if (layout_.config->ddp != DdpMode::after_flush || tasks.empty()) return;
+  // Megatron's local DDP: the first bucket after every backward task of the last microbatch
+  // (the pipeline flush) on every replica, each further bucket after the previous one.
+  const auto n = static_cast<std::size_t>(st.size());
+  for (int d = 0; d < layout_.replicas; ++d) {
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+    for (std::size_t cell = static_cast<std::size_t>(last) * n;
+         cell < (static_cast<std::size_t>(last) + 1) * n; ++cell)
+      for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]})
+        if (task != kNoTask) plan_.add_control_dep(task, tasks.front());
+  }
+  for (std::size_t k = 1; k < tasks.size(); ++k) plan_.add_control_dep(tasks[k - 1], tasks[k]);
 }
 
 void PlanBuilder::wire_optimizer(int d, int s, int t) {
@@ -150,6 +205,27 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
       if (w.bwdw[cell] != kNoTask && !layer(st.first_layer + k).writes_wgrad)
         plan_.add_control_dep(w.bwdw[cell], w.opt);
     }
+  }
+}
+
+// A parameter all-gather after the optimizer step of every replica; the next iteration's
+// forward of a layer after the gather of its bucket (control: it reads the weights again).
+void PlanBuilder::wire_param_gathers(int s, int t) {
+  const Stage& st = stage(s);
+  const std::size_t group = static_cast<std::size_t>(s * layout_.tp + t);
+  for (TaskIndex gather : gathers_[group])
+    for (int d = 0; d < layout_.replicas; ++d)
+      plan_.add_data_dep(tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].opt, gather);
+  const std::vector<TaskIndex>& previous = prev_gathers_[group];
+  if (previous.empty()) return;
+  const int n = st.size();
+  for (int d = 0; d < layout_.replicas; ++d) {
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+    for (int j = 0; j < layout_.microbatches; ++j)
+      for (int k = 0; k < n; ++k)
+        if (const int b = st.bucket_of[static_cast<std::size_t>(k)]; b >= 0)
+          plan_.add_control_dep(previous[static_cast<std::size_t>(b)],
+                                w.fwd[static_cast<std::size_t>(j * n + k)]);
   }
 }
 

@@ -12,6 +12,12 @@ inline namespace models {
 namespace lowering {
 namespace {
 
+// Whether layer i's input is whole on every tp rank (without sequence parallelism).
+bool input_whole(const Model& model, std::size_t i) {
+  return i == 0 || model.layers[i - 1].split == TensorSplit::replicated ||
+         model.layers[i - 1].split == TensorSplit::row;
+}
+
 bool splits_output(const Layer& layer) {
   // Column and heads splits leave each tp rank a slice of the output; a vocab-parallel embedding
   // or loss ends with an allreduce that makes it whole again.
@@ -24,7 +30,13 @@ bool splits_output(const Layer& layer) {
 // gradient of a split layer whose input is whole. GPT's vocab-parallel embedding sums partial
 // lookups in forward; its vocab-parallel cross-entropy reduces the max, the target logit and
 // the sum of exponentials (three fp32 values per token, merged into one allreduce here).
-LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, DType dtype) {
+// With sequence parallelism (Korthikanti et al. 2023, section 4.2.2) the layers between those
+// regions run on seq/tp tokens: g becomes a reduce-scatter along the sequence (its backward an
+// all-gather of the output gradient) and f an all-gather of the input (its backward a
+// reduce-scatter of the input gradient); the weight gradient gathers the input again. The
+// cross-entropy's allreduce stays.
+LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, DType dtype, bool sp,
+                  bool has_bwdw) {
   LayerComm comm;
   if (tp <= 1) return comm;
   const Layer& layer = model.layers[i];
@@ -33,14 +45,34 @@ LayerComm tp_comm(const Model& model, std::size_t i, double microbatch, int tp, 
       (layer.split == TensorSplit::column && layer.op == LayerOp::embedding)) {
     comm.fwd_allreduce_bytes = layer.out_elems * microbatch * elem;
     comm.fwd_dtype = dtype;
+    if (sp) {
+      comm.fwd_kind = TaskKind::reduce_scatter;
+      comm.bwd_gather_bytes = comm.fwd_allreduce_bytes;
+    }
   } else if (layer.split == TensorSplit::column && layer.op == LayerOp::loss) {
     comm.fwd_allreduce_bytes = 3.0 * static_cast<double>(model.seq) * microbatch * 4.0;
     comm.fwd_dtype = DType::fp32;
   }
-  const bool input_whole = i == 0 || model.layers[i - 1].split == TensorSplit::replicated ||
-                           model.layers[i - 1].split == TensorSplit::row;
-  if (splits_output(layer) && input_whole) comm.bwd_allreduce_bytes = input_elems(layer) * microbatch * elem;
+  if (splits_output(layer) && input_whole(model, i)) {
+    comm.bwd_allreduce_bytes = input_elems(layer) * microbatch * elem;
+    if (sp) {
+      comm.bwd_kind = TaskKind::reduce_scatter;
+      comm.fwd_gather_bytes = comm.bwd_allreduce_bytes;
+      if (has_bwdw) comm.wgrad_gather_bytes = comm.bwd_allreduce_bytes;
+    }
+  }
   return comm;
+}
+
+// Whether tp ranks hold whole copies of the layer's saved activations without sequence
+// parallelism: replicated layers, and column-parallel linears and embeddings, whose input (what
+// they save) is whole (Korthikanti et al. 2023, eq. 2: s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes per
+// transformer layer). With sequence parallelism every rank keeps 1/tp of them.
+bool saves_whole(const Model& model, std::size_t i) {
+  const Layer& layer = model.layers[i];
+  if (!is_split(layer)) return true;
+  return layer.split == TensorSplit::column &&
+         (layer.op == LayerOp::linear || layer.op == LayerOp::embedding) && input_whole(model, i);
 }
 
 LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DType dtype) {
@@ -51,8 +83,14 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   LayerPlan out;
   out.params = layer.params / tp;
   out.weight_bytes = out.params * elem;
-  out.saved_bytes = layer.saved_elems * mb * elem / tp;
-  out.out_bytes = layer.out_elems * mb * elem / (splits_output(layer) ? layout.tp : 1);
+  const bool sp = layout.config->sequence_parallel && layout.tp > 1;
+  out.saved_bytes = layer.saved_elems * mb * elem / (sp || !saves_whole(model, i) ? layout.tp : 1);
+  // With SP every output is a sequence or hidden shard but the loss's (one value per token).
+  const bool sharded_output = splits_output(layer) || (sp && layer.op != LayerOp::loss);
+  out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? layout.tp : 1);
+  // layer_task_options(config) is not passed yet: layer_task refuses non-default options until
+  // it models sequence parallelism's seq/tp work of the replicated layers (which are priced on
+  // the whole sequence meanwhile); flash attention is refused by check_lowered.
   out.fwd = layer_task(layer, Phase::forward, mb, tp, dtype);
   out.bwd = layer_task(layer, Phase::backward_data, mb, tp, dtype);
   // A weight tied to another layer's (GPT's head) has no parameters of its own but still
@@ -66,7 +104,7 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   // microbatch's forward of the layer to its backward data.
   out.fwd.mem_alloc = out.saved_bytes;
   out.bwd.mem_free = out.saved_bytes;
-  out.comm = tp_comm(model, i, mb, layout.tp, dtype);
+  out.comm = tp_comm(model, i, mb, layout.tp, dtype, sp, out.has_bwdw);
   return out;
 }
 
@@ -88,6 +126,22 @@ std::vector<Slot> schedule(bool one_f_one_b, int pp, int stage, int m) {
     slots.push_back({false, k});
   }
   for (int j = m - warmup; j < m; ++j) slots.push_back({false, j});
+  return slots;
+}
+
+// ZB-H1 (Qi et al., ICLR 2024, section 3, fig. 3): 1F1B's F and B order, each B(j) followed by
+// W(j - d) with d = pp - 1 - stage deferred weight gradients (the stage's cool-down waits, which
+// the deferred W's fill), the last d W's after the last B. The in-flight limit stays 1F1B's.
+std::vector<Slot> zero_bubble(const std::vector<Slot>& one_f_one_b, int pp, int stage, int m) {
+  const int deferred = std::min(pp - 1 - stage, m);
+  std::vector<Slot> slots;
+  slots.reserve(static_cast<std::size_t>(3 * m));
+  int next_w = 0;
+  for (const Slot& slot : one_f_one_b) {
+    slots.push_back(slot);
+    if (!slot.forward && slot.microbatch >= deferred) slots.push_back({false, next_w++, true});
+  }
+  while (next_w < m) slots.push_back({false, next_w++, true});
   return slots;
 }
 
@@ -115,6 +169,10 @@ void make_buckets(const Model& model, const Layout& layout, double bucket_bytes,
     if (bucket_bytes > 0 && bytes >= bucket_bytes) close();
   }
   close();
+  stage.bucket_of.assign(static_cast<std::size_t>(stage.size()), -1);
+  for (std::size_t b = 0; b < stage.buckets.size(); ++b)
+    for (int i : stage.buckets[b])
+      stage.bucket_of[static_cast<std::size_t>(i - stage.first_layer)] = static_cast<int>(b);
 }
 
 void make_stage(const Model& model, const Layout& layout, int s, const std::vector<int>& bounds,
@@ -129,18 +187,23 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   stage.end_layer = static_cast<int>(end - model.layers.begin());
   STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
   stage.slots = schedule(layout.one_f_one_b, layout.pp, s, layout.microbatches);
+  if (layout.zero_bubble) stage.slots = zero_bubble(stage.slots, layout.pp, s, layout.microbatches);
   const auto m = static_cast<std::size_t>(layout.microbatches);
   stage.fwd_slot.assign(m, 0);
   stage.bwd_slot.assign(m, 0);
+  stage.wgt_slot.assign(m, 0);
   for (std::size_t k = 0; k < stage.slots.size(); ++k) {
     const Slot& slot = stage.slots[k];
-    auto& table = slot.forward ? stage.fwd_slot : stage.bwd_slot;
+    auto& table = slot.forward ? stage.fwd_slot : slot.weight ? stage.wgt_slot : stage.bwd_slot;
     table[static_cast<std::size_t>(slot.microbatch)] = static_cast<int>(k);
-    if (!slot.forward) stage.bwd_order.push_back(slot.microbatch);
+    if (!slot.forward && !slot.weight) stage.bwd_order.push_back(slot.microbatch);
   }
+  if (!layout.zero_bubble) stage.wgt_slot = stage.bwd_slot;
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
+  plan_recompute(model, layout, stage);
+  plan_param_units(model, layout, stage);
 }
 
 }  // namespace
@@ -157,22 +220,25 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   layout.global_batch = effective_global_batch(model, config);
   layout.microbatch_size =
       static_cast<double>(layout.global_batch) / (static_cast<double>(config.dp) * layout.microbatches);
-  layout.one_f_one_b = config.pp == 1 || config.schedule == PipelineSchedule::one_f_one_b;
+  layout.zero_bubble = config.pp > 1 && config.schedule == PipelineSchedule::zb_h1;
+  layout.one_f_one_b = config.pp == 1 || config.schedule != PipelineSchedule::gpipe;
+  layout.slot_count = (layout.zero_bubble ? 3 : 2) * layout.microbatches;
   layout.layers.reserve(model.layers.size());
   for (std::size_t i = 0; i < model.layers.size(); ++i)
     layout.layers.push_back(plan_layer(model, i, layout, config.dtype));
 
   const std::vector<int> bounds = partition_blocks(model, config.pp);
   layout.stages.resize(static_cast<std::size_t>(config.pp));
-  int widest = 0;
+  std::int64_t positions = 0;  // per slot: forward 2n + 2, backward send/bwd + 1
   for (int s = 0; s < config.pp; ++s) {
     Stage& stage = layout.stages[static_cast<std::size_t>(s)];
     make_stage(model, layout, s, bounds, stage);
-    widest = std::max(widest, stage.size());
+    positions = std::max({positions, static_cast<std::int64_t>(3 * stage.size() + 2),
+                          static_cast<std::int64_t>(stage.send_bwd_pos + 1)});
     layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
   }
-  layout.slot_stride = 3LL * widest + 2;
-  layout.iteration_stride = 2LL * layout.microbatches * layout.slot_stride + layout.max_buckets + 1;
+  layout.slot_stride = positions;
+  layout.iteration_stride = layout.slot_count * layout.slot_stride + 2 * layout.max_buckets + 1;
   return layout;
 }
 

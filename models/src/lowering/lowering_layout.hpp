@@ -3,14 +3,20 @@
 // pipeline schedule of each stage and the priority formula.
 //
 // Priorities. Each stage runs a sequence of slots (F(j): forward of microbatch j, B(j): its
-// backward), the same on every worker of the stage, so every collective (whose members share a
-// stage) gets one priority on all of them. A task's priority is
+// backward, and with ZB-H1 W(j): its weight gradients), the same on every worker of the stage, so every
+// collective (whose members share a stage) gets one priority on all of them. A task's priority is
 //   iteration * iteration_stride + slot * slot_stride + position
 // with positions inside a slot (n = layers of the stage, k = layer in the stage, r = n-1-k):
-//   forward:  recv/fwd 0, fwd(k) 1+2k, TP allreduce after it 2+2k, send/fwd 2n+1;
-//   backward: recv/bwd 0, bwd(k) 1+3r, TP allreduce after it 2+3r, bwdw(k) 3+3r, send/bwd 3n+1.
-// After the last slot come the DP bucket allreduces in issue order, then the optimizer step,
-// so gradient traffic never delays a pipeline or TP message that the same backward needs.
+//   forward:  recv/fwd 0, ZeRO-3 parameter gather or SP input gather before fwd(k) 1+3k,
+//             fwd(k) 2+3k, TP allreduce (SP: reduce-scatter) after it 3+3k, send/fwd 3n+1;
+//   backward: recv/bwd 0, then per layer in backward order its re-run segment's forwards (each
+//             after its parameter and SP gathers, with their TP collectives) in forward order
+//             when the layer is the last of one, the layer's gathers, bwd(k), the TP collective
+//             after it, the SP input gather, bwdw(k); send/bwd last (Stage::bwd_pos). With
+//             ZB-H1 the weight-gradient tasks keep their positions in the W(j) slot.
+// After the last slot come the DP bucket allreduces (ZeRO: reduce-scatters) in issue order, then
+// the optimizer step, then (ZeRO-1/2) the parameter all-gathers in bucket order, so gradient
+// traffic never delays a pipeline or TP message that the same backward needs.
 #pragma once
 
 #include <cstdint>
@@ -26,10 +32,16 @@ namespace lowering {
 inline constexpr TaskIndex kNoTask = std::numeric_limits<TaskIndex>::max();
 
 // Megatron communication around one layer (all zero when tp == 1).
+// Bytes are those of the whole (unsharded) tensor; lowering_tensor_parallel.cpp.
 struct LayerComm {
-  double fwd_allreduce_bytes = 0;  // > 0: an allreduce follows the layer's forward
-  double bwd_allreduce_bytes = 0;  // > 0: an allreduce follows its backward data
-  DType fwd_dtype = DType::fp32;   // what the forward allreduce sums
+  double fwd_allreduce_bytes = 0;           // > 0: an allreduce (or reduce-scatter) follows the forward
+  double bwd_allreduce_bytes = 0;           // > 0: an allreduce (or reduce-scatter) follows the backward data
+  DType fwd_dtype = DType::fp32;            // what the forward allreduce sums
+  TaskKind fwd_kind = TaskKind::allreduce;  // reduce_scatter with sequence parallelism
+  TaskKind bwd_kind = TaskKind::allreduce;
+  double fwd_gather_bytes = 0;    // SP: all-gather of the input before the forward
+  double bwd_gather_bytes = 0;    // SP: all-gather of the output gradient before the backward data
+  double wgrad_gather_bytes = 0;  // SP: all-gather of the input before the backward weight
 };
 
 // What lowering needs of one layer, computed once per Plan.
@@ -44,9 +56,48 @@ struct LayerPlan {
   LayerComm comm;
 };
 
+// Activation recomputation (lowering_recompute.cpp): layers [first, end) of a stage whose
+// forward is re-run, in order, right before the backward of layer end-1 (Megatron's
+// CheckpointFunction re-runs its function when the gradient of its output arrives).
+struct Rerun {
+  int first = 0, end = 0;  // stage layer indices
+};
+
+// Bytes a stage layer's tasks allocate and free per microbatch (Task::mem_alloc / mem_free).
+struct LayerMemory {
+  double fwd_alloc = 0;    // at the forward's start
+  double fwd_free = 0;     // at the forward's end (not kept for the backward)
+  double rerun_alloc = 0;  // at the re-run's start, held until the backward
+  double bwd_free = 0;     // at the backward data's end
+  double wgrad_free = 0;   // at the backward weight's end (ZB-H1: the input it still reads)
+};
+
+// Priority positions of a stage layer's tasks inside a backward slot.
+struct BackwardPositions {
+  // Its re-run forward with the collectives around it (rerun_gather: ZeRO-3's parameter
+  // all-gather; rerun_ag: SP's input all-gather; rerun_ar: the TP allreduce or reduce-scatter).
+  int rerun_gather = 0, rerun_ag = 0, rerun = 0, rerun_ar = 0;
+  // Its backward: ZeRO-3's gather, SP's output-gradient gather, the backward data, the TP
+  // collective after it, SP's input gather for the weight gradient, the backward weight.
+  int gather = 0, bwd_ag = 0, bwd = 0, bwd_ar = 0, wgrad_ag = 0, bwdw = 0;
+};
+
+// ZeRO-3 (lowering_zero3.cpp): the layers of one block of a stage that have parameters, whose
+// sharded parameters are all-gathered together before they are used and released after.
+struct ParamUnit {
+  int first = 0, end = 0;  // stage layer indices
+  int block = 0;           // the model block
+  double bytes = 0;        // whole parameters on one tp rank, training dtype
+  int bwd_first_use = 0;   // stage layer whose re-run or backward first reads them in backward
+  bool bwd_first_use_rerun = false;
+};
+
+// F(j), B(j) or, with ZB-H1, W(j): the slot whose priorities the weight-gradient tasks of
+// microbatch j take (they are created with B(j)).
 struct Slot {
   bool forward = true;
   int microbatch = 0;
+  bool weight = false;  // W(j); forward is false
 };
 
 struct Stage {
@@ -54,10 +105,19 @@ struct Stage {
   int end_layer = 0;
   std::vector<Slot> slots;                // schedule: 2m slots
   std::vector<int> fwd_slot, bwd_slot;    // slot index of F(j), B(j)
+  std::vector<int> wgt_slot;              // slot index of W(j): B(j)'s without ZB-H1
   std::vector<int> bwd_order;             // microbatches in backward order
   std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
   std::vector<double> bucket_bytes;
-  double params = 0;  // per worker (tp shard)
+  std::vector<int> bucket_of;              // per stage layer: its gradient bucket, -1 without parameters
+  double params = 0;                       // per worker (tp shard)
+  std::vector<Rerun> reruns;               // in forward order
+  std::vector<int> rerun_of;               // per stage layer: index into reruns, -1 if kept
+  std::vector<LayerMemory> memory;         // per stage layer
+  std::vector<BackwardPositions> bwd_pos;  // per stage layer
+  int send_bwd_pos = 0;                    // position of send/bwd in a backward slot
+  std::vector<ParamUnit> units;            // ZeRO-3 only, in forward order
+  std::vector<int> bwd_units;              // ZeRO-3: units in order of first use in backward
   int size() const { return end_layer - first_layer; }
   int last_backward_microbatch() const { return bwd_order.back(); }
 };
@@ -70,7 +130,9 @@ struct Layout {
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;
-  bool one_f_one_b = true;  // false: GPipe
+  bool one_f_one_b = true;   // false: GPipe
+  bool zero_bubble = false;  // ZB-H1: 1F1B with W slots
+  int slot_count = 2;        // slots per stage and iteration: 2m, 3m with ZB-H1
   std::vector<LayerPlan> layers;
   std::vector<Stage> stages;
   std::int64_t slot_stride = 1;
@@ -82,15 +144,27 @@ struct Layout {
     return iteration * iteration_stride + slot * slot_stride + position;
   }
   std::int64_t bucket_priority(int iteration, int bucket) const {
-    return iteration * iteration_stride + 2LL * microbatches * slot_stride + bucket;
+    return iteration * iteration_stride + slot_count * slot_stride + bucket;
   }
   std::int64_t optimizer_priority(int iteration) const {
-    return iteration * iteration_stride + 2LL * microbatches * slot_stride + max_buckets;
+    return iteration * iteration_stride + slot_count * slot_stride + max_buckets;
+  }
+  // ZeRO-1/2: the parameter all-gather of bucket k after the optimizer step.
+  std::int64_t param_gather_priority(int iteration, int bucket) const {
+    return optimizer_priority(iteration) + 1 + bucket;
   }
 };
 
 // REQUIRES: check_strategy(model, config) passed. `model` and `config` outlive the Layout.
 Layout make_layout(const Model& model, const StrategyConfig& config);
+
+// Fills stage.reruns, rerun_of, memory, bwd_pos and send_bwd_pos from the configuration's
+// recomputation (lowering_recompute.cpp). REQUIRES: the stage's layers and layout.layers set.
+void plan_recompute(const Model& model, const Layout& layout, Stage& stage);
+
+// Fills stage.units and bwd_units when config.zero == 3 (lowering_zero3.cpp).
+// REQUIRES: plan_recompute(stage) done.
+void plan_param_units(const Model& model, const Layout& layout, Stage& stage);
 
 }  // namespace lowering
 }  // namespace models

@@ -68,9 +68,11 @@ void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
   w.fwd.assign(cells, kNoTask);
   w.bwd.assign(cells, kNoTask);
   w.bwdw.assign(cells, kNoTask);
+  w.rfwd.assign(cells, kNoTask);
   for (auto* table : {&w.recv_fwd, &w.send_fwd, &w.recv_bwd, &w.send_bwd}) table->assign(m, kNoTask);
   for (std::size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = st.slots[k];
+    if (slot.weight) continue;  // W(j): created with B(j)
     if (slot.forward)
       create_forward(it, d, s, t, static_cast<int>(k), slot.microbatch);
     else
@@ -96,8 +98,11 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   for (int k = 0; k < n; ++k) {
     const int i = st.first_layer + k;
     const TaskIndex task = add_compute(layer(i).fwd, prefix + "fwd/" + layer_name(i), rank, it,
-                                       layout_.priority(it, slot_index, 1 + 2 * k));
+                                       layout_.priority(it, slot_index, 2 + 3 * k));
     Task& task_ref = plan_.mutable_task(task);
+    const LayerMemory& memory = st.memory[static_cast<std::size_t>(k)];
+    task_ref.mem_alloc = memory.fwd_alloc;
+    task_ref.mem_free = memory.fwd_free;
     task_ref.reads = {act(rank, j, k)};
     if (b.weight[static_cast<std::size_t>(k)] != kNoBuffer)
       task_ref.reads.push_back(b.weight[static_cast<std::size_t>(k)]);
@@ -106,7 +111,7 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   }
   if (s + 1 < layout_.pp) {
     w.send_fwd[mb] = add_p2p(TaskKind::send, prefix + "send/fwd", rank, layout_.rank(d, s + 1, t), it,
-                             layout_.priority(it, slot_index, 2 * n + 1), layer(st.end_layer - 1).out_bytes);
+                             layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes);
     plan_.mutable_task(w.send_fwd[mb]).reads = {act(rank, j, n)};
   }
 }
@@ -131,11 +136,16 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     const auto ks = static_cast<std::size_t>(k);
     const auto cell = static_cast<std::size_t>(j * n + k);
     const LayerPlan& l = layer(i);
+    const BackwardPositions& pos = st.bwd_pos[ks];
+    const int rerun = st.rerun_of[ks];
+    if (rerun >= 0 && st.reruns[static_cast<std::size_t>(rerun)].end == k + 1)
+      create_rerun(it, d, s, t, slot_index, j, st.reruns[static_cast<std::size_t>(rerun)]);
     // The model's last layer (the loss) starts the backward: no output gradient to read.
     const bool has_output_grad = k + 1 < n || !last_stage;
     const TaskIndex bwd = add_compute(l.bwd, prefix + "bwd/" + layer_name(i), rank, it,
-                                      layout_.priority(it, slot_index, 1 + 3 * r));
+                                      layout_.priority(it, slot_index, pos.bwd));
     Task& bwd_ref = plan_.mutable_task(bwd);
+    bwd_ref.mem_free = st.memory[ks].bwd_free;
     if (has_output_grad) bwd_ref.reads.push_back(grad(rank, j, k + 1));
     bwd_ref.reads.push_back(act(rank, j, k));
     if (b.weight[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight[ks]);
@@ -144,8 +154,9 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     w.bwd[cell] = bwd;
     if (!l.has_bwdw) continue;
     const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
-                                       layout_.priority(it, slot_index, 3 + 3 * r));
+                                       layout_.priority(it, st.wgt_slot[mb], pos.bwdw));
     Task& bwdw_ref = plan_.mutable_task(bwdw);
+    bwdw_ref.mem_free = st.memory[ks].wgrad_free;
     if (has_output_grad) bwdw_ref.reads.push_back(grad(rank, j, k + 1));
     bwdw_ref.reads.push_back(act(rank, j, k));
     if (b.wgrad[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad[ks]};
@@ -154,8 +165,31 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
   if (s > 0) {
     w.send_bwd[mb] =
         add_p2p(TaskKind::send, prefix + "send/bwd", rank, layout_.rank(d, s - 1, t), it,
-                layout_.priority(it, slot_index, 3 * n + 1), layer(st.first_layer - 1).out_bytes);
+                layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes);
     plan_.mutable_task(w.send_bwd[mb]).reads = {grad(rank, j, 0)};
+  }
+}
+
+// The forwards of a re-run segment, in forward order, reading and writing the activations the
+// forward did (the backward of each layer reads them again).
+void PlanBuilder::create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun) {
+  const Stage& st = stage(s);
+  const WorkerId rank = layout_.rank(d, s, t);
+  WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/rfwd/";
+  for (int k = rerun.first; k < rerun.end; ++k) {
+    const int i = st.first_layer + k;
+    const auto ks = static_cast<std::size_t>(k);
+    const TaskIndex task = add_compute(layer(i).fwd, prefix + layer_name(i), rank, it,
+                                       layout_.priority(it, slot_index, st.bwd_pos[ks].rerun));
+    Task& ref = plan_.mutable_task(task);
+    ref.mem_alloc = st.memory[ks].rerun_alloc;
+    ref.mem_free = 0;
+    ref.reads = {act(rank, j, k)};
+    if (b.weight[ks] != kNoBuffer) ref.reads.push_back(b.weight[ks]);
+    ref.writes = {act(rank, j, k + 1)};
+    w.rfwd[static_cast<std::size_t>(j * st.size() + k)] = task;
   }
 }
 
@@ -167,7 +201,7 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   const Stage& st = stage(s);
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  Task task = optimizer_step_task(*layout_.model, st.params, config.optimizer, config.dtype);
+  Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype);
   task.id = worker_prefix(it, d, s, t) + "opt";
   task.worker = rank;
   task.iteration = it;
@@ -182,61 +216,56 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   tasks_[static_cast<std::size_t>(rank)].opt = plan_.add_task(std::move(task));
 }
 
-void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
-  const Stage& st = stage(s);
-  const int n = st.size();
-  GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
-  g.fwd_ar.assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
-  g.bwd_ar.assign(g.fwd_ar.size(), kNoTask);
-  if (layout_.tp == 1) return;
-  std::vector<WorkerId> group;
-  for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix = coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/";
-  const CollectiveAlgo algo = layout_.config->tp_algo;
-  for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
-    const Slot& slot = st.slots[slot_index];
-    const int j = slot.microbatch;
-    const int slot_id = static_cast<int>(slot_index);
-    const std::string mb = prefix + coord("mb", j) + "/";
-    for (int r = 0; r < n; ++r) {
-      const int k = slot.forward ? r : n - 1 - r;  // in the slot's execution order
-      const int i = st.first_layer + k;
-      const LayerComm& comm = layer(i).comm;
-      const auto cell = static_cast<std::size_t>(j * n + k);
-      const double bytes = slot.forward ? comm.fwd_allreduce_bytes : comm.bwd_allreduce_bytes;
-      if (bytes <= 0) continue;
-      const std::string phase = slot.forward ? "fwd/" : "bwd/";
-      const std::int64_t priority = layout_.priority(it, slot_id, slot.forward ? 2 + 2 * k : 2 + 3 * r);
-      const DType dtype = slot.forward ? comm.fwd_dtype : layout_.config->dtype;
-      const TaskIndex task =
-          add_collective(mb + phase + layer_name(i) + "/ar", group, algo, dtype, it, priority, bytes);
-      Task& ref = plan_.mutable_task(task);
-      for (WorkerId rank : group) {
-        const BufferIndex buf = slot.forward ? act(rank, j, k + 1) : grad(rank, j, k);
-        ref.reads.push_back(buf);
-        ref.writes.push_back(buf);
-      }
-      (slot.forward ? g.fwd_ar : g.bwd_ar)[cell] = task;
-    }
-  }
-}
-
 void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   const Stage& st = stage(s);
   std::vector<TaskIndex>& out = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
   out.clear();
   std::vector<WorkerId> group;
   for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ar/";
+  // ZeRO (any stage) and Megatron's distributed optimizer reduce-scatter each bucket: every rank
+  // keeps the reduced gradient of its 1/dp shard (Rajbhandari et al. 2020, section 5).
+  const bool sharded = layout_.config->zero >= 1;
+  const std::string prefix =
+      coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + (sharded ? "/rs/" : "/ar/");
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
     const TaskIndex task = add_collective(
         prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
         layout_.bucket_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
+    if (sharded) ref.kind = TaskKind::reduce_scatter;
     for (WorkerId rank : group)
       for (int i : st.buckets[k]) {
         const auto k_in_stage = static_cast<std::size_t>(i - st.first_layer);
         const BufferIndex buf = buffers_[static_cast<std::size_t>(rank)].wgrad[k_in_stage];
+        ref.reads.push_back(buf);
+        ref.writes.push_back(buf);
+      }
+    out.push_back(task);
+  }
+}
+
+// ZeRO-1/2 and the distributed optimizer: after the step on its shard, each rank's updated
+// parameters are all-gathered, bucket by bucket, so every replica holds whole weights again
+// (the same bytes as the reduce-scatter: the two make one allreduce's traffic).
+void PlanBuilder::create_param_gathers(int it, int s, int t) {
+  std::vector<TaskIndex>& out = gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  out.clear();
+  const int zero = layout_.config->zero;
+  if (zero < 1 || zero > 2) return;
+  const Stage& st = stage(s);
+  std::vector<WorkerId> group;
+  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ag/";
+  for (std::size_t k = 0; k < st.buckets.size(); ++k) {
+    const TaskIndex task = add_collective(
+        prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
+        layout_.param_gather_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
+    Task& ref = plan_.mutable_task(task);
+    ref.kind = TaskKind::allgather;
+    for (WorkerId rank : group)
+      for (int i : st.buckets[k]) {
+        const BufferIndex buf =
+            buffers_[static_cast<std::size_t>(rank)].weight[static_cast<std::size_t>(i - st.first_layer)];
         ref.reads.push_back(buf);
         ref.writes.push_back(buf);
       }

@@ -40,8 +40,10 @@ constexpr bool is_admm(PlanSolver solver) {
 }
 
 // A backprop Plan's pipeline schedule: none without a pipeline and for every other solver.
-enum class PlanSchedule : std::uint8_t { none, gpipe, one_f_one_b };
-std::string_view to_string(PlanSchedule schedule);  // none, gpipe, 1f1b
+// zb_h1: zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B with the weight-gradient tasks deferred
+// into the bubbles.
+enum class PlanSchedule : std::uint8_t { none, gpipe, one_f_one_b, zb_h1 };
+std::string_view to_string(PlanSchedule schedule);  // none, gpipe, 1f1b, zb-h1
 std::optional<PlanSchedule> parse_plan_schedule(std::string_view name);
 
 // The solver's parameters as the Plan was lowered with them (models/ SolverConfig). A field a
@@ -89,7 +91,7 @@ struct PlanInfo {
   std::string experiment_hash;
 
   // The label reports have always printed as "schedule": the solver's name, or for backprop the
-  // pipeline schedule (none, gpipe, 1f1b).
+  // pipeline schedule (none, gpipe, 1f1b, zb-h1).
   std::string schedule_label() const;
   // Whether the Plan trains a GCN over a graph (GIST, or backprop on a GCN).
   bool trains_graph() const { return graph_nodes > 0; }

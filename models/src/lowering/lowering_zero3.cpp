@@ -1,0 +1,168 @@
+// ZeRO-3 / FSDP (Rajbhandari et al., SC'20, section 5.3; DeepSpeed's stage3.py, PyTorch FSDP):
+// each worker holds 1/dp of the parameters. Before a block's parameters are used they are
+// all-gathered over the data-parallel group, once per microbatch in forward and again in
+// backward, and released after their last use:
+//   it<i>/pp<s>/tp<t>/mb<m>/fwd/b<block>/ag   before the block's first forward with weights
+//   it<i>/pp<s>/tp<t>/mb<m>/bwd/b<block>/ag   before its first re-run or backward data
+// Prefetch, one unit ahead: a unit's gather waits (control) for the first use of the unit used
+// before it in the same slot, so at most two units are gathered at a time; the slot's first
+// gather waits for what its first use waits for (in forward: the received activation, the
+// previous iteration's optimizer step, 1F1B's in-flight limit; in backward: the gradient of the
+// stage's output). Memory: the first use allocates the gathered (dp-1)/dp of the unit's
+// parameters, the last use frees them (a prefetched unit is counted from its first use on).
+// Gradients are reduce-scattered per bucket once per iteration, as with stages 1 and 2.
+#include <algorithm>
+#include <string>
+
+#include "lowering_builder.hpp"
+
+namespace strata {
+inline namespace models {
+namespace lowering {
+
+void plan_param_units(const Model& model, const Layout& layout, Stage& stage) {
+  stage.units.clear();
+  stage.bwd_units.clear();
+  if (layout.config->zero != 3) return;
+  for (int k = 0; k < stage.size(); ++k) {
+    const auto i = static_cast<std::size_t>(stage.first_layer + k);
+    if (!layout.layers[i].writes_wgrad) continue;
+    const int block = model.layers[i].block;
+    if (stage.units.empty() || stage.units.back().block != block)
+      stage.units.push_back({k, k, block, 0, 0, false});
+    ParamUnit& unit = stage.units.back();
+    unit.end = k + 1;
+    unit.bytes += layout.layers[i].weight_bytes;
+  }
+  // First use in backward: the earliest re-run or backward data of a layer with weights.
+  std::vector<int> first_position;
+  for (ParamUnit& unit : stage.units) {
+    int best = -1;
+    for (int k = unit.first; k < unit.end; ++k) {
+      if (!layout.layers[static_cast<std::size_t>(stage.first_layer + k)].writes_wgrad) continue;
+      const bool rerun = stage.rerun_of[static_cast<std::size_t>(k)] >= 0;
+      const BackwardPositions& pos = stage.bwd_pos[static_cast<std::size_t>(k)];
+      const int position = rerun ? pos.rerun : pos.bwd;
+      if (best < 0 || position < best) {
+        best = position;
+        unit.bwd_first_use = k;
+        unit.bwd_first_use_rerun = rerun;
+      }
+    }
+    first_position.push_back(best);
+  }
+  stage.bwd_units.resize(stage.units.size());
+  for (std::size_t u = 0; u < stage.units.size(); ++u) stage.bwd_units[u] = static_cast<int>(u);
+  std::sort(stage.bwd_units.begin(), stage.bwd_units.end(), [&](int a, int b) {
+    return first_position[static_cast<std::size_t>(a)] < first_position[static_cast<std::size_t>(b)];
+  });
+}
+
+void PlanBuilder::create_unit_gathers(int it, int s, int t) {
+  const Stage& st = stage(s);
+  UnitGathers& out = unit_gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const std::size_t units = st.units.size();
+  out.fwd.assign(static_cast<std::size_t>(layout_.microbatches) * units, kNoTask);
+  out.bwd.assign(out.fwd.size(), kNoTask);
+  std::vector<WorkerId> group;
+  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  const std::string prefix =
+      "it" + std::to_string(it) + "/pp" + std::to_string(s) + "/tp" + std::to_string(t) + "/mb";
+  for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
+    const Slot& slot = st.slots[slot_index];
+    if (slot.weight) continue;
+    const int j = slot.microbatch;
+    for (std::size_t u = 0; u < units; ++u) {
+      const ParamUnit& unit = st.units[u];
+      const BackwardPositions& pos = st.bwd_pos[static_cast<std::size_t>(unit.bwd_first_use)];
+      const int position = slot.forward               ? 1 + 3 * unit.first
+                           : unit.bwd_first_use_rerun ? pos.rerun_gather
+                                                      : pos.gather;
+      const std::string id = prefix + std::to_string(j) + (slot.forward ? "/fwd/b" : "/bwd/b") +
+                             std::to_string(unit.block) + "/ag";
+      const TaskIndex task =
+          add_collective(id, group, layout_.config->dp_algo, layout_.config->dtype, it,
+                         layout_.priority(it, static_cast<int>(slot_index), position), unit.bytes);
+      Task& ref = plan_.mutable_task(task);
+      ref.kind = TaskKind::allgather;
+      for (WorkerId rank : group)
+        for (int k = unit.first; k < unit.end; ++k)
+          if (const BufferIndex w =
+                  buffers_[static_cast<std::size_t>(rank)].weight[static_cast<std::size_t>(k)];
+              w != kNoBuffer) {
+            ref.reads.push_back(w);
+            ref.writes.push_back(w);
+          }
+      (slot.forward ? out.fwd : out.bwd)[static_cast<std::size_t>(j) * units + u] = task;
+    }
+  }
+}
+
+// The tasks of worker `rank` that read unit u's weights in microbatch j: forwards (forward
+// pass) or re-runs and backward data (backward pass).
+void PlanBuilder::wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, TaskIndex fwd_gather,
+                                  TaskIndex bwd_gather) {
+  const Stage& st = stage(rank / layout_.tp % layout_.pp);
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  for (int k = unit.first; k < unit.end; ++k) {
+    if (b.weight[static_cast<std::size_t>(k)] == kNoBuffer) continue;
+    const auto cell = static_cast<std::size_t>(j * st.size() + k);
+    plan_.add_data_dep(fwd_gather, w.fwd[cell]);
+    plan_.add_data_dep(bwd_gather, w.bwd[cell]);
+    if (w.rfwd[cell] != kNoTask) plan_.add_data_dep(bwd_gather, w.rfwd[cell]);
+  }
+  const double gathered = unit.bytes * (layout_.dp - 1) / layout_.dp;
+  const auto cell = [&](int k) { return static_cast<std::size_t>(j * st.size() + k); };
+  plan_.mutable_task(w.fwd[cell(unit.first)]).mem_alloc += gathered;
+  plan_.mutable_task(w.fwd[cell(unit.end - 1)]).mem_free += gathered;
+  plan_.mutable_task(bwd_first_user(rank, j, unit)).mem_alloc += gathered;
+  plan_.mutable_task(w.bwd[cell(unit.first)]).mem_free += gathered;
+}
+
+TaskIndex PlanBuilder::bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const {
+  const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+  const auto cell =
+      static_cast<std::size_t>(j * stage(rank / layout_.tp % layout_.pp).size() + unit.bwd_first_use);
+  return unit.bwd_first_use_rerun ? w.rfwd[cell] : w.bwd[cell];
+}
+
+void PlanBuilder::wire_unit_gathers(int s, int t) {
+  const Stage& st = stage(s);
+  const UnitGathers& g = unit_gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const std::size_t units = st.units.size();
+  const int n = st.size();
+  for (int d = 0; d < layout_.replicas; ++d) {
+    const WorkerId rank = layout_.rank(d, s, t);
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
+    for (int j = 0; j < layout_.microbatches; ++j) {
+      const std::size_t row = static_cast<std::size_t>(j) * units;
+      for (std::size_t u = 0; u < units; ++u)
+        wire_unit_users(rank, j, st.units[u], g.fwd[row + u], g.bwd[row + u]);
+      if (units == 0) continue;
+      // Forward: the first gather when the forward could start, then one unit ahead.
+      const TaskIndex first = g.fwd[row];
+      if (s > 0) plan_.add_control_dep(w.recv_fwd[static_cast<std::size_t>(j)], first);
+      if (w.prev_opt != kNoTask) plan_.add_data_dep(w.prev_opt, first);
+      const int in_flight = layout_.pp - s;
+      if (layout_.one_f_one_b && j >= in_flight)
+        plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], first);
+      for (std::size_t u = 1; u < units; ++u)
+        plan_.add_control_dep(w.fwd[static_cast<std::size_t>(j * n + st.units[u - 1].first)], g.fwd[row + u]);
+      // Backward: the first gather once the stage's output gradient is there, then one ahead.
+      const auto first_bwd = static_cast<std::size_t>(st.bwd_units[0]);
+      const TaskIndex output_grad = output_grad_producer(d, s, t, j, n - 1);
+      plan_.add_control_dep(output_grad != kNoTask ? output_grad : output_producer(d, s, t, j, n - 1),
+                            g.bwd[row + first_bwd]);
+      for (std::size_t i = 1; i < units; ++i) {
+        const ParamUnit& previous = st.units[static_cast<std::size_t>(st.bwd_units[i - 1])];
+        plan_.add_control_dep(bwd_first_user(rank, j, previous),
+                              g.bwd[row + static_cast<std::size_t>(st.bwd_units[i])]);
+      }
+    }
+  }
+}
+
+}  // namespace lowering
+}  // namespace models
+}  // namespace strata
