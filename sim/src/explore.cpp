@@ -260,12 +260,17 @@ std::int64_t explored_global_batch(const Model& model, const ExploreOptions& opt
 
 }  // namespace
 
-// The values estimate() models today (analytical.cpp refuses every other one in one line):
-// widen a list as the estimate learns a value.
+// The values the explorer tries by default: the options both of its fidelity levels take, the
+// closed-form estimate (analytical.cpp) and the replay of the lowered Plan (lowering.cpp's
+// check_lowered), so that its top rows are replayed. Offload and interleaved 1F1B are
+// estimated but not lowered yet: they join when they are (one line each, as below).
 std::vector<SearchDimension> estimated_search_space() {
   return {
-      {"recompute", {"none"}}, {"sequence_parallel", {"0"}}, {"zero", {"0"}},
-      {"offload", {"0"}},      {"interleave", {"1"}},
+      {"recompute", {"none", "selective", "full"}},
+      {"sequence_parallel", {"0", "1"}},
+      {"zero", {"0", "1", "2", "3"}},
+      {"offload", {"0"}},
+      {"interleave", {"1"}},
   };
 }
 

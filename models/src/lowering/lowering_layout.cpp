@@ -88,17 +88,18 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   // With SP every output is a sequence or hidden shard but the loss's (one value per token).
   const bool sharded_output = splits_output(layer) || (sp && layer.op != LayerOp::loss);
   out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? layout.tp : 1);
-  // layer_task_options(config) is not passed yet: layer_task refuses non-default options until
-  // it models sequence parallelism's seq/tp work of the replicated layers (which are priced on
-  // the whole sequence meanwhile); flash attention is refused by check_lowered.
-  out.fwd = layer_task(layer, Phase::forward, mb, tp, dtype);
-  out.bwd = layer_task(layer, Phase::backward_data, mb, tp, dtype);
+  // With sequence parallelism the replicated layers work on seq/tp tokens of each rank
+  // (layer_task divides them by the tp it is given); flash attention is refused by check_lowered.
+  const LayerTaskOptions options = layer_task_options(*layout.config);
+  const int task_tp = sp ? layout.tp : tp;
+  out.fwd = layer_task(layer, Phase::forward, mb, task_tp, dtype, options);
+  out.bwd = layer_task(layer, Phase::backward_data, mb, task_tp, dtype, options);
   // A weight tied to another layer's (GPT's head) has no parameters of its own but still
   // computes a weight gradient; its FLOPs are kept, its gradient is not communicated (Megatron's
   // embedding-group allreduce between the first and last stage is not modelled).
   out.has_bwdw =
       backward_weight_kind(layer.op).has_value() && (layer.params > 0 || layer.bwd_weight_flops > 0);
-  if (out.has_bwdw) out.bwdw = layer_task(layer, Phase::backward_weight, mb, tp, dtype);
+  if (out.has_bwdw) out.bwdw = layer_task(layer, Phase::backward_weight, mb, task_tp, dtype, options);
   out.writes_wgrad = layer.params > 0;
   // The simulator's memory follows the memory model: saved activations live from a
   // microbatch's forward of the layer to its backward data.
