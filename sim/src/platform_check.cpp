@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "platform_properties.hpp"
 #include "platform_units.hpp"
@@ -308,8 +309,59 @@ class PlatformChecker {
                "' (SimGrid 3.32 has Full, Floyd, Dijkstra, DijkstraCache, Cluster, None, Vivaldi, Wifi)");
   }
 
+  // SimGrid 3.32 reads topo_parameters as unsigned counts without a check: a negative or zero one
+  // (a fat-tree's "2;2,2;1,1;-1,1") makes it allocate without bound. The shapes, per topology:
+  // FAT_TREE "levels;down,...;up,...;cables,..." (each list `levels` long), TORUS "x,y,...",
+  // DRAGONFLY "groups,links;chassis,links;routers,links;nodes". Every count 1..100000.
+  void check_topology(const Element& e, const Attributes& a) {
+    const auto topology = a.find("topology");
+    if (topology == a.end() || topology->second == "FLAT" || topology->second.empty()) return;
+    const auto it = a.find("topo_parameters");
+    const std::string text = it == a.end() ? "" : it->second;
+    auto fail = [&](const std::string& problem) {
+      report(e, "attribute topo_parameters", "'" + text + "': " + problem);
+    };
+    std::vector<std::vector<long long>> parts;
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t semi = text.find(';', start);
+      const std::string part = text.substr(start, semi == std::string::npos ? semi : semi - start);
+      std::vector<long long>& counts = parts.emplace_back();
+      std::size_t from = 0;
+      for (;;) {
+        const std::size_t comma = part.find(',', from);
+        long long v = 0;
+        const std::string problem =
+            parse_int(part.substr(from, comma == std::string::npos ? comma : comma - from), 1, 100000, v);
+        if (!problem.empty()) return fail(problem + " (counts are whole numbers 1..100000)");
+        counts.push_back(v);
+        if (comma == std::string::npos) break;
+        from = comma + 1;
+      }
+      if (semi == std::string::npos) break;
+      start = semi + 1;
+    }
+    const std::string& t = topology->second;
+    if (t == "FAT_TREE") {
+      const auto levels = static_cast<std::size_t>(parts[0][0]);
+      if (parts.size() != 4 || parts[0].size() != 1 || parts[1].size() != levels ||
+          parts[2].size() != levels || parts[3].size() != levels)
+        fail("a FAT_TREE needs 'levels;down,...;up,...;cables,...' with `levels` counts in each list");
+    } else if (t == "DRAGONFLY") {
+      if (parts.size() != 4 || parts[0].size() != 2 || parts[1].size() != 2 || parts[2].size() != 2 ||
+          parts[3].size() != 1)
+        fail("a DRAGONFLY needs 'groups,links;chassis,links;routers,links;nodes'");
+    } else if (t == "TORUS") {
+      if (parts.size() != 1) fail("a TORUS needs its dimensions 'x,y,...'");
+    } else {
+      report(e, "attribute topology",
+             "unknown topology '" + t + "' (SimGrid 3.32 has FLAT, FAT_TREE, TORUS, DRAGONFLY)");
+    }
+  }
+
   void check_cluster(const Element& e, const Attributes& a) {
     radical(e, a);
+    check_topology(e, a);
     quantity(e, a, "bw", Dimension::bandwidth);
     quantity(e, a, "lat", Dimension::time);
     // SimGrid skips these when empty (their DTD default, bb_lat's aside).

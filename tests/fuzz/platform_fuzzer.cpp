@@ -75,11 +75,13 @@ void counters_from_child() {
 
 [[noreturn]] void load_in_child(const std::string& path) {
   ::alarm(kChildSeconds);  // a hang ends as SIGALRM, which the parent reports
-  // SimGrid aborts on some platforms by design; strata's loader runs it in a child of its own
-  // and turns that death into one line. That child inherits libFuzzer's SIGABRT handler, which
-  // would symbolise a stack trace first (about 10 s with llvm-symbolizer on this binary): the
-  // default action is what strata's own process has.
-  std::signal(SIGABRT, SIG_DFL);
+  // SimGrid aborts or crashes on some platforms; strata's loader runs it in a child of its own
+  // and turns that death into one line. That child would inherit libFuzzer's handlers of these
+  // signals, which symbolise a stack trace first (about 10 s with llvm-symbolizer on this
+  // binary) and save the input as a crash of its own: the default actions are what strata's own
+  // process has. A crash of this child itself still ends it by the signal, which the parent
+  // reports as a finding.
+  for (const int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
   try {
     const strata::PlatformSummary summary = strata::load_platform_summary(path);
     if (summary.hosts.empty()) strata::fuzz::finding("a platform loaded with no host");

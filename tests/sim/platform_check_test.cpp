@@ -317,6 +317,26 @@ TEST(PlatformCheck, RoutesOfLargePlatformsAreCheckedThroughRepresentatives) {
             "");
 }
 
+// SimGrid reads topo_parameters as unsigned counts unchecked: a negative cable count made it
+// allocate without bound (found by the platform fuzz harness).
+TEST(PlatformCheck, TopologyParametersArePositiveCountsOfTheRightShape) {
+  const auto fat_tree = [](const std::string& parameters) {
+    return cluster_xml("100GBps", "1us", "topology=\"FAT_TREE\" topo_parameters=\"" + parameters + "\"");
+  };
+  EXPECT_EQ(
+      problem_of("ft.xml", fat_tree("2;2,2;1,1;-1,1")),
+      "ft.xml:4: cluster 'c' attribute topo_parameters: '2;2,2;1,1;-1,1': '-1' is outside 1..100000 (counts "
+      "are whole numbers 1..100000)");
+  EXPECT_EQ(problem_of("ft.xml", fat_tree("2;2,2;1,1;1")),
+            "ft.xml:4: cluster 'c' attribute topo_parameters: '2;2,2;1,1;1': a FAT_TREE needs "
+            "'levels;down,...;up,...;cables,...' with `levels` counts in each list");
+  EXPECT_EQ(problem_of("ft.xml", fat_tree("2;2,2;1,1;1,1")), "");
+  EXPECT_EQ(
+      problem_of("torus.xml", cluster_xml("100GBps", "1us", "topology=\"TORUS\" topo_parameters=\"2,0\"")),
+      "torus.xml:4: cluster 'c' attribute topo_parameters: '2,0': '0' is outside 1..100000 (counts are whole "
+      "numbers 1..100000)");
+}
+
 // SimGrid applies a <config> after strata has set the network model and its factors, and 3.32
 // crashes then (even on a valid network/model).
 TEST(PlatformCheck, ConfigElementsAreRefusedForTheFlagsThatSetThem) {
