@@ -11,7 +11,7 @@
 #   ./strata.sh build             set-up and build everything
 #   ./strata.sh tidy [files]      clang-tidy (.clang-tidy: the naming scheme) over every .cpp file of
 #                                 compile_commands.json (not the .cu files), or over the files named
-#   ./strata.sh fuzz [seconds] [libFuzzer flags]
+#   ./strata.sh fuzz [seconds] [libFuzzer flags]   (STRATA_FUZZ_HARNESSES="platform" for one)
 #                                 build the libFuzzer harnesses of tests/fuzz with clang++ in
 #                                 build-fuzz (-DSTRATA_FUZZ=ON; traces, models, sim and the harnesses
 #                                 only), run each for `seconds` (default 60) from its seed corpus,
@@ -125,8 +125,15 @@ fuzz() {
         -DSTRATA_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" ${STRATA_CMAKE_ARGS:-} >/dev/null
   cmake --build "$FUZZ_DIR" -j "$(nproc)" --target strata_fuzzers
-  local failed=0
-  for harness in "${FUZZ_HARNESSES[@]}"; do
+  local failed=0 harnesses=("${FUZZ_HARNESSES[@]}")
+  # STRATA_FUZZ_HARNESSES="platform set" runs only those (a long run of one harness).
+  # shellcheck disable=SC2206 # a list of names
+  [ -n "${STRATA_FUZZ_HARNESSES:-}" ] && harnesses=(${STRATA_FUZZ_HARNESSES})
+  for harness in "${harnesses[@]}"; do
+    if [[ ! " ${FUZZ_HARNESSES[*]} " == *" $harness "* ]]; then
+      echo "strata.sh fuzz: unknown harness '$harness' in STRATA_FUZZ_HARNESSES (known: ${FUZZ_HARNESSES[*]})" >&2
+      return 1
+    fi
     fuzz_one "$harness" "$seconds" "$@" || failed=1
   done
   return $failed
