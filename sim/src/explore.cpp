@@ -402,15 +402,18 @@ void replay_top(ExploreResult& result, std::size_t k, const Model& model, const 
 
 }  // namespace
 
+PlatformSummary load_platform_summary_apart(const std::string& platform_path, const NetworkOptions& network) {
+  return summary_from_json(nlohmann::json::parse(
+      run_in_child([&] { return summary_to_json(load_platform_summary(platform_path, network)).dump(); })));
+}
+
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);
   for (const SearchDimension& d : options.space) search_option(d.key);  // a bad key: one line
   // Checked here, in the parent, so that every replay's child (forked after) skips the check.
   check_platform(options.platform, options.replay.network);
-  const PlatformSummary platform = summary_from_json(nlohmann::json::parse(run_in_child([&] {
-    return summary_to_json(load_platform_summary(options.platform, options.replay.network)).dump();
-  })));
+  const PlatformSummary platform = load_platform_summary_apart(options.platform, options.replay.network);
   if (options.workers == 0) options.workers = platform.total_slots();
   if (options.workers > platform.total_slots())
     throw InputError(input_error_message(
@@ -425,8 +428,11 @@ ExploreResult explore(const ExploreOptions& requested) {
   const auto t0 = Clock::now();
   const ClusterSpec cluster = cluster_spec(platform);
   const CostModel cost(options.replay.calibration);
+  // One Estimator for the whole space: it keeps the layer costs, cuts and memory per model
+  // across configurations (the per-configuration work is then O(stages + buckets)).
+  Estimator estimator(model, cluster, cost);
   for (const StrategyConfig& c : enumerate_configs(model, options, platform))
-    result.rows.push_back(ExploreRow{c, estimate(model, c, cluster, cost), std::nullopt, false, ""});
+    result.rows.push_back(ExploreRow{c, estimator(c), std::nullopt, false, ""});
   result.candidates = result.rows.size();
   std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate);
   result.analytical_wall_s = seconds_since(t0);

@@ -170,12 +170,42 @@ TEST(LoweringRecompute, EveryRecomputingPlanUpToEightWorkersRunsToTheEnd) {
           }
 }
 
-TEST(LoweringRecompute, OptionsNotLoweredAreStillRefusedInOneLine) {
+// FlashAttention (Dao 2023): the core keeps Q, K, V and one fp32 logsumexp per row and head, not
+// the s x s scores. tiny_gpt: s = 8, h = 64, a = 4, fp32, 8 samples per microbatch, tp = 2:
+// 3·s·h x 4 B = 6,144 B and 4·a·s = 128 B per sample, x 8 / 2 = 25,088 B per rank (34,816 B
+// without flash attention, SelectiveReRunsTheAttentionCoreAndKeepsOnlyItsInputs).
+TEST(LoweringRecompute, FlashAttentionKeepsItsStatisticsNotTheScores) {
   StrategyConfig config = config_of(1, 2, 1, 1);
-  config.recompute = Recompute::full;
   config.flash_attention = true;
-  EXPECT_EQ(input_error([&] { lower(tiny_gpt(2), config); }),
-            "--set flash_attention=1: not lowered to a Plan by this version of strata");
+  const Plan plan = lower(tiny_gpt(2), config);
+  const std::string w = "it0/dp0/pp0/tp1/mb0/";
+  const Task& fwd = plan.task(index_of(plan, w + "fwd/l1/attn"));
+  const Task& bwd = plan.task(index_of(plan, w + "bwd/l1/attn"));
+  EXPECT_EQ(fwd.attr_int("flash"), 1);
+  EXPECT_EQ(bwd.attr_int("flash"), 1);
+  EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * fwd.flops);  // five s x s x d matmuls for the forward's two
+  EXPECT_DOUBLE_EQ(fwd.mem_alloc, 25088);
+  EXPECT_DOUBLE_EQ(fwd.mem_free, 0);
+  EXPECT_DOUBLE_EQ(bwd.mem_free, 25088);
+  EXPECT_EQ(count_ids(plan, R"(.*/rfwd/.*)"), 0u);
+
+  // With selective recomputation the flash forward is re-run; between its forward and the re-run
+  // the core keeps Q, K and V only: the statistics, 128 x 8 / 2 = 512 B, are made again.
+  config.recompute = Recompute::selective;
+  const Plan selective = lower(tiny_gpt(2), config);
+  EXPECT_DOUBLE_EQ(selective.task(index_of(selective, w + "fwd/l1/attn")).mem_free, 512);
+  EXPECT_DOUBLE_EQ(selective.task(index_of(selective, w + "rfwd/l1/attn")).mem_alloc, 512);
+  EXPECT_EQ(selective.task(index_of(selective, w + "rfwd/l1/attn")).attr_int("flash"), 1);
+
+  // One worker: the whole forward is held when the backward starts; flash attention holds
+  // 2 blocks x (2.5·a·s² x 4 B - 4·a·s B) x 8 = 2 x (2,560 - 128) x 8 = 38,912 B less.
+  StrategyConfig single = config_of(1, 1, 1, 1);
+  const RunResult none = run_unit_durations(lower(tiny_gpt(2), single));
+  single.flash_attention = true;
+  const RunResult flash = run_unit_durations(lower(tiny_gpt(2), single));
+  ASSERT_TRUE(flash.finished);
+  EXPECT_DOUBLE_EQ(none.peak_memory[0] - flash.peak_memory[0], 38912);
+  EXPECT_NEAR(flash.net_memory[0], 0, 1e-9);
 }
 
 }  // namespace

@@ -193,9 +193,13 @@ TEST(MemoryModel, SelectiveRecomputeAndFlashAttentionDropTheScoreTerm) {
   EXPECT_DOUBLE_EQ(activation_bytes(small_gpt(), config), 4 * 2816 + 1696);
   config.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(activation_bytes(small_gpt(), config), 4 * 2176 + 1360);
-  // FlashAttention keeps no s x s tensor either (its a·s softmax statistics are not counted).
+  // FlashAttention keeps no s x s tensor either, but its softmax statistics: one fp32 logsumexp
+  // per row and head, 4·a·s = 128 B per block, 64 B per tp rank.
   config.recompute = Recompute::none;
   config.flash_attention = true;
+  EXPECT_DOUBLE_EQ(activation_bytes(small_gpt(), config), 4 * (2176 + 64) + 1360);
+  // With selective recomputation as well they are made again by the re-run (a transient).
+  config.recompute = Recompute::selective;
   EXPECT_DOUBLE_EQ(activation_bytes(small_gpt(), config), 4 * 2176 + 1360);
 }
 

@@ -251,13 +251,21 @@ int overlapping_dp_stages(const Context& cx, const std::vector<StageCost>& stage
   return k;
 }
 
-// The pipeline's time for m microbatches of `slowest` and its bubble, by schedule.
-void pipeline_time(const StrategyConfig& config, const StageCost& slowest, Estimate& e, double& pipeline) {
+// The pipeline's time for m microbatches and its bubble, by schedule. The first microbatch's
+// forward walks through every stage and the last one's backward back, the slowest stage runs
+// the m - 1 others: m x step(slowest) + the other stages' steps, (p - 1) x step for equal
+// stages (Narayanan et al. 2021, section 2.2.1), divided by v when interleaved (section 2.2.2).
+// ZB-H1 (Qi et al. 2024, section 3): each of the other stages adds T_F + T_B - T_W, B without W.
+void pipeline_time(const StrategyConfig& config, const std::vector<StageCost>& stages,
+                   const StageCost& slowest, Estimate& e, double& pipeline) {
   const auto m = static_cast<double>(microbatch_count(config));
-  const double p = config.pp;
-  double bubble = (p - 1) / config.interleave * slowest.step();
-  if (config.schedule == PipelineSchedule::zb_h1)  // (p - 1)(T_F + T_B - T_W), B without W
-    bubble = (p - 1) * std::max(0.0, slowest.step() - 2 * slowest.bwdw_s);
+  const bool zero_bubble = config.schedule == PipelineSchedule::zb_h1;
+  auto added = [&](const StageCost& sc) {
+    return zero_bubble ? std::max(0.0, sc.step() - 2 * sc.bwdw_s) : sc.step() / config.interleave;
+  };
+  double bubble = -added(slowest);
+  for (const StageCost& sc : stages) bubble += added(sc);
+  bubble = std::max(0.0, bubble);
   pipeline = m * slowest.step() + bubble;
   e.bubble_fraction = pipeline > 0 ? bubble / pipeline : 0;
 }
@@ -312,7 +320,7 @@ const std::vector<Estimator::StageGrads>& Estimator::grads_for(const StrategyCon
 
 const std::vector<BlockMemory>& Estimator::memory_for(const StrategyConfig& config) {
   const auto key = std::make_tuple(config.tp, config.dtype, config.sequence_parallel, config.flash_attention,
-                                   config.recompute == Recompute::selective);
+                                   config.recompute);
   return cached(memory_cache_, key, [&] { return block_memory(model_, config); });
 }
 
@@ -364,7 +372,7 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   }
   const auto m = static_cast<double>(microbatch_count(config));
   double pipeline = 0;
-  pipeline_time(config, slowest, e, pipeline);
+  pipeline_time(config, stages, slowest, e, pipeline);
   e.compute_s = m * (slowest.fwd_s + slowest.bwd_s);
   e.tp_comm_s = m * (slowest.tp_fwd_s + slowest.tp_bwd_s);
   e.iteration_s = pipeline + e.pp_comm_s + tail_s;

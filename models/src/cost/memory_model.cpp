@@ -89,7 +89,12 @@ double kept_bytes(const Layer& layer, const StrategyConfig& config) {
   const bool sharded = config.sequence_parallel || (is_split(layer) && !keeps_replicated_tensor(layer));
   double bytes = bytes_per_element(config.dtype);
   if (layer.op == LayerOp::loss) bytes = std::max(bytes, 4.0);  // fp32 logits, section 4.3
-  return saved / (sharded ? config.tp : 1) * bytes;
+  // FlashAttention keeps its softmax statistics for its backward; with selective recomputation
+  // the core is re-run and they are made again then (a transient, as the re-run's scores are).
+  const double statistics = config.flash_attention && config.recompute != Recompute::selective
+                                ? flash_statistics_bytes_per_sample(layer)
+                                : 0.0;
+  return (saved * bytes + statistics) / (sharded ? config.tp : 1);
 }
 
 // Bytes per sample of one full-recomputation checkpoint: the input of the block's first layer,
@@ -97,6 +102,14 @@ double kept_bytes(const Layer& layer, const StrategyConfig& config) {
 double checkpoint_bytes(const Layer& first_layer, const StrategyConfig& config) {
   return input_elems(first_layer) / (config.sequence_parallel ? config.tp : 1) *
          bytes_per_element(config.dtype);
+}
+
+// What selective recomputation re-makes of an attention core, B per sample on one tp rank: the
+// scores (5·a·s² B at 16 bits, Korthikanti et al. section 4.1), or FlashAttention's statistics.
+double rerun_core_bytes(const Layer& layer, const StrategyConfig& config) {
+  const double made = config.flash_attention ? flash_statistics_bytes_per_sample(layer)
+                                             : score_elems(layer) * bytes_per_element(config.dtype);
+  return made / config.tp;
 }
 
 }  // namespace
@@ -126,12 +139,17 @@ bool in_checkpointed_block(const Model& model, const Layer& layer) {
 std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& config) {
   std::vector<BlockMemory> blocks(static_cast<std::size_t>(model.num_blocks_or_layers()));
   std::vector<bool> has_checkpoint(blocks.size(), false);
+  std::vector<double> core(blocks.size(), 0.0);   // selective: the core's re-made bytes
+  std::vector<double> after(blocks.size(), 0.0);  // kept by the block's layers after its core
   for (const Layer& layer : model.layers) {
     const auto b = static_cast<std::size_t>(layer.block);
     BlockMemory& block = blocks[b];
     block.params += is_split(layer) ? layer.params / config.tp : layer.params;
     const double kept = kept_bytes(layer, config);
     block.kept += kept;
+    if (core[b] > 0) after[b] += kept;
+    if (layer.op == LayerOp::attention && config.recompute == Recompute::selective)
+      core[b] = rerun_core_bytes(layer, config);
     if (!in_checkpointed_block(model, layer)) {
       block.outside += kept;
     } else if (!has_checkpoint[b]) {  // the block's first checkpointed layer: its input
@@ -139,8 +157,52 @@ std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& 
       block.checkpoint = checkpoint_bytes(layer, config);
     }
   }
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    blocks[b].rerun = config.recompute == Recompute::full ? blocks[b].kept - blocks[b].outside
+                                                          : std::max(0.0, core[b] - after[b]);
   return blocks;
 }
+
+namespace {
+
+// B per sample that a re-run adds to a stage's memory at its worst moment (BlockMemory::rerun):
+// the backward walks a model chunk's blocks from the last, freeing what each kept (a
+// recomputed group: its checkpoint and the layers outside it); a group of recompute_blocks
+// blocks re-run together (full, method uniform), one block (method block) or one attention core
+// (selective) adds what it makes less what this microbatch's backward has freed before it.
+double rerun_bytes_per_sample(const std::vector<BlockMemory>& blocks, const StrategyConfig& config,
+                              const std::vector<int>& cuts, int stage) {
+  if (config.recompute == Recompute::none) return 0;
+  const bool full = config.recompute == Recompute::full;
+  double largest = 0;
+  for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
+    const int first = cuts[static_cast<std::size_t>(c)];
+    double freed = 0;
+    for (int b = cuts[static_cast<std::size_t>(c) + 1] - 1; b >= first;) {
+      const BlockMemory& block = blocks[static_cast<std::size_t>(b)];
+      if (!full || !block_recomputed(config, b, first)) {
+        if (!full) largest = std::max(largest, block.rerun - freed);
+        freed += block.kept;
+        --b;
+        continue;
+      }
+      const int start = config.recompute_method == RecomputeMethod::uniform
+                            ? first + (b - first) / config.recompute_blocks * config.recompute_blocks
+                            : b;
+      double made = 0;
+      for (int g = start; g <= b; ++g) {
+        made += blocks[static_cast<std::size_t>(g)].rerun;
+        freed += blocks[static_cast<std::size_t>(g)].outside;
+      }
+      largest = std::max(largest, made - freed);
+      freed += blocks[static_cast<std::size_t>(start)].checkpoint;
+      b = start - 1;
+    }
+  }
+  return largest;
+}
+
+}  // namespace
 
 double worker_params(const Model& model, const StrategyConfig& config, const std::vector<int>& cuts,
                      int stage) {
@@ -204,8 +266,10 @@ MemoryBreakdown worker_memory(const std::vector<BlockMemory>& blocks, const Mode
     for (int b = cuts[static_cast<std::size_t>(c)]; b < cuts[static_cast<std::size_t>(c) + 1]; ++b)
       params += blocks[static_cast<std::size_t>(b)].params;
   MemoryBreakdown m = model_state_memory(params, config);
-  m.activations = activation_bytes_per_sample(blocks, config, cuts, stage) * microbatch_size(model, config) *
-                  microbatches_in_flight(config, stage);
+  m.activations =
+      (activation_bytes_per_sample(blocks, config, cuts, stage) * microbatches_in_flight(config, stage) +
+       rerun_bytes_per_sample(blocks, config, cuts, stage)) *
+      microbatch_size(model, config);
   m.total += m.activations;
   return m;
 }

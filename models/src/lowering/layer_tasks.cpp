@@ -362,6 +362,11 @@ double saved_elems_per_sample(const Layer& layer, int tp, const LayerTaskOptions
   return sharded ? saved / tp : saved;
 }
 
+double flash_statistics_bytes_per_sample(const Layer& layer) {
+  if (layer.op != LayerOp::attention) return 0;
+  return 4 * shape_real(layer.shape, "heads").value_or(0) * shape_real(layer.shape, "seq").value_or(0);
+}
+
 Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {
   const double elem = bytes_per_element(dtype);
   const double cost_params = model.family == "synthetic" ? 0.0 : params;

@@ -162,6 +162,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.ddp = defaults.ddp;
   rest.zero = defaults.zero;
   rest.sequence_parallel = defaults.sequence_parallel;
+  rest.flash_attention = defaults.flash_attention;
   if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");

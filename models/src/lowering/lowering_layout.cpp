@@ -84,13 +84,18 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   out.params = layer.params / tp;
   out.weight_bytes = out.params * elem;
   const bool sp = layout.config->sequence_parallel && layout.tp > 1;
-  out.saved_bytes = layer.saved_elems * mb * elem / (sp || !saves_whole(model, i) ? layout.tp : 1);
+  const LayerTaskOptions options = layer_task_options(*layout.config);
+  // FlashAttention keeps Q, K, V and its softmax statistics instead of the s x s scores
+  // (layer_tasks.hpp, saved_elems_per_sample); attention is split by heads.
+  const double saved = layer.op == LayerOp::attention && options.flash_attention
+                           ? 3 * layer.out_elems * elem + flash_statistics_bytes_per_sample(layer)
+                           : layer.saved_elems * elem;
+  out.saved_bytes = saved * mb / (sp || !saves_whole(model, i) ? layout.tp : 1);
   // With SP every output is a sequence or hidden shard but the loss's (one value per token).
   const bool sharded_output = splits_output(layer) || (sp && layer.op != LayerOp::loss);
   out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? layout.tp : 1);
   // With sequence parallelism the replicated layers work on seq/tp tokens of each rank
-  // (layer_task divides them by the tp it is given); flash attention is refused by check_lowered.
-  const LayerTaskOptions options = layer_task_options(*layout.config);
+  // (layer_task divides them by the tp it is given); flash attention marks the core's tasks.
   const int task_tp = sp ? layout.tp : tp;
   out.fwd = layer_task(layer, Phase::forward, mb, task_tp, dtype, options);
   out.bwd = layer_task(layer, Phase::backward_data, mb, task_tp, dtype, options);

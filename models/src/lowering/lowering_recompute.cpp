@@ -25,6 +25,7 @@
 #include <variant>
 
 #include "lowering_layout.hpp"
+#include "strata/models/lowering/layer_tasks.hpp"
 
 namespace strata {
 inline namespace models {
@@ -79,12 +80,14 @@ std::int64_t shape_int(const Layer& layer, const char* key) {
 
 // The s x s part of an attention core's saved activations on one tp rank: 2.5·a·s² elements
 // per sample (5·a·s² bytes at 16 bits, Korthikanti et al. section 4.1), heads split over tp.
+// FlashAttention keeps no scores: what its re-run makes again is its softmax statistics.
 double attention_core_bytes(const Layer& layer, const LayerPlan& plan, const Layout& layout) {
   const auto heads = static_cast<double>(shape_int(layer, "heads"));
   const auto seq = static_cast<double>(shape_int(layer, "seq"));
-  const double bytes = 2.5 * heads * seq * seq * layout.microbatch_size *
-                       bytes_per_element(layout.config->dtype) / static_cast<double>(layout.tp);
-  return std::min(bytes, plan.saved_bytes);
+  const double per_sample = layout.config->flash_attention
+                                ? flash_statistics_bytes_per_sample(layer)
+                                : 2.5 * heads * seq * seq * bytes_per_element(layout.config->dtype);
+  return std::min(per_sample * layout.microbatch_size / static_cast<double>(layout.tp), plan.saved_bytes);
 }
 
 // The activation entering stage layer k (the stage's input for k = 0), per microbatch.

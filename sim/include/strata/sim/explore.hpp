@@ -102,6 +102,11 @@ std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreO
 // Cluster figures for the analytical model, from a platform summary.
 ClusterSpec cluster_spec(const PlatformSummary& platform);
 
+// load_platform_summary run in a child process, so that this process can still load the
+// platform into its own SimGrid engine (one per process) afterwards.
+PlatformSummary load_platform_summary_apart(const std::string& platform_path,
+                                            const NetworkOptions& network = {});
+
 ExploreResult explore(const ExploreOptions& options);
 
 // `base` with the strategy of `config` (dp, tp, pp, schedule, microbatches, global batch, the

@@ -140,7 +140,7 @@ class Estimator {
   // interleave); block_memory by (tp, dtype, sequence_parallel, flash_attention, selective).
   std::map<std::pair<int, int>, std::vector<int>> cuts_cache_;
   std::map<std::tuple<int, DType, Optimizer, double, int, int>, std::vector<StageGrads>> grads_cache_;
-  std::map<std::tuple<int, DType, bool, bool, bool>, std::vector<BlockMemory>> memory_cache_;
+  std::map<std::tuple<int, DType, bool, bool, Recompute>, std::vector<BlockMemory>> memory_cache_;
   const std::vector<int>& cuts_for(const StrategyConfig& config);
   const std::vector<StageGrads>& grads_for(const StrategyConfig& config, const std::vector<int>& cuts);
   const std::vector<BlockMemory>& memory_for(const StrategyConfig& config);

@@ -120,6 +120,11 @@ struct BlockMemory {
   double kept = 0;        // B per sample, every layer's activations as kept without full recompute
   double outside = 0;     // B per sample of its layers outside the checkpointed block (kept always)
   double checkpoint = 0;  // B per sample of a full-recomputation checkpoint of its input
+  // B per sample made again while the block's backward runs, on top of what is kept: with full
+  // recomputation its checkpointed layers' activations (kept - outside); with selective, the
+  // attention core's scores (FlashAttention: its statistics) less what the block's later layers
+  // freed before the core is re-run.
+  double rerun = 0;
 };
 // Indexed by block. O(layers): the closed-form estimate keeps it across configurations.
 std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& config);

@@ -125,6 +125,11 @@ double input_elems(const Layer& layer);
 // input; the dropout mask is regenerated from the RNG state). REQUIRES: tp >= 1.
 double saved_elems_per_sample(const Layer& layer, int tp, const LayerTaskOptions& options = {});
 
+// FlashAttention's softmax statistics per sample of an attention layer (all its heads): the
+// logsumexp of every row and head, one fp32 value each, 4·a·s bytes (Dao 2023, "FlashAttention-2",
+// algorithm 1: L is the forward's only output besides O). 0 for any other layer.
+double flash_statistics_bytes_per_sample(const Layer& layer);
+
 // The optimizer step of a worker holding `params` parameters, as the lowering emits it and the
 // analytical model times it: it reads the gradient and the optimizer state and writes the weights
 // (mixed-precision Adam 2 + 12 + 2 = 16 B per parameter, ZeRO's accounting), about 10 FLOP per
