@@ -197,14 +197,36 @@ TEST(GpuCostModel, MeasuredCalibrationOfAKindTakesPrecedence) {
               kLaunch + flops / kA100Gemm, 1e-15);
 }
 
-TEST(GpuCostModel, H100UsesItsOwnProfile) {
-  const HostSpec h100 = host_spec_from_properties(
-      "h", {{"gpus", "8"}, {"flops_bf16", "989e12"}, {"mem_bw", "3.35e12"}, {"gpu_memory", "80e9"}}, 67e12,
-      8);
-  // 132 SMs: 3072 x 1408 = 12 x 11 = 132 tiles, one full wave, at 792.1 TFLOP/s.
+HostSpec h100() {
+  return host_spec_from_properties(
+      "h", {{"gpus", "8"}, {"flops_bf16", "989e12"}, {"mem_bw", "3.35e12"}, {"gpu_memory", "80e9"}}, 67e12, 8);
+}
+
+// H100 GEMMs follow OpenXLA's measured table (gemm_table.cpp): at its grid points the figure
+// itself, between them trilinear in log2 of m, n and k. 3072 x 1408, k = 8192 (clamped to 4096):
+// m at 0.585 of the way from 2048 to 4096 (log2 3072/2048), n at 0.459 from 1024 to 2048
+// (log2 1408/1024), k on 4096; TFLOP/s at the corners (m, n): (2048, 1024) 663.6,
+// (2048, 2048) 752.2, (4096, 1024) 751.7, (4096, 2048) 759.4.
+TEST(GpuCostModel, H100GemmsFollowTheMeasuredTable) {
+  const GpuProfile& gpu = gpu_profile(GpuType::h100_sxm);
+  EXPECT_DOUBLE_EQ(linear_gemm_efficiency(gpu, 4096, 4096, 4096), 780.2 / 989);
+  EXPECT_DOUBLE_EQ(linear_gemm_efficiency(gpu, 2048, 1024, 2048), 535.3 / 989);
+  const double fm = std::log2(3072.0 / 2048), fn = std::log2(1408.0 / 1024);
+  const double tflops = (1 - fm) * ((1 - fn) * 663.6 + fn * 752.2) + fm * ((1 - fn) * 751.7 + fn * 759.4);
   const double flops = 2.0 * 3072 * 1408 * 8192;
-  EXPECT_NEAR(CostModel().compute_time(linear(TaskKind::linear_fwd, 3072, 1408, 8192, flops, 0), h100),
-              kLaunch + flops / 792.1e12, 1e-15);
+  EXPECT_NEAR(CostModel().compute_time(linear(TaskKind::linear_fwd, 3072, 1408, 8192, flops, 0), h100()),
+              kLaunch + flops / (tflops * 1e12), 1e-15);
+  // Beyond the grid the output's wave utilisation scales the clamped figure: 32768 x 6912 is
+  // 6,912 tiles in 53 waves of 132 SMs (98.80 %), 4096 x 4096 512 tiles in 4 waves (96.97 %).
+  const double k_frac = std::log2(2304.0 / 2048);  // k = 2304 between 2048 and 4096
+  const double at_grid = ((1 - k_frac) * 735.6 + k_frac * 780.2) / 989;
+  EXPECT_NEAR(linear_gemm_efficiency(gpu, 32768, 6912, 2304), at_grid * (6912.0 / (53 * 132)) / (512.0 / 528),
+              1e-12);
+  // Thin and small GEMMs are far from the peak: 1024 x 1024 x 1024 at 252.8 TFLOP/s.
+  EXPECT_DOUBLE_EQ(linear_gemm_efficiency(gpu, 1024, 1024, 1024), 252.8 / 989);
+  // A100 has no table: the MAMF figure times the wave utilisation, whatever k.
+  const GpuProfile& a = gpu_profile(GpuType::a100_80gb);
+  EXPECT_DOUBLE_EQ(linear_gemm_efficiency(a, 3072, 1152, 64), gemm_shape_efficiency(a, 3072, 1152));
 }
 
 }  // namespace

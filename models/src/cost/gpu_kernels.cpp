@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "gemm_table.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -45,7 +46,8 @@ constexpr double kLaunchS = 1e-6;
 constexpr std::array<GpuProfile, 3> kProfiles = {{
     {GpuType::a100_40gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kLaunchS},
     {GpuType::a100_80gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kLaunchS},
-    {GpuType::h100_sxm, 132, 256, 128, kH100Gemm, kH100FlashFwd, kH100FlashBwd, kLaunchS},
+    {GpuType::h100_sxm, 132, 256, 128, kH100Gemm, kH100FlashFwd, kH100FlashBwd, kLaunchS,
+     &h100_sxm_gemm_efficiency},
 }};
 
 double utilization(double tiles, int sms) {
@@ -87,6 +89,13 @@ double gemm_shape_efficiency(const GpuProfile& gpu, double m, double n, double b
   return gpu.gemm_efficiency * wave_utilization(gpu, m, n, batch);
 }
 
+double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k) {
+  if (gpu.measured_gemm == nullptr) return gemm_shape_efficiency(gpu, m, n);
+  STRATA_ASSERT(k >= 1, "linear_gemm_efficiency: k >= 1");
+  const double within = wave_utilization(gpu, std::min(m, kGemmTableMax), std::min(n, kGemmTableMax));
+  return std::min(1.0, gpu.measured_gemm(m, n, k) * wave_utilization(gpu, m, n) / within);
+}
+
 double kernel_time(const GpuProfile& gpu, double flops, double peak, double efficiency, double bytes,
                    double bw, double mem_efficiency) {
   const double compute = flops > 0 && peak > 0 ? flops / (peak * efficiency) : 0;
@@ -117,6 +126,12 @@ double gemm(const GpuContext& c, double flops, double bytes, double rows, double
                      c.mem_eff);
 }
 
+// One unbatched GEMM producing rows x cols with inner dimension `inner` (a linear layer's).
+double linear_gemm(const GpuContext& c, double flops, double bytes, double rows, double cols, double inner) {
+  return kernel_time(c.gpu, flops, c.peak, linear_gemm_efficiency(c.gpu, rows, cols, inner), bytes, c.bw,
+                     c.mem_eff);
+}
+
 double memory_kernel(const GpuContext& c, double bytes) {
   return kernel_time(c.gpu, 0, 0, 1, bytes, c.bw, c.mem_eff);
 }
@@ -128,11 +143,11 @@ double linear_time(const GpuContext& c, const Task& task) {
     return kernel_time(c.gpu, task.flops, c.peak, c.gpu.gemm_efficiency, bytes, c.bw, c.mem_eff);
   switch (task.kind) {
     case TaskKind::linear_bwd_data:
-      return gemm(c, task.flops, bytes, *m, *k, 1);  // dX = dY W^T
+      return linear_gemm(c, task.flops, bytes, *m, *k, *n);  // dX = dY W^T
     case TaskKind::linear_bwd_weight:
-      return gemm(c, task.flops, bytes, *k, *n, 1);  // dW = X^T dY
+      return linear_gemm(c, task.flops, bytes, *k, *n, *m);  // dW = X^T dY
     default:
-      return gemm(c, task.flops, bytes, *m, *n, 1);  // Y = X W
+      return linear_gemm(c, task.flops, bytes, *m, *n, *k);  // Y = X W
   }
 }
 

@@ -29,6 +29,9 @@ struct GpuProfile {
   double flash_fwd_efficiency = 0;  // fused attention forward, fraction of dense peak
   double flash_bwd_efficiency = 0;  // fused attention backward
   double launch_s = 0;              // fixed cost per kernel (s)
+  // A measured table of one GEMM's efficiency by shape (m x n output, inner k), where the GPU
+  // type has one (H100 SXM: gemm_table.cpp), else nullptr.
+  double (*measured_gemm)(double m, double n, double k) = nullptr;
 };
 
 // REQUIRES: type != GpuType::none.
@@ -42,6 +45,12 @@ double wave_utilization(const GpuProfile& gpu, double m, double n, double batch 
 
 // The GEMM efficiency of that shape: gemm_efficiency x wave_utilization.
 double gemm_shape_efficiency(const GpuProfile& gpu, double m, double n, double batch = 1);
+
+// The efficiency of one (unbatched) GEMM of an m x n output and inner dimension k: the measured
+// table where the GPU type has one, interpolated within its grid (256 .. 4096 each way) and, for
+// an output beyond it, scaled by the wave utilisation of the shape over that of the output
+// clamped to the grid; otherwise gemm_shape_efficiency(m, n). REQUIRES: m, n, k >= 1.
+double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k);
 
 // Seconds of one kernel: launch + max(flops / (peak x efficiency), bytes / (bw x mem_eff)).
 // peak or bw of 0 drop their term.
