@@ -26,6 +26,11 @@
 //                                                  (activation recomputation; the forward's
 //                                                  kind; lowering_recompute.cpp)
 //   it<i>/dp<d>/pp<s>/mb<m>/rfwd/<layer>/ar       the TP allreduce a re-run forward repeats
+// With interleaving (interleave = v > 1, lowering_layout.hpp) pp<s> is the pipeline rank, which
+// runs the model chunks s, s + pp, ... (the layer names tell them apart); the ids of the pipeline
+// transfers and of the optimizer step, and the "opt/state" buffer, end in "/c<k>" (chunk k of
+// pp x v), e.g. it0/dp0/pp3/tp0/mb1/send/fwd/c3 (to rank 0's chunk 4); a rank's buckets b<k>
+// are numbered over its chunks in issue order. Without interleaving no id has that segment.
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
 // ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
