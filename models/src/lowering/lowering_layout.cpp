@@ -179,29 +179,47 @@ std::vector<ChunkSlot> interleaved(int pp, int v, int r, int m) {
   return order;
 }
 
-// Each stage's slots, positions and forward gates from its rank's order.
-void assign_slots(const Layout& layout, int s, const std::vector<ChunkSlot>& order, Stage& stage) {
+// The slots, positions and forward gates of pipeline rank r's stages (chunks r, r + pp, ...) from
+// its order, in one pass over it.
+void assign_slots(Layout& layout, int r) {
+  std::vector<ChunkSlot> order;
+  if (layout.interleave > 1) {
+    order = interleaved(layout.pp, layout.interleave, r, layout.microbatches);
+  } else {
+    std::vector<Slot> slots = schedule(layout.one_f_one_b, layout.pp, r, layout.microbatches);
+    if (layout.zero_bubble) slots = zero_bubble(slots, layout.pp, r, layout.microbatches);
+    order.reserve(slots.size());
+    for (const Slot& slot : slots) order.push_back({0, slot});
+  }
   const auto m = static_cast<std::size_t>(layout.microbatches);
-  stage.fwd_slot.assign(m, 0);
-  stage.bwd_slot.assign(m, 0);
-  stage.wgt_slot.assign(m, 0);
-  stage.fwd_gate.assign(m, {-1, 0});
-  const int chunk = s / layout.pp;
+  for (int s = r; s < layout.stage_count(); s += layout.pp) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    stage.fwd_slot.assign(m, 0);
+    stage.bwd_slot.assign(m, 0);
+    stage.wgt_slot.assign(m, 0);
+    stage.fwd_gate.assign(m, {-1, 0});
+  }
   std::pair<int, int> last_backward{-1, 0};
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Slot& slot = order[k].slot;
+    const int s = order[k].chunk * layout.pp + r;
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
     const auto j = static_cast<std::size_t>(slot.microbatch);
-    if (!slot.forward && !slot.weight)
-      last_backward = {order[k].chunk * layout.pp + layout.device(s), slot.microbatch};
-    if (order[k].chunk != chunk) continue;
     stage.slots.push_back(slot);
     stage.positions.push_back(static_cast<int>(k));
     auto& table = slot.forward ? stage.fwd_slot : slot.weight ? stage.wgt_slot : stage.bwd_slot;
     table[j] = static_cast<int>(k);
     if (slot.forward) stage.fwd_gate[j] = last_backward;
-    if (!slot.forward && !slot.weight) stage.bwd_order.push_back(slot.microbatch);
+    if (!slot.forward && !slot.weight) {
+      stage.bwd_order.push_back(slot.microbatch);
+      last_backward = {s, slot.microbatch};
+    }
   }
-  if (!layout.zero_bubble) stage.wgt_slot = stage.bwd_slot;
+  if (layout.zero_bubble) return;
+  for (int s = r; s < layout.stage_count(); s += layout.pp) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    stage.wgt_slot = stage.bwd_slot;
+  }
 }
 
 // Gradient buckets in backward order (PyTorch DDP): close a bucket once it holds bucket_bytes,
@@ -245,16 +263,6 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   stage.first_layer = static_cast<int>(begin - model.layers.begin());
   stage.end_layer = static_cast<int>(end - model.layers.begin());
   STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
-  std::vector<ChunkSlot> order;
-  if (layout.interleave > 1) {
-    order = interleaved(layout.pp, layout.interleave, layout.device(s), layout.microbatches);
-  } else {
-    std::vector<Slot> slots = schedule(layout.one_f_one_b, layout.pp, s, layout.microbatches);
-    if (layout.zero_bubble) slots = zero_bubble(slots, layout.pp, s, layout.microbatches);
-    order.reserve(slots.size());
-    for (const Slot& slot : slots) order.push_back({0, slot});
-  }
-  assign_slots(layout, s, order, stage);
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
@@ -287,6 +295,7 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   // The memory model's cut: pp x v equal chunks when interleaved, else partition_blocks.
   const std::vector<int> bounds = chunk_cuts(model, config);
   layout.stages.resize(static_cast<std::size_t>(layout.stage_count()));
+  for (int r = 0; r < layout.pp; ++r) assign_slots(layout, r);
   std::int64_t positions = 0;  // per slot: forward 2n + 2, backward send/bwd + 1
   for (int s = 0; s < layout.stage_count(); ++s) {
     Stage& stage = layout.stages[static_cast<std::size_t>(s)];
