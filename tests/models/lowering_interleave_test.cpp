@@ -181,6 +181,24 @@ TEST(LoweringInterleave, InterleavingShortensTheUnitRun) {
   EXPECT_LT(two.makespan, plain.makespan);
 }
 
+// Gradient buckets (one layer each, one bucket per block) are numbered over a rank's chunks in
+// issue order: rank 0's last chunk (fc4) finishes its backward first, b0, then chunk 0 (fc0),
+// b1. With ddp=after_flush they make one chain after the rank's flush, which ends with chunk 0's
+// last backward (microbatch 3).
+TEST(LoweringInterleave, BucketsSpanTheRanksChunks) {
+  StrategyConfig config = interleaved(2, 1, 4, 2, 4);
+  config.ddp = DdpMode::after_flush;
+  const Plan plan = lower(linear_model(8), config);
+  const Task& b0 = plan.task(index_of(plan, "it0/pp0/tp0/ar/b0"));
+  const TaskIndex b1 = index_of(plan, "it0/pp0/tp0/ar/b1");
+  EXPECT_EQ(plan.buffer(b0.reads.front()).id, "dp0/pp0/tp0/wgrad/fc4");
+  EXPECT_EQ(plan.buffer(plan.task(b1).reads.front()).id, "dp0/pp0/tp0/wgrad/fc0");
+  EXPECT_LT(b0.priority, plan.task(b1).priority);
+  EXPECT_TRUE(has(plan.task(b1).control_deps, index_of(plan, "it0/pp0/tp0/ar/b0")));
+  EXPECT_TRUE(has(b0.control_deps, index_of(plan, "it0/dp1/pp0/tp0/mb3/bwd/fc0")));
+  EXPECT_EQ(count_ids(plan, R"(it0/pp0/tp0/ar/b\d+)"), 2u);
+}
+
 TEST(LoweringInterleave, InputErrorsStayOneLine) {
   // 8 layers do not make 3 x 2 chunks: check_strategy's line, before any lowering.
   EXPECT_NE(

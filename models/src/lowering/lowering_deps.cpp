@@ -13,7 +13,8 @@
 // - DP bucket k after the weight gradients of its layers for the last microbatch in backward
 //   order on every dp rank (the accumulation chain makes that all microbatches); with
 //   ddp=after_flush (Megatron's local DDP) bucket 0 also after every bwd and bwdw task of that
-//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control);
+//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control), when
+//   interleaved over the rank's chunks;
 // - ZeRO-1/2: parameter all-gather k after the optimizer step of every dp rank; in the next
 //   iteration, every forward of a layer of bucket k after it (control);
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
@@ -178,15 +179,24 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
         plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer), tasks[k]);
   if (layout_.config->ddp != DdpMode::after_flush || tasks.empty()) return;
   // Megatron's local DDP: the first bucket after every backward task of the last microbatch
-  // (the pipeline flush) on every replica, each further bucket after the previous one.
-  const auto n = static_cast<std::size_t>(st.size());
+  // (the pipeline flush) on every replica, each further bucket after the previous one. When
+  // interleaved the flush ends with the rank's first chunk (stage device(s)), and the rank's
+  // buckets make one chain over its chunks in issue order (the later chunk's last bucket first).
+  const int flush = layout_.device(s);
+  const int flush_last = stage(flush).last_backward_microbatch();
+  const auto n = static_cast<std::size_t>(stage(flush).size());
   for (int d = 0; d < layout_.replicas; ++d) {
-    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-    for (std::size_t cell = static_cast<std::size_t>(last) * n;
-         cell < (static_cast<std::size_t>(last) + 1) * n; ++cell)
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, flush, t))];
+    for (std::size_t cell = static_cast<std::size_t>(flush_last) * n;
+         cell < (static_cast<std::size_t>(flush_last) + 1) * n; ++cell)
       for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]})
         if (task != kNoTask) plan_.add_control_dep(task, tasks.front());
   }
+  for (int later = s + layout_.pp; later < layout_.stage_count(); later += layout_.pp)
+    if (const auto& before = buckets_[static_cast<std::size_t>(later * layout_.tp + t)]; !before.empty()) {
+      plan_.add_control_dep(before.back(), tasks.front());
+      break;
+    }
   for (std::size_t k = 1; k < tasks.size(); ++k) plan_.add_control_dep(tasks[k - 1], tasks[k]);
 }
 
