@@ -103,42 +103,38 @@ void expect_peak(const Model& model, const StrategyConfig& config, const Figures
 }
 
 // gpt3-175b's blocks, 16 layers, dp = 2, tp = 8, pp = 4 (a Selene node per stage), m = 8 of one
-// sequence, full recomputation. Ideal compute C per worker (the replay's compute_s, the same for
-// every v); 1F1B's bubble is (p - 1)/m C, the interleaved one's (p - 1)/(v m) C, so v = 2 saves
-// (p - 1)/(2m) C = 3/16 C = 110 ms of C = 589 ms (less the v-fold pipeline sends, 50 MB each at
-// 25 GB/s: a few ms): expected within 10 %. v = 4 saves less than its 3/4 x 3/8 C, its 4-fold
-// sends on the fill and drain paths, but is still the shortest.
-TEST(InterleaveReplay, BubbleShrinksAndAgreesWithTheEstimate) {
+// sequence, full recomputation.
+//
+// Time. Ideal compute C per worker (the replay's compute_s, the same for every v); 1F1B's bubble
+// is (p - 1)/m C, the interleaved one's (p - 1)/(v m) C, so v = 2 saves (p - 1)/(2m) C = 3/16 C
+// = 110 ms of C = 589 ms (less the v-fold pipeline sends, 50 MB each at 25 GB/s: a few ms):
+// expected within 10 %. v = 4 saves less than its 3/4 x 3/8 C (its 4-fold sends on the fill and
+// drain paths) but is still the shortest.
+//
+// Peak memory per worker at the interleaved warm-up. Rank 2's chunks are alike (two blocks each
+// at v = 2): the memory model's "each chunk 1/v of the stage" is exact there, and the replay
+// holds its 2 (4 - 2 - 1) + 4 + 1 = 7 chunk-microbatches plus the re-run block. Rank 0's chunk 0
+// also holds the embedding, so the composition matters: Megatron's order
+// (lowering_interleave_test) reaches F0.0-0.7 and F1.0-1.3 with B1.0 done (after F0.7): 8 of
+// chunk 0 and 3 of chunk 1 at once, where the model counts 5.5 of each; v = 4 (one block a
+// chunk): 19 forwards (k = 0..18: 7 of chunk 0, 4 of each other), then B3.0 and F0.7: 8, 4, 4, 3.
+TEST(InterleaveReplay, BubbleShrinksAgreesWithTheEstimateAndPeaksFollowTheWarmup) {
   const Model model = gpt3(16);
-  const Figures one = figures(model, megatron(2, 8, 4, 8, 1));
-  const Figures two = figures(model, megatron(2, 8, 4, 8, 2));
-  const Figures four = figures(model, megatron(2, 8, 4, 8, 4));
+  const StrategyConfig c1 = megatron(2, 8, 4, 8, 1);
+  const StrategyConfig c2 = megatron(2, 8, 4, 8, 2);
+  const StrategyConfig c4 = megatron(2, 8, 4, 8, 4);
+  const Figures one = figures(model, c1);
+  const Figures two = figures(model, c2);
+  const Figures four = figures(model, c4);
   const double saved = 3.0 / 16 * one.compute_s;
   EXPECT_NEAR(one.replay_s - two.replay_s, saved, 0.1 * saved);
   EXPECT_LT(four.replay_s, two.replay_s);
   for (const Figures* f : {&one, &two, &four}) EXPECT_NEAR(f->estimate_s / f->replay_s, 1, 0.05);
-}
-
-// Peak memory per worker at the interleaved warm-up. Rank 2's chunks are alike (two blocks each,
-// v = 2): the memory model's "each chunk 1/v of the stage" is exact there, and the replay holds
-// its 2 (4 - 2 - 1) + 4 + 1 = 7 chunk-microbatches plus the re-run block. Rank 0's chunk 0 also
-// holds the embedding, so the composition matters: Megatron's order (lowering_interleave_test)
-// reaches F0.0-0.7 and F1.0-1.3 with B1.0 done (after F0.7): 8 of chunk 0 and 3 of chunk 1 at
-// once, where the model counts 5.5 of each; v = 4 (one block a chunk): 19 forwards (k = 0..18:
-// 7 of chunk 0, 4 of each other), then B3.0 and F0.7: 8, 4, 4, 3.
-TEST(InterleaveReplay, PeakMemoryFollowsTheWarmup) {
-  const Model model = gpt3(16);
-  const StrategyConfig one = megatron(2, 8, 4, 8, 1);
-  const Figures f1 = figures(model, one);
-  expect_peak(model, one, f1, 0, {4});
-  expect_peak(model, one, f1, 2, {2});
-  const StrategyConfig two = megatron(2, 8, 4, 8, 2);
-  const Figures f2 = figures(model, two);
-  expect_peak(model, two, f2, 0, {8, 3});
-  expect_peak(model, two, f2, 2, {4, 3});
-  const StrategyConfig four = megatron(2, 8, 4, 8, 4);
-  const Figures f4 = figures(model, four);
-  expect_peak(model, four, f4, 0, {8, 4, 4, 3});
+  expect_peak(model, c1, one, 0, {4});
+  expect_peak(model, c1, one, 2, {2});
+  expect_peak(model, c2, two, 0, {8, 3});
+  expect_peak(model, c2, two, 2, {4, 3});
+  expect_peak(model, c4, four, 0, {8, 4, 4, 3});
 }
 
 // A second configuration: 32 layers on dp = 1, tp = 8, pp = 8, m = 16, sequence parallelism with
