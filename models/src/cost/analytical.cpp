@@ -111,7 +111,10 @@ StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage,
         bwd_count += k.checkpointed_tp_count;
         bwd_elems += k.checkpointed_tp_elems;
       }
-      sc.boundary_bytes = k.out_elems * cx.microbatch * bytes_per_element(config.dtype);
+      // With sequence parallelism the stages exchange seq/tp tokens (Megatron-LM's get_tensor_shapes,
+      // megatron/core/pipeline_parallel/schedules.py; the lowering's send/fwd carries the same).
+      sc.boundary_bytes = k.out_elems * cx.microbatch * bytes_per_element(config.dtype) /
+                          (config.sequence_parallel && config.tp > 1 ? config.tp : 1);
     }
   }
   sc.tp_fwd_s = tp_collectives_s(cx, fwd_count, fwd_elems);

@@ -26,6 +26,11 @@
 //                                                  (activation recomputation; the forward's
 //                                                  kind; lowering_recompute.cpp)
 //   it<i>/dp<d>/pp<s>/mb<m>/rfwd/<layer>/ar       the TP allreduce a re-run forward repeats
+// With interleaving (interleave = v > 1, lowering_layout.hpp) pp<s> is the pipeline rank, which
+// runs the model chunks s, s + pp, ... (the layer names tell them apart); the ids of the pipeline
+// transfers and of the optimizer step, and the "opt/state" buffer, end in "/c<k>" (chunk k of
+// pp x v), e.g. it0/dp0/pp3/tp0/mb1/send/fwd/c3 (to rank 0's chunk 4); a rank's buckets b<k>
+// are numbered over its chunks in issue order. Without interleaving no id has that segment.
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
 // ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
@@ -48,10 +53,10 @@ namespace lowering {
 PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
     : layout_(layout),
       plan_(plan),
-      buffers_(static_cast<std::size_t>(plan.num_workers())),
-      tasks_(static_cast<std::size_t>(plan.num_workers())),
-      groups_(static_cast<std::size_t>(layout.dp * layout.pp)),
-      buckets_(static_cast<std::size_t>(layout.pp * layout.tp)),
+      buffers_(static_cast<std::size_t>(layout.dp * layout.stage_count() * layout.tp)),
+      tasks_(buffers_.size()),
+      groups_(static_cast<std::size_t>(layout.dp * layout.stage_count())),
+      buckets_(static_cast<std::size_t>(layout.stage_count() * layout.tp)),
       gathers_(buckets_.size()),
       prev_gathers_(buckets_.size()),
       unit_gathers_(buckets_.size()) {}
@@ -62,6 +67,10 @@ const std::string& PlanBuilder::layer_name(int i) const {
   return layout_.model->layers[static_cast<std::size_t>(i)].name;
 }
 
+std::string PlanBuilder::chunk_suffix(int s) const {
+  return layout_.interleave > 1 ? "/c" + std::to_string(s) : std::string();
+}
+
 std::string PlanBuilder::input_name(int s) const {
   const int first = stage(s).first_layer;
   return first == 0 ? std::string("input") : layer_name(first - 1);
@@ -69,13 +78,13 @@ std::string PlanBuilder::input_name(int s) const {
 
 BufferIndex PlanBuilder::act(WorkerId rank, int j, int slot) const {
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const int n = stage(rank / layout_.tp % layout_.pp).size();
+  const int n = stage(layout_.stage_of(rank)).size();
   return b.act_base + static_cast<BufferIndex>(j * (n + 1) + slot);
 }
 
 BufferIndex PlanBuilder::grad(WorkerId rank, int j, int slot) const {
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const int n = stage(rank / layout_.tp % layout_.pp).size();
+  const int n = stage(layout_.stage_of(rank)).size();
   return b.grad_base + static_cast<BufferIndex>(j * (n + 1) + slot);
 }
 
@@ -84,25 +93,26 @@ void PlanBuilder::add_buffers() {
   const double elem = bytes_per_element(dtype);
   const double opt_per_param = optimizer_state_bytes_per_param(layout_.config->optimizer, dtype);
   for (int d = 0; d < layout_.dp; ++d)
-    for (int s = 0; s < layout_.pp; ++s)
+    for (int s = 0; s < layout_.stage_count(); ++s)
       for (int t = 0; t < layout_.tp; ++t) {
         const WorkerId rank = layout_.rank(d, s, t);
+        const WorkerId worker = layout_.worker(rank);
         const Stage& st = stage(s);
-        const std::string prefix = std::string("dp").append(std::to_string(d)) + "/pp" + std::to_string(s) +
-                                   "/tp" + std::to_string(t) + "/";
+        const std::string prefix = std::string("dp").append(std::to_string(d)) + "/pp" +
+                                   std::to_string(layout_.device(s)) + "/tp" + std::to_string(t) + "/";
         WorkerBuffers& wb = buffers_[static_cast<std::size_t>(rank)];
         for (int i = st.first_layer; i < st.end_layer; ++i) {
           const LayerPlan& l = layer(i);
           const bool has = l.writes_wgrad;
-          wb.weight.push_back(has ? plan_.add_buffer({prefix + "w/" + layer_name(i), rank,
+          wb.weight.push_back(has ? plan_.add_buffer({prefix + "w/" + layer_name(i), worker,
                                                       l.weight_bytes / shards(3), dtype, true})
                                   : kNoBuffer);
-          wb.wgrad.push_back(has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), rank,
+          wb.wgrad.push_back(has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), worker,
                                                      l.weight_bytes / shards(2), dtype, true})
                                  : kNoBuffer);
         }
-        wb.opt = plan_.add_buffer(
-            {prefix + "opt/state", rank, st.params * opt_per_param / shards(1), DType::fp32, true});
+        wb.opt = plan_.add_buffer({prefix + "opt/state" + chunk_suffix(s), worker,
+                                   st.params * opt_per_param / shards(1), DType::fp32, true});
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem
                                        : layer(st.first_layer - 1).out_bytes;
@@ -110,10 +120,11 @@ void PlanBuilder::add_buffers() {
           BufferIndex base = 0;
           for (int j = 0; j < layout_.microbatches; ++j) {
             const std::string mb = prefix + "mb" + std::to_string(j) + "/" + kind;
-            const BufferIndex first = plan_.add_buffer({mb + input_name(s), rank, input_bytes, dtype, false});
+            const BufferIndex first =
+                plan_.add_buffer({mb + input_name(s), worker, input_bytes, dtype, false});
             if (j == 0) base = first;
             for (int i = st.first_layer; i < st.end_layer; ++i)
-              plan_.add_buffer({mb + layer_name(i), rank, layer(i).out_bytes, dtype, false});
+              plan_.add_buffer({mb + layer_name(i), worker, layer(i).out_bytes, dtype, false});
           }
           (kind[0] == 'a' ? wb.act_base : wb.grad_base) = base;
         }
@@ -124,24 +135,24 @@ void PlanBuilder::add_iteration(int iteration) {
   for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
   std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
-    for (int s = 0; s < layout_.pp; ++s) {
+    for (int s = 0; s < layout_.stage_count(); ++s) {
       for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
       create_tp_allreduces(iteration, d, s);
     }
   if (layout_.dp > 1)
-    for (int s = 0; s < layout_.pp; ++s)
+    for (int s = 0; s < layout_.stage_count(); ++s)
       for (int t = 0; t < layout_.tp; ++t) {
         create_bucket_allreduces(iteration, s, t);
         create_param_gathers(iteration, s, t);
         if (layout_.config->zero == 3) create_unit_gathers(iteration, s, t);
       }
   for (int d = 0; d < layout_.replicas; ++d)
-    for (int s = 0; s < layout_.pp; ++s) {
+    for (int s = 0; s < layout_.stage_count(); ++s) {
       wire_tp_allreduces(d, s);
       for (int t = 0; t < layout_.tp; ++t) wire_worker(d, s, t);
     }
   if (layout_.dp > 1)
-    for (int s = 0; s < layout_.pp; ++s)
+    for (int s = 0; s < layout_.stage_count(); ++s)
       for (int t = 0; t < layout_.tp; ++t) {
         wire_bucket_allreduces(s, t);
         wire_param_gathers(s, t);
@@ -163,6 +174,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.zero = defaults.zero;
   rest.sequence_parallel = defaults.sequence_parallel;
   rest.flash_attention = defaults.flash_attention;
+  rest.interleave = defaults.interleave;
   if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
@@ -199,6 +211,7 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   // tasks.
   std::size_t widest_stage = 0;
   for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
+  widest_stage *= static_cast<std::size_t>(layout.interleave);  // a worker's chunks together
   plan.reserve(static_cast<std::size_t>(config.iterations) *
                    static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
                    (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 6 + 4) + 2 +

@@ -26,8 +26,9 @@ class PlanBuilder {
   void add_iteration(int iteration);
 
  private:
-  // Buffers of one worker. Activation slot a of microbatch j: a = 0 is the stage's input,
-  // a = k + 1 the output of the stage's layer k; the gradient slots mirror them.
+  // Buffers of one worker (one model chunk of it when interleaved: the tables are indexed by
+  // Layout::rank, the Plan's workers are Layout::worker). Activation slot a of microbatch j: a = 0 is the
+  // stage's input, a = k + 1 the output of the stage's layer k; the gradient slots mirror them.
   struct WorkerBuffers {
     std::vector<BufferIndex> weight, wgrad;  // per stage layer; kNoBuffer without params
     BufferIndex opt = kNoBuffer;
@@ -59,6 +60,10 @@ class PlanBuilder {
   const LayerPlan& layer(int i) const { return layout_.layers[static_cast<std::size_t>(i)]; }
   const std::string& layer_name(int i) const;
   std::string input_name(int s) const;  // name of the activation a stage receives
+  // "/c<s>" when interleaved (the id segment naming stage s's model chunk), else empty.
+  std::string chunk_suffix(int s) const;
+  // The backward of stage layer 0 that F(j) of stage s waits for (Stage::fwd_gate), or kNoTask.
+  TaskIndex forward_gate(int d, int s, int t, int j) const;
   BufferIndex act(WorkerId rank, int j, int slot) const;
   BufferIndex grad(WorkerId rank, int j, int slot) const;
 

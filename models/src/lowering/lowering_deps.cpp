@@ -13,7 +13,8 @@
 // - DP bucket k after the weight gradients of its layers for the last microbatch in backward
 //   order on every dp rank (the accumulation chain makes that all microbatches); with
 //   ddp=after_flush (Megatron's local DDP) bucket 0 also after every bwd and bwdw task of that
-//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control);
+//   last microbatch on every dp rank (control) and bucket k after bucket k-1 (control), when
+//   interleaved over the rank's chunks;
 // - ZeRO-1/2: parameter all-gather k after the optimizer step of every dp rank; in the next
 //   iteration, every forward of a layer of bucket k after it (control);
 // - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
@@ -26,7 +27,9 @@
 // - control: the first forward of every microbatch after the previous iteration's optimizer
 //   step of the worker; 1F1B (and plain accumulation without PP): F(j) at stage s after the
 //   backward of the stage's first layer for microbatch j - (pp - s), which holds at most pp - s
-//   microbatches' activations in flight (Narayanan et al. 2021, PipeDream-Flush).
+//   microbatches' activations in flight (Narayanan et al. 2021, PipeDream-Flush); interleaved:
+//   F(j) of a chunk after the backward (of its chunk's first layer) that precedes it in the
+//   rank's order (Stage::fwd_gate), the same rule.
 #include "lowering_builder.hpp"
 
 namespace strata {
@@ -35,31 +38,38 @@ namespace lowering {
 
 TaskIndex PlanBuilder::output_producer(int d, int s, int t, int j, int k) const {
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
-  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].fwd_ar[cell];
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)].fwd_ar[cell];
   return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].fwd[cell];
 }
 
 TaskIndex PlanBuilder::rerun_output_producer(int d, int s, int t, int j, int k) const {
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
-  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].rfwd_ar[cell];
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)].rfwd_ar[cell];
   return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].rfwd[cell];
 }
 
 TaskIndex PlanBuilder::output_grad_producer(int d, int s, int t, int j, int k) const {
   if (k + 1 < stage(s).size()) return input_grad_producer(d, s, t, j, k + 1);
-  if (s + 1 < layout_.pp)
+  if (s + 1 < layout_.stage_count())
     return tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_bwd[static_cast<std::size_t>(j)];
   return kNoTask;
 }
 
 TaskIndex PlanBuilder::input_grad_producer(int d, int s, int t, int j, int k) const {
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
-  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.pp + s)].bwd_ar[cell];
+  const TaskIndex ar = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)].bwd_ar[cell];
   return ar != kNoTask ? ar : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].bwd[cell];
 }
 
+TaskIndex PlanBuilder::forward_gate(int d, int s, int t, int j) const {
+  const auto [gate_stage, microbatch] = stage(s).fwd_gate[static_cast<std::size_t>(j)];
+  if (gate_stage < 0) return kNoTask;
+  const auto cell = static_cast<std::size_t>(microbatch * stage(gate_stage).size());
+  return tasks_[static_cast<std::size_t>(layout_.rank(d, gate_stage, t))].bwd[cell];
+}
+
 TaskIndex PlanBuilder::wgrad_producer(WorkerId rank, int j, int k) const {
-  const int s = rank / layout_.tp % layout_.pp;
+  const int s = layout_.stage_of(rank);
   const Stage& st = stage(s);
   const auto cell = static_cast<std::size_t>(j * st.size() + k);
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
@@ -90,20 +100,18 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   const auto mb = static_cast<std::size_t>(j);
-  const bool last_stage = s + 1 == layout_.pp;
+  const bool last_stage = s + 1 == layout_.stage_count();
   for (int k = 0; k < n; ++k) {
     const auto cell = static_cast<std::size_t>(j * n + k);
     const TaskIndex fwd = w.fwd[cell];
-    const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+    const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
     if (g.fwd_ag[cell] != kNoTask) plan_.add_data_dep(g.fwd_ag[cell], fwd);
     if (k > 0) {
       if (g.fwd_ag[cell] == kNoTask) plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
     } else {
       if (s > 0) plan_.add_data_dep(w.recv_fwd[mb], fwd);
       if (w.prev_opt != kNoTask) plan_.add_control_dep(w.prev_opt, fwd);
-      const int in_flight = layout_.pp - s;
-      if (layout_.one_f_one_b && j >= in_flight)
-        plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], fwd);
+      if (const TaskIndex gate = forward_gate(d, s, t, j); gate != kNoTask) plan_.add_control_dep(gate, fwd);
     }
     const TaskIndex output_grad = gathered_output_grad(d, s, t, j, k);
     const TaskIndex rerun = w.rfwd[cell];
@@ -139,7 +147,7 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
 void PlanBuilder::wire_reruns(int d, int s, int t, int j) {
   const Stage& st = stage(s);
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-  const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+  const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   for (const Rerun& rerun : st.reruns) {
     // The first task of the re-run: its SP input gather, or its first forward.
     const auto first = static_cast<std::size_t>(j * st.size() + rerun.first);
@@ -171,15 +179,24 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
         plan_.add_data_dep(wgrad_producer(layout_.rank(d, s, t), last, i - st.first_layer), tasks[k]);
   if (layout_.config->ddp != DdpMode::after_flush || tasks.empty()) return;
   // Megatron's local DDP: the first bucket after every backward task of the last microbatch
-  // (the pipeline flush) on every replica, each further bucket after the previous one.
-  const auto n = static_cast<std::size_t>(st.size());
+  // (the pipeline flush) on every replica, each further bucket after the previous one. When
+  // interleaved the flush ends with the rank's first chunk (stage device(s)), and the rank's
+  // buckets make one chain over its chunks in issue order (the later chunk's last bucket first).
+  const int flush = layout_.device(s);
+  const int flush_last = stage(flush).last_backward_microbatch();
+  const auto n = static_cast<std::size_t>(stage(flush).size());
   for (int d = 0; d < layout_.replicas; ++d) {
-    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
-    for (std::size_t cell = static_cast<std::size_t>(last) * n;
-         cell < (static_cast<std::size_t>(last) + 1) * n; ++cell)
+    const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, flush, t))];
+    for (std::size_t cell = static_cast<std::size_t>(flush_last) * n;
+         cell < (static_cast<std::size_t>(flush_last) + 1) * n; ++cell)
       for (TaskIndex task : {w.bwd[cell], w.bwdw[cell]})
         if (task != kNoTask) plan_.add_control_dep(task, tasks.front());
   }
+  for (int later = s + layout_.pp; later < layout_.stage_count(); later += layout_.pp)
+    if (const auto& before = buckets_[static_cast<std::size_t>(later * layout_.tp + t)]; !before.empty()) {
+      plan_.add_control_dep(before.back(), tasks.front());
+      break;
+    }
   for (std::size_t k = 1; k < tasks.size(); ++k) plan_.add_control_dep(tasks[k - 1], tasks[k]);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "strata/models/cost/memory_model.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
@@ -151,6 +152,81 @@ std::vector<Slot> zero_bubble(const std::vector<Slot>& one_f_one_b, int pp, int 
   return slots;
 }
 
+// A slot of a pipeline rank's interleaved order: which of its model chunks (0..v-1) it runs.
+struct ChunkSlot {
+  int chunk = 0;
+  Slot slot;
+};
+
+// Megatron-LM's interleaved 1F1B for pipeline rank r (Narayanan et al. 2021, section 2.2.2,
+// fig. 4; forward_backward_pipelining_with_interleaving in megatron/core/pipeline_parallel/
+// schedules.py): the m*v chunk-microbatches run in groups of pp microbatches; the k-th forward
+// runs chunk (k mod pp*v) / pp on microbatch (k / pp*v) * pp + k mod pp, the k-th backward the
+// same microbatch on chunk v - 1 - (k mod pp*v) / pp. The rank runs min(2(pp - r - 1) +
+// (v - 1) pp, m v) warm-up forwards, then alternates one forward and one backward, then drains.
+std::vector<ChunkSlot> interleaved(int pp, int v, int r, int m) {
+  const int total = m * v;
+  const int group = pp * v;
+  auto at = [&](int k, bool forward) {
+    const int in_group = k % group;
+    const int chunk = forward ? in_group / pp : v - 1 - in_group / pp;
+    return ChunkSlot{chunk, {forward, k / group * pp + in_group % pp}};
+  };
+  const int warmup = std::min(2 * (pp - r - 1) + (v - 1) * pp, total);
+  std::vector<ChunkSlot> order;
+  order.reserve(static_cast<std::size_t>(2 * total));
+  for (int k = 0; k < warmup; ++k) order.push_back(at(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    order.push_back(at(warmup + k, true));
+    order.push_back(at(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(at(k, false));
+  return order;
+}
+
+// The slots, positions and forward gates of pipeline rank r's stages (chunks r, r + pp, ...) from
+// its order, in one pass over it.
+void assign_slots(Layout& layout, int r) {
+  std::vector<ChunkSlot> order;
+  if (layout.interleave > 1) {
+    order = interleaved(layout.pp, layout.interleave, r, layout.microbatches);
+  } else {
+    std::vector<Slot> slots = schedule(layout.one_f_one_b, layout.pp, r, layout.microbatches);
+    if (layout.zero_bubble) slots = zero_bubble(slots, layout.pp, r, layout.microbatches);
+    order.reserve(slots.size());
+    for (const Slot& slot : slots) order.push_back({0, slot});
+  }
+  const auto m = static_cast<std::size_t>(layout.microbatches);
+  for (int s = r; s < layout.stage_count(); s += layout.pp) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    stage.fwd_slot.assign(m, 0);
+    stage.bwd_slot.assign(m, 0);
+    stage.wgt_slot.assign(m, 0);
+    stage.fwd_gate.assign(m, {-1, 0});
+  }
+  std::pair<int, int> last_backward{-1, 0};
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Slot& slot = order[k].slot;
+    const int s = order[k].chunk * layout.pp + r;
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    const auto j = static_cast<std::size_t>(slot.microbatch);
+    stage.slots.push_back(slot);
+    stage.positions.push_back(static_cast<int>(k));
+    auto& table = slot.forward ? stage.fwd_slot : slot.weight ? stage.wgt_slot : stage.bwd_slot;
+    table[j] = static_cast<int>(k);
+    if (slot.forward) stage.fwd_gate[j] = last_backward;
+    if (!slot.forward && !slot.weight) {
+      stage.bwd_order.push_back(slot.microbatch);
+      last_backward = {s, slot.microbatch};
+    }
+  }
+  if (layout.zero_bubble) return;
+  for (int s = r; s < layout.stage_count(); s += layout.pp) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    stage.wgt_slot = stage.bwd_slot;
+  }
+}
+
 // Gradient buckets in backward order (PyTorch DDP): close a bucket once it holds bucket_bytes,
 // or, with bucket_bytes == 0, at every block boundary.
 void make_buckets(const Model& model, const Layout& layout, double bucket_bytes, Stage& stage) {
@@ -192,19 +268,6 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   stage.first_layer = static_cast<int>(begin - model.layers.begin());
   stage.end_layer = static_cast<int>(end - model.layers.begin());
   STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
-  stage.slots = schedule(layout.one_f_one_b, layout.pp, s, layout.microbatches);
-  if (layout.zero_bubble) stage.slots = zero_bubble(stage.slots, layout.pp, s, layout.microbatches);
-  const auto m = static_cast<std::size_t>(layout.microbatches);
-  stage.fwd_slot.assign(m, 0);
-  stage.bwd_slot.assign(m, 0);
-  stage.wgt_slot.assign(m, 0);
-  for (std::size_t k = 0; k < stage.slots.size(); ++k) {
-    const Slot& slot = stage.slots[k];
-    auto& table = slot.forward ? stage.fwd_slot : slot.weight ? stage.wgt_slot : stage.bwd_slot;
-    table[static_cast<std::size_t>(slot.microbatch)] = static_cast<int>(k);
-    if (!slot.forward && !slot.weight) stage.bwd_order.push_back(slot.microbatch);
-  }
-  if (!layout.zero_bubble) stage.wgt_slot = stage.bwd_slot;
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
   make_buckets(model, layout, layout.config->bucket_bytes, stage);
@@ -228,20 +291,32 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
       static_cast<double>(layout.global_batch) / (static_cast<double>(config.dp) * layout.microbatches);
   layout.zero_bubble = config.pp > 1 && config.schedule == PipelineSchedule::zb_h1;
   layout.one_f_one_b = config.pp == 1 || config.schedule != PipelineSchedule::gpipe;
-  layout.slot_count = (layout.zero_bubble ? 3 : 2) * layout.microbatches;
+  layout.interleave = config.pp > 1 ? config.interleave : 1;
+  layout.slot_count = (layout.zero_bubble ? 3 : 2) * layout.microbatches * layout.interleave;
   layout.layers.reserve(model.layers.size());
   for (std::size_t i = 0; i < model.layers.size(); ++i)
     layout.layers.push_back(plan_layer(model, i, layout, config.dtype));
 
-  const std::vector<int> bounds = partition_blocks(model, config.pp);
-  layout.stages.resize(static_cast<std::size_t>(config.pp));
+  // The memory model's cut: pp x v equal chunks when interleaved, else partition_blocks.
+  const std::vector<int> bounds = chunk_cuts(model, config);
+  layout.stages.resize(static_cast<std::size_t>(layout.stage_count()));
+  for (int r = 0; r < layout.pp; ++r) assign_slots(layout, r);
   std::int64_t positions = 0;  // per slot: forward 2n + 2, backward send/bwd + 1
-  for (int s = 0; s < config.pp; ++s) {
+  for (int s = 0; s < layout.stage_count(); ++s) {
     Stage& stage = layout.stages[static_cast<std::size_t>(s)];
     make_stage(model, layout, s, bounds, stage);
     positions = std::max({positions, static_cast<std::int64_t>(3 * stage.size() + 2),
                           static_cast<std::int64_t>(stage.send_bwd_pos + 1)});
-    layout.max_buckets = std::max(layout.max_buckets, static_cast<std::int64_t>(stage.buckets.size()));
+  }
+  // A rank's buckets in issue order: its last chunk's backward ends first (interleaved()).
+  for (int s = layout.stage_count() - 1; s >= 0; --s) {
+    Stage& stage = layout.stages[static_cast<std::size_t>(s)];
+    if (s + layout.pp < layout.stage_count()) {
+      const Stage& later = layout.stages[static_cast<std::size_t>(s + layout.pp)];
+      stage.bucket_offset = later.bucket_offset + static_cast<int>(later.buckets.size());
+    }
+    layout.max_buckets =
+        std::max(layout.max_buckets, static_cast<std::int64_t>(stage.bucket_offset + stage.buckets.size()));
   }
   layout.slot_stride = positions;
   layout.iteration_stride = layout.slot_count * layout.slot_stride + 2 * layout.max_buckets + 1;

@@ -14,6 +14,11 @@
 //             when the layer is the last of one, the layer's gathers, bwd(k), the TP collective
 //             after it, the SP input gather, bwdw(k); send/bwd last (Stage::bwd_pos). With
 //             ZB-H1 the weight-gradient tasks keep their positions in the W(j) slot.
+// Interleaved 1F1B (interleave = v > 1; Narayanan et al. 2021, section 2.2.2): the model is cut
+// into pp x v equal chunks; chunk c is the Stage c, run by pipeline rank c % pp (its model chunk
+// c / pp). The slots of a rank are Megatron's order of its chunks' forwards and backwards
+// (interleaved(), 2mv slots), and a Stage's slot indices are positions in that order, so the
+// chunks of one rank share one priority sequence.
 // After the last slot come the DP bucket allreduces (ZeRO: reduce-scatters) in issue order, then
 // the optimizer step, then (ZeRO-1/2) the parameter all-gathers in bucket order, so gradient
 // traffic never delays a pipeline or TP message that the same backward needs.
@@ -21,6 +26,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "strata/models/lowering/strategy.hpp"
@@ -103,13 +109,19 @@ struct Slot {
 struct Stage {
   int first_layer = 0;  // model layer indices [first_layer, end_layer)
   int end_layer = 0;
-  std::vector<Slot> slots;                // schedule: 2m slots
-  std::vector<int> fwd_slot, bwd_slot;    // slot index of F(j), B(j)
+  std::vector<Slot> slots;              // this stage's F(j), B(j) (and W(j)) in schedule order
+  std::vector<int> positions;           // per entry of slots: its slot index on the rank
+  std::vector<int> fwd_slot, bwd_slot;  // slot index of F(j), B(j)
+  // Per microbatch j: the stage and microbatch of the backward that F(j) waits for (the last
+  // backward before F(j) in the rank's order, which bounds the activations in flight), stage -1
+  // for none.
+  std::vector<std::pair<int, int>> fwd_gate;
   std::vector<int> wgt_slot;              // slot index of W(j): B(j)'s without ZB-H1
   std::vector<int> bwd_order;             // microbatches in backward order
   std::vector<std::vector<int>> buckets;  // model layer indices per gradient bucket, issue order
   std::vector<double> bucket_bytes;
   std::vector<int> bucket_of;              // per stage layer: its gradient bucket, -1 without parameters
+  int bucket_offset = 0;                   // interleaved: buckets of the rank's later chunks
   double params = 0;                       // per worker (tp shard)
   std::vector<Rerun> reruns;               // in forward order
   std::vector<int> rerun_of;               // per stage layer: index into reruns, -1 if kept
@@ -126,7 +138,8 @@ struct Layout {
   const Model* model = nullptr;
   const StrategyConfig* config = nullptr;
   int dp = 1, tp = 1, pp = 1;
-  int replicas = 1;  // data-parallel replicas whose tasks are lowered (see lowered_replicas)
+  int replicas = 1;    // data-parallel replicas whose tasks are lowered (see lowered_replicas)
+  int interleave = 1;  // model chunks per pipeline rank (v); stages.size() == pp * interleave
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;
@@ -139,7 +152,16 @@ struct Layout {
   std::int64_t iteration_stride = 1;
   std::int64_t max_buckets = 0;
 
-  WorkerId rank(int d, int s, int t) const { return (d * pp + s) * tp + t; }
+  int stage_count() const { return pp * interleave; }
+  int device(int s) const { return s % pp; }  // the pipeline rank that runs stage s
+  // Index of (dp rank d, stage s, tp rank t) in the builder's per-worker tables: the worker's
+  // rank without interleaving; worker() maps it to the Plan's worker.
+  WorkerId rank(int d, int s, int t) const { return (d * stage_count() + s) * tp + t; }
+  WorkerId worker(WorkerId rank) const {
+    const int stages = stage_count();
+    return (rank / (tp * stages) * pp + device(rank / tp % stages)) * tp + rank % tp;
+  }
+  int stage_of(WorkerId rank) const { return rank / tp % stage_count(); }
   std::int64_t priority(int iteration, int slot, int position) const {
     return iteration * iteration_stride + slot * slot_stride + position;
   }

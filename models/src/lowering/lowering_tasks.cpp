@@ -23,7 +23,7 @@ TaskIndex PlanBuilder::add_compute(const Task& model_task, std::string id, Worke
                                    std::int64_t priority) {
   Task task = model_task;
   task.id = std::move(id);
-  task.worker = rank;
+  task.worker = layout_.worker(rank);
   task.iteration = it;
   task.priority = priority;
   return plan_.add_task(std::move(task));
@@ -35,8 +35,8 @@ TaskIndex PlanBuilder::add_p2p(TaskKind kind, std::string id, WorkerId rank, Wor
   task.id = std::move(id);
   task.kind = kind;
   task.stream = Stream::comm;
-  task.worker = rank;
-  task.peer = peer;
+  task.worker = layout_.worker(rank);
+  task.peer = layout_.worker(peer);
   task.dtype = layout_.config->dtype;
   task.iteration = it;
   task.priority = priority;
@@ -51,6 +51,7 @@ TaskIndex PlanBuilder::add_collective(std::string id, std::vector<WorkerId> grou
   task.id = std::move(id);
   task.kind = TaskKind::allreduce;
   task.stream = Stream::comm;
+  for (WorkerId& member : group) member = layout_.worker(member);
   task.group = std::move(group);
   task.algo = algo;
   task.dtype = dtype;
@@ -74,9 +75,9 @@ void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
     const Slot& slot = st.slots[k];
     if (slot.weight) continue;  // W(j): created with B(j)
     if (slot.forward)
-      create_forward(it, d, s, t, static_cast<int>(k), slot.microbatch);
+      create_forward(it, d, s, t, st.positions[k], slot.microbatch);
     else
-      create_backward(it, d, s, t, static_cast<int>(k), slot.microbatch);
+      create_backward(it, d, s, t, st.positions[k], slot.microbatch);
   }
   create_optimizer(it, d, s, t);
 }
@@ -87,12 +88,12 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   const WorkerId rank = layout_.rank(d, s, t);
   WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/";
+  const std::string prefix = worker_prefix(it, d, layout_.device(s), t) + coord("mb", j) + "/";
   const auto mb = static_cast<std::size_t>(j);
   if (s > 0) {
     const double bytes = layer(st.first_layer - 1).out_bytes;
-    w.recv_fwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/fwd", rank, layout_.rank(d, s - 1, t), it,
-                             layout_.priority(it, slot_index, 0), bytes);
+    w.recv_fwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/fwd" + chunk_suffix(s), rank,
+                             layout_.rank(d, s - 1, t), it, layout_.priority(it, slot_index, 0), bytes);
     plan_.mutable_task(w.recv_fwd[mb]).writes = {act(rank, j, 0)};
   }
   for (int k = 0; k < n; ++k) {
@@ -109,9 +110,10 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
     task_ref.writes = {act(rank, j, k + 1)};
     w.fwd[static_cast<std::size_t>(j * n + k)] = task;
   }
-  if (s + 1 < layout_.pp) {
-    w.send_fwd[mb] = add_p2p(TaskKind::send, prefix + "send/fwd", rank, layout_.rank(d, s + 1, t), it,
-                             layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes);
+  if (s + 1 < layout_.stage_count()) {
+    w.send_fwd[mb] =
+        add_p2p(TaskKind::send, prefix + "send/fwd" + chunk_suffix(s), rank, layout_.rank(d, s + 1, t), it,
+                layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes);
     plan_.mutable_task(w.send_fwd[mb]).reads = {act(rank, j, n)};
   }
 }
@@ -122,12 +124,13 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
   const WorkerId rank = layout_.rank(d, s, t);
   WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/";
+  const std::string prefix = worker_prefix(it, d, layout_.device(s), t) + coord("mb", j) + "/";
   const auto mb = static_cast<std::size_t>(j);
-  const bool last_stage = s + 1 == layout_.pp;
+  const bool last_stage = s + 1 == layout_.stage_count();
   if (!last_stage) {
-    w.recv_bwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/bwd", rank, layout_.rank(d, s + 1, t), it,
-                             layout_.priority(it, slot_index, 0), layer(st.end_layer - 1).out_bytes);
+    w.recv_bwd[mb] =
+        add_p2p(TaskKind::recv, prefix + "recv/bwd" + chunk_suffix(s), rank, layout_.rank(d, s + 1, t), it,
+                layout_.priority(it, slot_index, 0), layer(st.end_layer - 1).out_bytes);
     plan_.mutable_task(w.recv_bwd[mb]).writes = {grad(rank, j, n)};
   }
   for (int r = 0; r < n; ++r) {
@@ -164,7 +167,7 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
   }
   if (s > 0) {
     w.send_bwd[mb] =
-        add_p2p(TaskKind::send, prefix + "send/bwd", rank, layout_.rank(d, s - 1, t), it,
+        add_p2p(TaskKind::send, prefix + "send/bwd" + chunk_suffix(s), rank, layout_.rank(d, s - 1, t), it,
                 layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes);
     plan_.mutable_task(w.send_bwd[mb]).reads = {grad(rank, j, 0)};
   }
@@ -177,7 +180,7 @@ void PlanBuilder::create_rerun(int it, int d, int s, int t, int slot_index, int 
   const WorkerId rank = layout_.rank(d, s, t);
   WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
-  const std::string prefix = worker_prefix(it, d, s, t) + coord("mb", j) + "/rfwd/";
+  const std::string prefix = worker_prefix(it, d, layout_.device(s), t) + coord("mb", j) + "/rfwd/";
   for (int k = rerun.first; k < rerun.end; ++k) {
     const int i = st.first_layer + k;
     const auto ks = static_cast<std::size_t>(k);
@@ -202,8 +205,8 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
   Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype);
-  task.id = worker_prefix(it, d, s, t) + "opt";
-  task.worker = rank;
+  task.id = worker_prefix(it, d, layout_.device(s), t) + "opt" + chunk_suffix(s);
+  task.worker = layout_.worker(rank);
   task.iteration = it;
   task.priority = layout_.optimizer_priority(it);
   for (std::size_t k = 0; k < b.wgrad.size(); ++k)
@@ -225,12 +228,13 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   // ZeRO (any stage) and Megatron's distributed optimizer reduce-scatter each bucket: every rank
   // keeps the reduced gradient of its 1/dp shard (Rajbhandari et al. 2020, section 5).
   const bool sharded = layout_.config->zero >= 1;
-  const std::string prefix =
-      coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + (sharded ? "/rs/" : "/ar/");
+  const std::string prefix = coord("it", it) + "/" + coord("pp", layout_.device(s)) + "/" + coord("tp", t) +
+                             (sharded ? "/rs/" : "/ar/");
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
-    const TaskIndex task = add_collective(
-        prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
-        layout_.bucket_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
+    const int bucket = st.bucket_offset + static_cast<int>(k);  // on the rank
+    const TaskIndex task =
+        add_collective(prefix + coord("b", bucket), group, layout_.config->dp_algo, layout_.config->dtype, it,
+                       layout_.bucket_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
     if (sharded) ref.kind = TaskKind::reduce_scatter;
     for (WorkerId rank : group)
@@ -255,11 +259,13 @@ void PlanBuilder::create_param_gathers(int it, int s, int t) {
   const Stage& st = stage(s);
   std::vector<WorkerId> group;
   for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix = coord("it", it) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/ag/";
+  const std::string prefix =
+      coord("it", it) + "/" + coord("pp", layout_.device(s)) + "/" + coord("tp", t) + "/ag/";
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
-    const TaskIndex task = add_collective(
-        prefix + coord("b", static_cast<int>(k)), group, layout_.config->dp_algo, layout_.config->dtype, it,
-        layout_.param_gather_priority(it, static_cast<int>(k)), st.bucket_bytes[k]);
+    const int bucket = st.bucket_offset + static_cast<int>(k);  // on the rank
+    const TaskIndex task =
+        add_collective(prefix + coord("b", bucket), group, layout_.config->dp_algo, layout_.config->dtype, it,
+                       layout_.param_gather_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
     ref.kind = TaskKind::allgather;
     for (WorkerId rank : group)

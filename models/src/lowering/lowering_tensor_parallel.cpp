@@ -49,14 +49,14 @@ TaskIndex PlanBuilder::add_tp_collective(std::string id, TaskKind kind, const st
 void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
   const Stage& st = stage(s);
   const int n = st.size();
-  GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+  GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   for (auto* table : {&g.fwd_ar, &g.bwd_ar, &g.rfwd_ar, &g.fwd_ag, &g.bwd_ag, &g.wgrad_ag, &g.rfwd_ag})
     table->assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
   if (layout_.tp == 1) return;
   std::vector<WorkerId> group;
   for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix =
-      "it" + std::to_string(it) + "/dp" + std::to_string(d) + "/pp" + std::to_string(s) + "/mb";
+  const std::string prefix = "it" + std::to_string(it) + "/dp" + std::to_string(d) + "/pp" +
+                             std::to_string(layout_.device(s)) + "/mb";
   const DType dtype = layout_.config->dtype;
   constexpr TaskKind kGather = TaskKind::allgather;
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
@@ -64,9 +64,7 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
     if (slot.weight) continue;  // W(j)'s gathers are created with B(j)
     const int j = slot.microbatch;
     const std::string mb = prefix + std::to_string(j) + "/";
-    const auto prio = [&](int position) {
-      return layout_.priority(it, static_cast<int>(slot_index), position);
-    };
+    const auto prio = [&](int position) { return layout_.priority(it, st.positions[slot_index], position); };
     for (int k = 0; k < n; ++k) {
       const std::string name = layer_name(st.first_layer + k);
       const LayerComm& c = layer(st.first_layer + k).comm;
@@ -113,7 +111,7 @@ TaskIndex PlanBuilder::input_producer(int d, int s, int t, int j, int k) const {
 }
 
 void PlanBuilder::wire_tp_allreduces(int d, int s) {
-  const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.pp + s)];
+  const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   const auto n = static_cast<std::size_t>(stage(s).size());
   for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
     for (int t = 0; t < layout_.tp; ++t) {
@@ -140,7 +138,7 @@ void PlanBuilder::wire_tp_allreduces(int d, int s) {
 
 TaskIndex PlanBuilder::gathered_output_grad(int d, int s, int t, int j, int k) const {
   const auto cell = static_cast<std::size_t>(j * stage(s).size() + k);
-  const TaskIndex ag = groups_[static_cast<std::size_t>(d * layout_.pp + s)].bwd_ag[cell];
+  const TaskIndex ag = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)].bwd_ag[cell];
   return ag != kNoTask ? ag : output_grad_producer(d, s, t, j, k);
 }
 

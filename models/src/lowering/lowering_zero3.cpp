@@ -66,8 +66,8 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
   out.bwd.assign(out.fwd.size(), kNoTask);
   std::vector<WorkerId> group;
   for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
-  const std::string prefix =
-      "it" + std::to_string(it) + "/pp" + std::to_string(s) + "/tp" + std::to_string(t) + "/mb";
+  const std::string prefix = "it" + std::to_string(it) + "/pp" + std::to_string(layout_.device(s)) + "/tp" +
+                             std::to_string(t) + "/mb";
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
     const Slot& slot = st.slots[slot_index];
     if (slot.weight) continue;
@@ -82,7 +82,7 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
                              std::to_string(unit.block) + "/ag";
       const TaskIndex task =
           add_collective(id, group, layout_.config->dp_algo, layout_.config->dtype, it,
-                         layout_.priority(it, static_cast<int>(slot_index), position), unit.bytes);
+                         layout_.priority(it, st.positions[slot_index], position), unit.bytes);
       Task& ref = plan_.mutable_task(task);
       ref.kind = TaskKind::allgather;
       for (WorkerId rank : group)
@@ -102,7 +102,7 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
 // pass) or re-runs and backward data (backward pass).
 void PlanBuilder::wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, TaskIndex fwd_gather,
                                   TaskIndex bwd_gather) {
-  const Stage& st = stage(rank / layout_.tp % layout_.pp);
+  const Stage& st = stage(layout_.stage_of(rank));
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
   for (int k = unit.first; k < unit.end; ++k) {
@@ -122,8 +122,7 @@ void PlanBuilder::wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, T
 
 TaskIndex PlanBuilder::bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const {
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
-  const auto cell =
-      static_cast<std::size_t>(j * stage(rank / layout_.tp % layout_.pp).size() + unit.bwd_first_use);
+  const auto cell = static_cast<std::size_t>(j * stage(layout_.stage_of(rank)).size() + unit.bwd_first_use);
   return unit.bwd_first_use_rerun ? w.rfwd[cell] : w.bwd[cell];
 }
 
@@ -144,9 +143,8 @@ void PlanBuilder::wire_unit_gathers(int s, int t) {
       const TaskIndex first = g.fwd[row];
       if (s > 0) plan_.add_control_dep(w.recv_fwd[static_cast<std::size_t>(j)], first);
       if (w.prev_opt != kNoTask) plan_.add_data_dep(w.prev_opt, first);
-      const int in_flight = layout_.pp - s;
-      if (layout_.one_f_one_b && j >= in_flight)
-        plan_.add_control_dep(w.bwd[static_cast<std::size_t>((j - in_flight) * n)], first);
+      if (const TaskIndex gate = forward_gate(d, s, t, j); gate != kNoTask)
+        plan_.add_control_dep(gate, first);
       for (std::size_t u = 1; u < units; ++u)
         plan_.add_control_dep(w.fwd[static_cast<std::size_t>(j * n + st.units[u - 1].first)], g.fwd[row + u]);
       // Backward: the first gather once the stage's output gradient is there, then one ahead.

@@ -131,7 +131,8 @@ std::int64_t default_global_batch(const Model& model, const StrategyConfig& conf
 // accumulation without PP, a control dependency of F(j) on the stage's backward of
 // microbatch j - (pp - s). Forward tasks allocate their saved activations, the matching
 // backward-data tasks free them. Without PP the schedule is plain accumulation (F0 B0 F1 B1 ...)
-// and PlanInfo.schedule is "none".
+// and PlanInfo.schedule is "none". With interleave = v > 1 each pipeline rank runs v model
+// chunks in Megatron-LM's interleaved order (docs/plan-format.md).
 Plan lower(const Model& model, const StrategyConfig& config);
 
 // The pipeline partition: first block of each stage (size pp + 1, last = blocks), balancing the
