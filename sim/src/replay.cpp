@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "loaded_platform.hpp"
+#include "strata/models/cost/host_offload.hpp"
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
 
@@ -289,6 +290,18 @@ void check_transfer_sizes(const Plan& plan) {
   }
 }
 
+// A host_copy crosses its worker's host link: every host that runs one must give pcie_bw, checked
+// before the replay starts (one line naming the task, the host and the property).
+void check_host_links(const Plan& plan, const PlatformSummary& platform, const std::vector<int>& host_of) {
+  for (const Task& t : plan.tasks()) {
+    if (t.kind != TaskKind::host_copy) continue;
+    const HostSpec& host =
+        platform.hosts[static_cast<std::size_t>(host_of[static_cast<std::size_t>(t.worker)])];
+    if (!(host.pcie_bw > 0))
+      throw InputError(input_error_message("plan", "task '" + t.id + "'", missing_pcie_bw(host.name)));
+  }
+}
+
 NetworkConfig network_config(const NetworkOptions& options) {
   NetworkConfig c;
   c.model = options.model;
@@ -336,6 +349,7 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   check_transfer_sizes(plan);
   LoadedPlatform platform(platform_path, network_config(options.network));
   std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(), options.placement);
+  check_host_links(plan, platform.summary(), host_of);
   const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);
   ReplayEngine engine(plan, platform, options, host_of, fidelity);
   engine.run();

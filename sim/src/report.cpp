@@ -177,7 +177,7 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   double persistent_peak = 0;
   std::vector<double> persistent(workers, 0);
   for (const Buffer& b : plan.buffers())
-    if (b.persistent) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
+    if (b.persistent && !b.on_host) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
   std::size_t active = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     WorkerReport wr;

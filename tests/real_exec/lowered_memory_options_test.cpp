@@ -1,7 +1,8 @@
 // Backprop Plans lowered with memory options, on the real executor: activation recomputation's
 // re-run forwards are ordinary forward tasks and train to the same weights bit for bit; the
 // collectives of sharded data parallelism and sequence parallelism (reduce_scatter, allgather)
-// have no kernel yet and are refused in one line before anything runs.
+// have no kernel yet and are refused in one line before anything runs, as are offload's copies
+// between device and host memory (host_copy).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,6 +66,22 @@ TEST(LoweredMemoryOptions, ShardedCollectivesAreRefusedInOneLine) {
     const std::string what = e.what();
     EXPECT_NE(what.find("zero.json"), std::string::npos) << what;
     EXPECT_NE(what.find("'reduce_scatter' has no real kernel"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(LoweredMemoryOptions, OffloadIsRefusedInOneLine) {
+  StrategyConfig c = mlp_config();
+  c.dp = 2;
+  c.zero = 1;
+  c.offload = true;
+  const Plan plan = lower(make_model("mlp", {}), c);
+  try {
+    check_kernels(plan, "offload.json");
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("task kind host_copy: not run by the real executor"), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
 }

@@ -33,6 +33,7 @@ OrderedJson buffer_to_json(const Buffer& buffer) {
   j["bytes"] = buffer.bytes;
   if (buffer.dtype != DType::fp32) j["dtype"] = to_string(buffer.dtype);
   if (buffer.persistent) j["persistent"] = true;
+  if (buffer.on_host) j["on_host"] = true;
   return j;
 }
 

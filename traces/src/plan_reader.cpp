@@ -32,13 +32,14 @@ DType optional_dtype(const JsonNode& node) {
 }
 
 Buffer read_buffer(const JsonNode& node) {
-  node.reject_unknown_fields({"id", "worker", "bytes", "dtype", "persistent"});
+  node.reject_unknown_fields({"id", "worker", "bytes", "dtype", "persistent", "on_host"});
   Buffer buffer;
   buffer.id = node.at("id").as_string();
   buffer.worker = static_cast<WorkerId>(node.at("worker").as_int(0, INT32_MAX));
   buffer.bytes = node.at("bytes").as_size();
   buffer.dtype = optional_dtype(node);
   if (std::optional<JsonNode> p = node.find("persistent")) buffer.persistent = p->as_bool();
+  if (std::optional<JsonNode> h = node.find("on_host")) buffer.on_host = h->as_bool();
   return buffer;
 }
 

@@ -29,7 +29,7 @@ struct Family {
 Family family_of(const TraceRecord& r) {
   if (is_collective(r.kind)) return {"collective", "#d62728"};
   if (r.kind == TaskKind::send || r.kind == TaskKind::recv) return {"send/recv", "#ff7f0e"};
-  if (r.kind == TaskKind::optimizer_step) return {"optimizer", "#9467bd"};
+  if (r.kind == TaskKind::optimizer_step || r.kind == TaskKind::host_copy) return {"optimizer", "#9467bd"};
   if (r.id.find("/bwdw/") != std::string::npos) return {"weight gradient", "#17becf"};
   if (r.id.find("/bwd/") != std::string::npos) return {"backward", "#2ca02c"};
   return {"forward", "#1f77b4"};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster_links.hpp"
+#include "strata/models/cost/host_offload.hpp"
 #include "strata/models/cost/memory_model.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
@@ -191,14 +192,8 @@ DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   return dp;
 }
 
-// ZeRO-Offload's step on the host (Ren et al., USENIX ATC'21, section 4): CPU Adam reads the
-// fp32 master weights, momentum and variance and the 16-bit gradient and writes the first three
-// and the 16-bit weights: (12 + 2) + (12 + 2) = 28 B per parameter, memory-bound.
-constexpr double kHostAdamBytesPerParam = 28;
-// Host memory bandwidth per GPU: a DGX A100 has two AMD EPYC 7742 (NVIDIA DGX A100 datasheet),
-// each with 8 channels of DDR4-3200, 204.8 GB/s (AMD EPYC 7742 product page): 409.6 GB/s for 8
-// GPUs, 51.2 GB/s each (a peak: the estimate's host step is a lower bound).
-constexpr double kHostMemBwPerGpu = 409.6e9 / 8;
+// The host step's figures (kHostAdamBytesPerParam, kHostMemBwPerGpu) are host_offload.hpp's, which
+// the cost model prices a lowered Plan's offloaded step with.
 
 // The optimizer step and what follows it before the next iteration can start.
 double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/models/cost/gpu_kernels.hpp"
+#include "strata/models/cost/host_offload.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -200,6 +201,9 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
                                            "fixed task needs a non-negative duration_s"));
     return *duration;
   }
+  // Offloaded work runs on the host link and the host CPU, whatever the device (host_offload.hpp).
+  if (task.kind == TaskKind::host_copy) return host_copy_time(task, host);
+  if (runs_on_host(task)) return host_optimizer_time(task);
   const double bytes = task.bytes_read + task.bytes_written;
   const double work = task.flops > 0 ? task.flops : bytes;
   const std::size_t s = slot(task.kind, task.dtype, work_class(work));

@@ -22,6 +22,10 @@
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/send/bwd        input gradient to stage s-1
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/recv/bwd        its arrival at stage s (peer: stage s+1)
 //   it<i>/dp<d>/pp<s>/tp<t>/opt                   optimizer step of the worker's shard
+//   it<i>/dp<d>/pp<s>/tp<t>/opt/d2h               offload: its gradient shard to the host before
+//   it<i>/dp<d>/pp<s>/tp<t>/opt/h2d               the step (on the host CPU), its updated
+//                                                  parameter shard back after it
+//                                                  (lowering_offload.cpp)
 //   it<i>/dp<d>/pp<s>/tp<t>/mb<m>/rfwd/<layer>    re-run of a forward before its backward
 //                                                  (activation recomputation; the forward's
 //                                                  kind; lowering_recompute.cpp)
@@ -34,8 +38,9 @@
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
 // ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
-// gradients from stage 2, the weights from stage 3). Buffers are shared by all iterations; a re-run
-// writes again the activation buffers its forward wrote. Memory is Task::mem_alloc / mem_free:
+// gradients from stage 2, the weights from stage 3; the state in host memory with offload).
+// Buffers are shared by all iterations; a re-run writes again the activation buffers its forward
+// wrote. Memory is Task::mem_alloc / mem_free:
 // a forward allocates what it keeps for the backward, the backward data frees it (with
 // recomputation: lowering_recompute.cpp).
 // Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
@@ -112,7 +117,8 @@ void PlanBuilder::add_buffers() {
                                  : kNoBuffer);
         }
         wb.opt = plan_.add_buffer({prefix + "opt/state" + chunk_suffix(s), worker,
-                                   st.params * opt_per_param / shards(1), DType::fp32, true});
+                                   st.params * opt_per_param / shards(1), DType::fp32, true,
+                                   layout_.config->offload});
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem
                                        : layer(st.first_layer - 1).out_bytes;
@@ -175,6 +181,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.sequence_parallel = defaults.sequence_parallel;
   rest.flash_attention = defaults.flash_attention;
   rest.interleave = defaults.interleave;
+  rest.offload = defaults.offload;
   if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");

@@ -39,8 +39,9 @@ class PlanBuilder {
     std::vector<TaskIndex> fwd, bwd, bwdw;
     std::vector<TaskIndex> rfwd;  // re-run forwards (activation recomputation), kNoTask if kept
     std::vector<TaskIndex> recv_fwd, send_fwd, recv_bwd, send_bwd;  // per microbatch
-    TaskIndex opt = kNoTask;
-    TaskIndex prev_opt = kNoTask;  // the previous iteration's optimizer step
+    TaskIndex opt = kNoTask;        // the optimizer step (offload: its last task, the copy back)
+    TaskIndex opt_first = kNoTask;  // the optimizer's first task (offload: the copy to the host)
+    TaskIndex prev_opt = kNoTask;   // the previous iteration's optimizer step
   };
   // TP allreduces of one (dp rank, stage) group, [j * n + k].
   struct GroupTasks {
@@ -73,6 +74,8 @@ class PlanBuilder {
   void create_backward(int it, int d, int s, int t, int slot_index, int j);
   void create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun);
   void create_optimizer(int it, int d, int s, int t);
+  // lowering_offload.cpp: the step's three tasks with offload, ids `id`/d2h, `id`, `id`/h2d.
+  void create_offloaded_optimizer(int it, int d, int s, int t, const std::string& id);
   void create_tp_allreduces(int it, int d, int s);
   void create_bucket_allreduces(int it, int s, int t);
   void create_param_gathers(int it, int s, int t);

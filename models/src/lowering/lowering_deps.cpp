@@ -17,9 +17,10 @@
 //   interleaved over the rank's chunks;
 // - ZeRO-1/2: parameter all-gather k after the optimizer step of every dp rank; in the next
 //   iteration, every forward of a layer of bucket k after it (control);
-// - the optimizer step after its buckets (dp > 1) or weight gradients (dp = 1), and (control)
-//   after every microbatch's backward of the stage's first layer, since it overwrites weights
-//   those read (and after the weight gradients of tied weights, which nothing else awaits);
+// - the optimizer step (with offload its first task, the copy to the host: lowering_offload.cpp)
+//   after its buckets (dp > 1) or weight gradients (dp = 1), and (control) after every
+//   microbatch's backward of the stage's first layer, since it overwrites weights those read
+//   (and after the weight gradients of tied weights, which nothing else awaits);
 // - activation recomputation: a re-run segment's first re-run after its forward (data) and after
 //   the gradient of the segment's output (control: what the backward of its last layer awaits),
 //   each further re-run after the previous one's output (or the TP allreduce the re-run
@@ -206,21 +207,21 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   if (layout_.dp > 1) {
     for (TaskIndex bucket : buckets_[static_cast<std::size_t>(s * layout_.tp + t)])
-      plan_.add_data_dep(bucket, w.opt);
+      plan_.add_data_dep(bucket, w.opt_first);
   } else {
     const int last = st.last_backward_microbatch();
     for (int k = 0; k < st.size(); ++k) {
       const TaskIndex producer = wgrad_producer(rank, last, k);
-      if (producer != kNoTask) plan_.add_data_dep(producer, w.opt);
+      if (producer != kNoTask) plan_.add_data_dep(producer, w.opt_first);
     }
   }
   for (int j = 0; j < layout_.microbatches; ++j) {
-    plan_.add_control_dep(w.bwd[static_cast<std::size_t>(j * st.size())], w.opt);
+    plan_.add_control_dep(w.bwd[static_cast<std::size_t>(j * st.size())], w.opt_first);
     // Weight gradients of tied weights (no parameters here) feed nothing else: end them too.
     for (int k = 0; k < st.size(); ++k) {
       const auto cell = static_cast<std::size_t>(j * st.size() + k);
       if (w.bwdw[cell] != kNoTask && !layer(st.first_layer + k).writes_wgrad)
-        plan_.add_control_dep(w.bwdw[cell], w.opt);
+        plan_.add_control_dep(w.bwdw[cell], w.opt_first);
     }
   }
 }

@@ -204,6 +204,9 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   const Stage& st = stage(s);
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  if (config.offload)
+    return create_offloaded_optimizer(it, d, s, t,
+                                      worker_prefix(it, d, layout_.device(s), t) + "opt" + chunk_suffix(s));
   Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype);
   task.id = worker_prefix(it, d, layout_.device(s), t) + "opt" + chunk_suffix(s);
   task.worker = layout_.worker(rank);
@@ -216,7 +219,8 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
     }
   task.reads.push_back(b.opt);
   task.writes.push_back(b.opt);
-  tasks_[static_cast<std::size_t>(rank)].opt = plan_.add_task(std::move(task));
+  tasks_[static_cast<std::size_t>(rank)].opt = tasks_[static_cast<std::size_t>(rank)].opt_first =
+      plan_.add_task(std::move(task));
 }
 
 void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {

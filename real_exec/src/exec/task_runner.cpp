@@ -122,6 +122,8 @@ std::string missing_kernel(const Task& t) {
     }
     case TaskKind::fixed:
       return bad_duration(t);
+    case TaskKind::host_copy:  // offloaded optimizer (docs/memory.md): simulated only
+      return "task kind host_copy: not run by the real executor of this version";
     default:
       return "kind '" + std::string(to_string(t.kind)) + "' has no real kernel";
   }

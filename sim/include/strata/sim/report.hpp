@@ -8,8 +8,8 @@
 // - bubble fraction: mean over workers of idle / iteration time, the measured idle share of
 //   pipeline stages ((p-1)/(m+p-1) for a pipeline without communication);
 // - bytes per link class: bytes of flows between slots of one host (intra) and across hosts;
-// - peak memory: persistent buffers plus the largest sum of live allocations (mem_alloc at a
-//   task's start, mem_free at its end) on one worker;
+// - peak memory: persistent buffers (those on the device: not Buffer::on_host) plus the largest
+//   sum of live allocations (mem_alloc at a task's start, mem_free at its end) on one worker;
 // - MFU: the Plan's model FLOPs per iteration (no recomputation) / (iteration time x workers x
 //   dense peak of the Plan's dtype);
 // - hardware FLOP utilisation (HFU): every FLOP the compute tasks execute (recomputation

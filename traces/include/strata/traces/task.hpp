@@ -63,6 +63,8 @@ enum class TaskKind : std::uint8_t {
   admm_backward,    // ADMM layer update of p, W, b, z (attrs layer, n_in, n_out, samples)
   admm_forward,     // ADMM layer update of q, u (same attrs)
   spmm,             // Y = Â X, Â sparse (a GCN's aggregation): attrs nodes, nnz, width
+  host_copy,        // copy between device and host memory over the host link: attr to_host (1: D2H,
+                    // 0: H2D); bytes_read (D2H) or bytes_written (H2D) is the payload
   // communication
   send,  // point-to-point: carries the transfer to `peer`
   recv,  // the receiver's completion of the matching send (data-dependent on it)
@@ -178,6 +180,7 @@ struct Buffer {
   double bytes = 0;  // B
   DType dtype = DType::fp32;
   bool persistent = false;  // weights, gradients, optimizer state: held for the whole run
+  bool on_host = false;     // in the worker's host memory, not its device's (offloaded state)
 };
 
 }  // namespace traces

@@ -28,7 +28,7 @@
 //                  ZeRO >= 1), timed by the cost model; with offload instead the gradient shard
 //                  to the host and the parameter shard back over PCIe (HostSpec::pcie_bw) and
 //                  the Adam step on the host CPU (kHostAdamBytesPerParam bytes per parameter at
-//                  kHostMemBwPerGpu, analytical.cpp); with ZeRO-1/2, then the all-gather of the
+//                  kHostMemBwPerGpu, host_offload.hpp); with ZeRO-1/2, then the all-gather of the
 //                  updated parameters
 //   iteration    = pipeline + pp_comm + max_s (dp_exposed(s) + optimizer(s) - s t_b)
 // where t_b is one microbatch's backward on the slowest stage: stage s finishes its last
