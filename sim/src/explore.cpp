@@ -261,16 +261,16 @@ std::int64_t explored_global_batch(const Model& model, const ExploreOptions& opt
 }  // namespace
 
 // The values the explorer tries by default: the options both of its fidelity levels take, the
-// closed-form estimate (analytical.cpp) and the replay of the lowered Plan (lowering.cpp's
-// check_lowered), so that its top rows are replayed. Offload and interleaved 1F1B are
-// estimated but not lowered yet: they join when they are (one line each, as below).
+// closed-form estimate (analytical.cpp) and the replay of the lowered Plan (lowering.cpp), so
+// that its top rows are replayed. Interleaving: 2 and 4 model chunks per device (Narayanan et
+// al. 2021 ran 2 to 6), where the blocks and microbatches divide as check_strategy requires.
 std::vector<SearchDimension> estimated_search_space() {
   return {
       {"recompute", {"none", "selective", "full"}},
       {"sequence_parallel", {"0", "1"}},
       {"zero", {"0", "1", "2", "3"}},
-      {"offload", {"0"}},
-      {"interleave", {"1"}},
+      {"offload", {"0", "1"}},
+      {"interleave", {"1", "2", "4"}},
   };
 }
 

@@ -75,10 +75,9 @@ double estimated(const StrategyConfig& config) {
   }));
 }
 
-// Replay against estimate() with offload; and what offload adds to each. ZeRO-3 without offload
-// is already 7.9 % apart here (the estimate's parameter gathers against the replay's, outside
-// offload: estimate 0.0568 s, replay 0.0616 s), so at stage 3 the check is the time offload adds,
-// which both take from host_offload.hpp's figures and should agree on.
+// Replay against estimate() with offload, every ZeRO stage; and what offload adds to each, which
+// both take from host_offload.hpp's figures. (ZeRO-3 was 7.9 % apart here before the estimate
+// exposed each phase's first parameter gather as the lowering does: 0.0568 s against 0.0616 s.)
 TEST(OffloadReplay, WithinFivePercentOfTheEstimateAndAddsWhatTheEstimateAdds) {
   for (int zero : {1, 2, 3}) {
     const double sim = replayed(config_of(zero, true)).iteration_s;
@@ -90,9 +89,7 @@ TEST(OffloadReplay, WithinFivePercentOfTheEstimateAndAddsWhatTheEstimateAdds) {
         "offload adds %.4f s (estimate), %.4f s (replay)\n",
         zero, est, sim, 100 * (est - sim) / sim, est - est_plain, sim - sim_plain);
     std::fflush(stdout);
-    if (zero <= 2) {
-      EXPECT_NEAR(est, sim, 0.05 * sim) << "zero=" << zero;
-    }
+    EXPECT_NEAR(est, sim, 0.05 * sim) << "zero=" << zero;
     EXPECT_NEAR(est - est_plain, sim - sim_plain, 0.02 * (sim - sim_plain)) << "zero=" << zero;
   }
 }

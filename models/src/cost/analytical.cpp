@@ -70,16 +70,19 @@ double tp_collectives_s(const Context& cx, double count, double elems) {
   return sum_of(one, count, bytes);
 }
 
-// ZeRO-3 gathers every layer's parameters before its forward and again before its backward, on
-// the DP group; the next layer's gather is prefetched during the current layer's compute, so the
-// gathers of a phase hide behind its compute as far as it lasts.
+// ZeRO-3 gathers every block's parameters (a unit, lowering_zero3.cpp) before its forward and
+// again before its backward, on the DP group, one unit ahead: the first unit's gather of a
+// microbatch's phase waits with the compute, each next one hides behind the current unit's
+// compute as far as it lasts. Per microbatch: g + (units - 1) max(0, g - compute / units) in
+// each phase, g the gather of one average unit.
 double zero3_gather_s(const Context& cx, const StageCost& sc, Link dp) {
   const StrategyConfig& c = cx.config;
-  if (c.zero < 3 || c.dp <= 1) return 0;
+  const double units = sc.grads->units;
+  if (c.zero < 3 || c.dp <= 1 || units <= 0) return 0;
   // A layer's 16-bit (or fp32) weights are as large as its gradient.
-  auto one = [&](double b) { return allgather_time(c.dp_algo, c.dp, b, dp.bw, dp.latency); };
-  const double gathers = sum_of(one, sc.grads->layers, sc.grads->layer_bytes);
-  return std::max(0.0, gathers - sc.fwd_s) + std::max(0.0, gathers - sc.bwd_s);
+  const double g = allgather_time(c.dp_algo, c.dp, sc.grads->layer_bytes / units, dp.bw, dp.latency);
+  auto exposed = [&](double compute) { return g + (units - 1) * std::max(0.0, g - compute / units); };
+  return exposed(sc.fwd_s) + exposed(sc.bwd_s);
 }
 
 // A stage's blocks summed (chunks stage, stage + pp, ... when interleaved), with the forward
@@ -144,12 +147,15 @@ Estimator::StageGrads stage_grads(const Model& model, const StrategyConfig& conf
     open = false;
   };
   const std::vector<std::size_t> layers = device_layers(model, config, cuts, stage);
+  int unit = -1;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     const Layer& layer = model.layers[*it];
     const double params = is_split(layer) ? layer.params / config.tp : layer.params;
     g.params += params;
     if (params <= 0) continue;
     g.layers += 1;
+    if (layer.block != unit) g.units += 1;
+    unit = layer.block;
     g.layer_bytes += params * grad_bytes;
     if (config.bucket_bytes <= 0 && layer.block != block) close();
     block = layer.block;

@@ -129,6 +129,7 @@ class Estimator {
     double params = 0;                                      // per worker, before ZeRO sharding
     double buckets = 0, bucket_bytes = 0, last_bucket = 0;  // DDP buckets: count, bytes, the last's
     double layers = 0, layer_bytes = 0;                     // layers with parameters: count, bytes
+    double units = 0;  // blocks with parameters (ZeRO-3 gathers one unit at a time)
   };
 
  private:
