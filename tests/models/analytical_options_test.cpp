@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "estimate_fixtures.hpp"
 #include "strata/models/cost/analytical.hpp"
 #include "strata/models/cost/memory_model.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
@@ -14,51 +15,7 @@
 namespace strata {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// `blocks` fixed layers, one per block (the cost model times them by their durations alone).
-Model fixed_model(int blocks, double fwd_s, double bwd_s, double params = 0) {
-  Model model;
-  model.name = "fixed";
-  model.family = "synthetic";
-  for (int b = 0; b < blocks; ++b) {
-    Layer layer;
-    layer.name = std::string("l").append(std::to_string(b));
-    layer.op = LayerOp::fixed;
-    layer.block = b;
-    layer.params = params;
-    layer.fwd_flops = 1e6;
-    layer.bwd_data_flops = 2e6;
-    layer.fixed_fwd_s = fwd_s;
-    layer.fixed_bwd_s = bwd_s;
-    layer.out_elems = 1000;
-    model.layers.push_back(layer);
-  }
-  return model;
-}
-
-StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch) {
-  StrategyConfig config;
-  config.dp = dp;
-  config.tp = tp;
-  config.pp = pp;
-  config.microbatches = microbatches;
-  config.global_batch = global_batch;
-  config.dtype = DType::fp32;
-  config.bucket_bytes = 0;
-  return config;
-}
-
-// One host of 8 slots, free communication, infinitely fast compute.
-ClusterSpec free_cluster() {
-  ClusterSpec cluster;
-  cluster.host.name = "gpu";
-  cluster.host.slots = 8;
-  cluster.host.flops_fp32 = kInf;
-  cluster.intra_bw = kInf;
-  cluster.inter_bw = kInf;
-  return cluster;
-}
+using namespace estimate_test;  // NOLINT(google-build-using-namespace): the fixtures of these tests
 
 TEST(AnalyticalOptions, ReduceScatterAndAllGatherAreHalfARingAllreduce) {
   // Ring over 4 ranks, 4 MB at 1 GB/s, 10 µs: 3·10 µs + 3/4·4 ms = 3.03 ms each, and the two

@@ -5,62 +5,14 @@
 
 #include <limits>
 
+#include "estimate_fixtures.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// A fixed layer of its own block. FLOPs are set only so that partition_blocks balances the
-// blocks; the cost model times fixed tasks by their duration alone.
-Layer fixed_layer(int block, double fwd_s, double bwd_s, double params = 0) {
-  Layer layer;
-  layer.name = std::string("l").append(std::to_string(block));
-  layer.op = LayerOp::fixed;
-  layer.block = block;
-  layer.params = params;
-  layer.fwd_flops = 1e6;
-  layer.bwd_data_flops = 2e6;
-  layer.fixed_fwd_s = fwd_s;
-  layer.fixed_bwd_s = bwd_s;
-  layer.out_elems = 1000;
-  return layer;
-}
-
-Model fixed_model(int blocks, double fwd_s, double bwd_s, double params = 0) {
-  Model model;
-  model.name = "fixed";
-  model.family = "synthetic";
-  for (int b = 0; b < blocks; ++b) model.layers.push_back(fixed_layer(b, fwd_s, bwd_s, params));
-  return model;
-}
-
-StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch) {
-  StrategyConfig config;
-  config.dp = dp;
-  config.tp = tp;
-  config.pp = pp;
-  config.microbatches = microbatches;
-  config.global_batch = global_batch;
-  config.dtype = DType::fp32;
-  config.bucket_bytes = 0;
-  return config;
-}
-
-// One host of 8 slots with free communication and infinitely fast compute (fixed layers take
-// their durations; optimizer steps take no time).
-ClusterSpec free_cluster() {
-  ClusterSpec cluster;
-  cluster.host.name = "gpu";
-  cluster.host.slots = 8;
-  cluster.host.flops_fp32 = kInf;
-  cluster.hosts = 1;
-  cluster.intra_bw = kInf;
-  cluster.inter_bw = kInf;
-  return cluster;
-}
+using namespace estimate_test;  // NOLINT(google-build-using-namespace): the fixtures of these tests
 
 // --- layer tasks ---------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 // Memory model on hand-built models, so that every byte is derived by hand.
 #include "strata/models/cost/memory_model.hpp"
+#include "estimate_fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,6 +8,8 @@
 
 namespace strata {
 namespace {
+
+using estimate_test::config_with;
 
 // `blocks` blocks of one linear layer each: 1000 parameters, 100 saved elements per sample,
 // equal FLOPs (so any balanced partition cuts them evenly).
@@ -28,19 +31,6 @@ Model uniform_model(int blocks) {
     model.layers.push_back(layer);
   }
   return model;
-}
-
-StrategyConfig config_with(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch,
-                           DType dtype, Optimizer optimizer) {
-  StrategyConfig config;
-  config.dp = dp;
-  config.tp = tp;
-  config.pp = pp;
-  config.microbatches = microbatches;
-  config.global_batch = global_batch;
-  config.dtype = dtype;
-  config.optimizer = optimizer;
-  return config;
 }
 
 TEST(MemoryModel, BytesPerParameterFollowZeRO) {

@@ -1,6 +1,6 @@
 // The closed-form estimate against the SimGrid replay of the same configuration, for every
-// memory option of issue-level concern (recomputation, sequence parallelism, ZeRO stages, the
-// DDP modes, flash attention, the zero-bubble schedule): what explore ranks by (the estimate)
+// memory option (recomputation, sequence parallelism, ZeRO stages, offload, the DDP modes, flash
+// attention, interleaving, the zero-bubble schedule): what explore ranks by (the estimate)
 // and what it re-ranks by (the replay) must tell the same story. Each replay runs in a child
 // process (one SimGrid engine per process).
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../models/estimate_fixtures.hpp"
 #include "sim_fixtures.hpp"
 #include "strata/models/cost/analytical.hpp"
 #include "strata/models/lowering/strategy.hpp"
@@ -37,22 +38,10 @@ struct Case {
   StrategyConfig config;
 };
 
-StrategyConfig base(int dp, int tp, int pp, std::int64_t microbatches, std::int64_t global_batch) {
-  StrategyConfig c;
-  c.dp = dp;
-  c.tp = tp;
-  c.pp = pp;
-  c.microbatches = microbatches;
-  c.global_batch = global_batch;
-  c.dtype = DType::bf16;
-  c.optimizer = Optimizer::adam;
-  c.schedule = PipelineSchedule::one_f_one_b;
-  return c;
-}
-
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const StrategyConfig b = base(2, 4, 2, 8, 32);
+  StrategyConfig b = estimate_test::config_with(2, 4, 2, 8, 32, DType::bf16, Optimizer::adam);
+  b.bucket_bytes = StrategyConfig{}.bucket_bytes;  // DDP's 25 MB buckets
   auto add = [&](const std::string& label, auto&& change) {
     StrategyConfig c = b;
     change(c);
@@ -81,6 +70,16 @@ std::vector<Case> cases() {
     c.recompute = Recompute::selective;
   });
   add("schedule=zb-h1", [](StrategyConfig& c) { c.schedule = PipelineSchedule::zb_h1; });
+  add("zero=2,offload=1", [](StrategyConfig& c) {
+    c.zero = 2;
+    c.offload = true;
+  });
+  add("interleave=2", [](StrategyConfig& c) { c.interleave = 2; });
+  add("interleave=2,recompute=full,sequence_parallel=1", [](StrategyConfig& c) {
+    c.interleave = 2;
+    c.recompute = Recompute::full;
+    c.sequence_parallel = true;
+  });
   return out;
 }
 
@@ -115,8 +114,8 @@ Compared compare(const StrategyConfig& config) {
 }
 
 // Measured (selene-64, 8 blocks of hidden 4096, dp=2,tp=4,pp=2, 8 microbatches of 2): the
-// estimate is 0 to 3.6 % above the replay for every option, ZeRO-3 1.8 % below; peak memory
-// equal, ZeRO-3 0.5 % below.
+// estimate is 0 to 4.6 % above the replay for every option (interleave=2 the farthest); peak
+// memory equal within 0.5 % (ZeRO-3's prefetched gathers, interleaving's per-chunk warm-up).
 TEST(EstimateVsReplay, EveryMemoryOptionAgreesWithinFivePercent) {
   for (const Case& c : cases()) {
     const Compared r = compare(c.config);
@@ -127,8 +126,8 @@ TEST(EstimateVsReplay, EveryMemoryOptionAgreesWithinFivePercent) {
                 r.replay_peak / 1073741824.0, 100 * memory_error);
     std::fflush(stdout);  // before the next child is forked with this buffer
     EXPECT_LE(std::abs(error), 0.05) << c.label;
-    // The memory model counts what the lowering allocates; ZeRO-3's prefetched parameter
-    // gathers are the one approximation (within 1 %).
+    // The memory model counts what the lowering allocates, but for ZeRO-3's prefetched
+    // parameter gathers and the interleaved warm-up's chunk mix (within 1 %).
     EXPECT_LE(std::abs(memory_error), 0.01) << c.label;
   }
 }
