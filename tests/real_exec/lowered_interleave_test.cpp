@@ -28,12 +28,7 @@ std::map<std::string, BufferIndex> weights(const Plan& plan) {
 TEST(LoweredInterleave, TrainsToTheSameWeightsAsPlainOneFOneB) {
   // An MLP of 4 blocks (784-256-128-64-10): pp = 2 x v = 2 chunks of one block, m = 2.
   const Model model = make_model("mlp", {{"sizes", "784,256,128,64,10"}});
-  StrategyConfig c;
-  c.pp = 2;
-  c.microbatches = 2;
-  c.global_batch = training_runs::kBatch;
-  c.optimizer = Optimizer::sgd;
-  c.dtype = DType::fp32;
+  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
   const Plan plain = lower(model, c);
   c.interleave = 2;
   const Plan interleaved = lower(model, c);

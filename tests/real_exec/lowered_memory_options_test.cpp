@@ -17,19 +17,9 @@
 namespace strata::real {
 namespace {
 
-StrategyConfig mlp_config() {
-  StrategyConfig c;
-  c.pp = 2;
-  c.microbatches = 2;
-  c.global_batch = training_runs::kBatch;
-  c.optimizer = Optimizer::sgd;
-  c.dtype = DType::fp32;
-  return c;
-}
-
 TEST(LoweredMemoryOptions, RecomputationTrainsToTheSameWeightsBitForBit) {
   const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
-  StrategyConfig c = mlp_config();
+  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
   const Plan plain = lower(make_model("mlp", {}), c);
   c.recompute = Recompute::full;
   const Plan rerun = lower(make_model("mlp", {}), c);
@@ -55,7 +45,7 @@ TEST(LoweredMemoryOptions, RecomputationTrainsToTheSameWeightsBitForBit) {
 }
 
 TEST(LoweredMemoryOptions, ShardedCollectivesAreRefusedInOneLine) {
-  StrategyConfig c = mlp_config();
+  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
   c.dp = 2;
   c.zero = 1;
   const Plan plan = lower(make_model("mlp", {}), c);
@@ -71,7 +61,7 @@ TEST(LoweredMemoryOptions, ShardedCollectivesAreRefusedInOneLine) {
 }
 
 TEST(LoweredMemoryOptions, OffloadIsRefusedInOneLine) {
-  StrategyConfig c = mlp_config();
+  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
   c.dp = 2;
   c.zero = 1;
   c.offload = true;

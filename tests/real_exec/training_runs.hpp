@@ -15,10 +15,10 @@ constexpr std::int64_t kBatch = 64;  // global batch of every run
 constexpr std::uint64_t kSeed = 7;
 constexpr double kLearningRate = 0.1;  // plain SGD
 
-// The MLP lowered for dp × pp workers, fp32 Plan (the float64 tests run it as double).
-inline Plan mlp_plan(int dp, int pp, int microbatches,
-                     PipelineSchedule schedule = PipelineSchedule::one_f_one_b,
-                     Optimizer optimizer = Optimizer::sgd) {
+// The runs' configuration: dp × pp workers, m microbatches, plain SGD, fp32.
+inline StrategyConfig mlp_config(int dp, int pp, int microbatches,
+                                 PipelineSchedule schedule = PipelineSchedule::one_f_one_b,
+                                 Optimizer optimizer = Optimizer::sgd) {
   StrategyConfig c;
   c.dp = dp;
   c.pp = pp;
@@ -27,6 +27,14 @@ inline Plan mlp_plan(int dp, int pp, int microbatches,
   c.global_batch = kBatch;
   c.optimizer = optimizer;
   c.dtype = DType::fp32;
+  return c;
+}
+
+// The MLP lowered for dp × pp workers, fp32 Plan (the float64 tests run it as double).
+inline Plan mlp_plan(int dp, int pp, int microbatches,
+                     PipelineSchedule schedule = PipelineSchedule::one_f_one_b,
+                     Optimizer optimizer = Optimizer::sgd) {
+  const StrategyConfig c = mlp_config(dp, pp, microbatches, schedule, optimizer);
   Plan plan = lower(make_model("mlp", {}), c);
   plan.validate();
   return plan;
