@@ -199,7 +199,8 @@ TEST(GpuCostModel, MeasuredCalibrationOfAKindTakesPrecedence) {
 
 HostSpec h100() {
   return host_spec_from_properties(
-      "h", {{"gpus", "8"}, {"flops_bf16", "989e12"}, {"mem_bw", "3.35e12"}, {"gpu_memory", "80e9"}}, 67e12, 8);
+      "h", {{"gpus", "8"}, {"flops_bf16", "989e12"}, {"mem_bw", "3.35e12"}, {"gpu_memory", "80e9"}}, 67e12,
+      8);
 }
 
 // H100 GEMMs follow OpenXLA's measured table (gemm_table.cpp): at its grid points the figure
