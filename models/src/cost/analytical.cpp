@@ -231,9 +231,8 @@ void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
                                              " workers, the cluster has " + std::to_string(slots) +
                                              " slots"));
   if (config.offload && !(cluster.host.pcie_bw > 0))
-    throw InputError("--set offload=1: host " + cluster.host.name +
-                     " has no pcie_bw (the platform host property giving each GPU's link to host "
-                     "memory, B/s), which offloaded optimizer states cross");
+    throw InputError("--set offload=1: " + missing_pcie_bw(cluster.host.name) +
+                     ", which offloaded optimizer states cross");
 }
 
 // How many stages' DP reductions overlap in time on one host. Stage s's last backward ends
