@@ -1,14 +1,20 @@
 // strata calibrate: measures this machine (real_exec/calibrate.hpp) and writes the calibration
 // that `strata simulate --calibration` and `strata validate` read, and optionally the SimGrid
 // platform of this machine.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/cost/cost_model.hpp"
+#include "strata/models/cost/gemm_grid.hpp"
+#include "strata/models/cost/gpu_kernels.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
 #if STRATA_HAVE_CUDA
 #include "strata/real/exec/cuda_module.hpp"
@@ -65,6 +71,42 @@ void print_calibration(const real::MachinePeaks& peaks, const real::DispatchOver
         t.allreduce_alpha_s * 1e6, t.allreduce_beta_s_per_byte * 1e9);
 }
 
+// A grid's rate at m = n = k = s, in TFLOP/s.
+double cube_tflops(const GemmGrid& grid, double s) { return gemm_grid_rate(grid, s, s, s) / 1e12; }
+
+// Each measured GEMM grid in a line; on an H100-class GPU (H100 and H200 share the GH100's
+// tensor cores and clocks) also how it compares with the table strata ships for the H100 SXM,
+// shape by shape over that table's grid.
+void print_gemm_grids(const std::map<std::string, GemmGrid>& grids, const std::string& device) {
+  for (const auto& [dtype, grid] : grids) {
+    const std::size_t best = static_cast<std::size_t>(
+        std::max_element(grid.flop_per_s.begin(), grid.flop_per_s.end()) - grid.flop_per_s.begin());
+    const std::size_t n = grid.sizes.size();
+    std::printf(
+        "GEMM %s: %zu shapes, %g .. %g each way; %g^3 %.1f TFLOP/s, 4096^3 %.1f TFLOP/s, %g^3 %.1f TFLOP/s; "
+        "best %.1f TFLOP/s at %gx%gx%g\n",
+        dtype.c_str(), grid.flop_per_s.size(), grid.sizes.front(), grid.sizes.back(), grid.sizes.front(),
+        cube_tflops(grid, grid.sizes.front()), cube_tflops(grid, 4096), grid.sizes.back(),
+        cube_tflops(grid, grid.sizes.back()), grid.flop_per_s[best] / 1e12, grid.sizes[best / (n * n)],
+        grid.sizes[best / n % n], grid.sizes[best % n]);
+  }
+  const auto bf16 = grids.find("bf16");
+  const GemmGrid* shipped = shipped_gemm_grid(GpuType::h100_sxm);
+  if (bf16 == grids.end() || shipped == nullptr ||
+      (device.find("H100") == std::string::npos && device.find("H200") == std::string::npos))
+    return;
+  std::vector<double> ratios;
+  for (double m : shipped->sizes)
+    for (double n : shipped->sizes)
+      for (double k : shipped->sizes)
+        ratios.push_back(gemm_grid_rate(bf16->second, m, n, k) / gemm_grid_rate(*shipped, m, n, k));
+  std::sort(ratios.begin(), ratios.end());
+  std::printf(
+      "bf16 against the shipped H100 SXM table (OpenXLA's measurement) over its %zu shapes: measured/shipped "
+      "median %.3f, min %.3f, max %.3f\n",
+      ratios.size(), ratios[ratios.size() / 2], ratios.front(), ratios.back());
+}
+
 // One row per measured task: what the efficiencies of the calibration were fitted to. The plan
 // name holds commas ("mlp dp=1,tp=1,pp=1 batch 64") and is quoted; task ids hold none.
 std::string samples_csv(const std::vector<real::TaskSample>& tasks) {
@@ -118,6 +160,7 @@ Measured measure_cuda([[maybe_unused]] const real::Progress& step) {
   if (step) step("transport cuda");
   m.calibration.transports["cuda"] = real::fit_transport(
       real::measure_transport("cuda", real::executor_plan_timer(cuda.executor<float>(0))));
+  m.calibration.gemm = cuda.measure_gemm_grids(0, step);
 #endif
   return m;
 }
@@ -159,6 +202,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       c.source = o->output;
       write_file_atomically(o->output, calibration_to_json(c, m.backend + ", " + peaks.host, utc_now()));
       print_calibration(peaks, dispatch, c);
+      print_gemm_grids(c.gemm, peaks.host);
       std::printf("%zu tasks measured -> %s\n", tasks.size(), o->output.c_str());
       if (!o->samples.empty()) {
         write_file_atomically(o->samples, samples_csv(tasks));

@@ -1,6 +1,7 @@
 // load_calibration: reads the JSON that `strata calibrate` writes
 // (traces/schema/calibration.schema.json), checking every field, so that a bad file fails here
 // with one line naming file, JSON pointer and problem rather than skewing a simulation.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -131,6 +132,22 @@ class CalibrationReader {
     return h;
   }
 
+  // {"sizes": [...], "flop_per_s": [...]} of one dtype (gemm_grid.hpp).
+  GemmGrid gemm_grid(const json& value, const std::string& pointer) const {
+    object(value, pointer, {"sizes", "flop_per_s"});
+    GemmGrid grid;
+    for (auto [key, into] : {std::pair{"sizes", &grid.sizes}, std::pair{"flop_per_s", &grid.flop_per_s}}) {
+      const json& list = member(value, key, pointer);
+      const std::string place = pointer + "/" + key;
+      if (!list.is_array()) fail(place, "expected an array");
+      if (list.size() > 1000000) fail(place, "more than 10^6 entries");
+      for (std::size_t i = 0; i < list.size(); ++i)
+        into->push_back(number(list[i], place + "/" + std::to_string(i)));
+    }
+    if (const std::string problem = gemm_grid_problem(grid); !problem.empty()) fail(pointer, problem);
+    return grid;
+  }
+
   template <typename Check>
   void table(const json& object, const std::string& name, std::map<std::string, double>& into,
              Check check) const {
@@ -201,12 +218,35 @@ Calibration load_calibration(const std::string& path) {
       if (!value.is_object()) reader.fail(pointer, "expected an object");
       for (const auto& [name, t] : value.items())
         calibration.transports[name] = reader.transport(t, pointer + "/" + json_pointer_token(name));
+    } else if (key == "gemm") {
+      if (!value.is_object()) reader.fail(pointer, "expected an object");
+      for (const auto& [name, grid] : value.items()) {
+        const std::string place = pointer + "/" + json_pointer_token(name);
+        if (!parse_dtype(name)) reader.fail(place, "unknown dtype '" + name + "' (bf16, fp16, fp32, fp64)");
+        calibration.gemm[name] = reader.gemm_grid(grid, place);
+      }
     } else if (key == "host")
       calibration.host = reader.host(value, pointer);
     else if (key != "device" && key != "created")  // informational, not read
       reader.fail(pointer, "unknown key");
   }
   return calibration;
+}
+
+void check_calibration_for_host(const Calibration& calibration, const HostSpec& host) {
+  if (host.gpu == GpuType::none) return;
+  for (const auto& [name, grid] : calibration.gemm) {
+    const std::optional<DType> dtype = parse_dtype(name);
+    if (!dtype || grid.flop_per_s.empty()) continue;
+    const double best = *std::max_element(grid.flop_per_s.begin(), grid.flop_per_s.end());
+    const double peak = host.peak_flops(*dtype);
+    if (best > peak)
+      throw InputError(input_error_message(
+          calibration.source, "/gemm/" + name,
+          "measured up to " + format_number(best / 1e12) + " TFLOP/s, above the " +
+              format_number(peak / 1e12) + " TFLOP/s " + name + " peak of host '" + host.name + "' (" +
+              std::string(to_string(host.gpu)) + "): the grid comes from a faster GPU than the platform's"));
+  }
 }
 
 std::string calibration_to_json(const Calibration& c, const std::string& device, const std::string& created) {
@@ -227,6 +267,11 @@ std::string calibration_to_json(const Calibration& c, const std::string& device,
                                {"allreduce_alpha_s", t.allreduce_alpha_s},
                                {"allreduce_beta_s_per_byte", t.allreduce_beta_s_per_byte},
                                {"allreduce_ranks", t.allreduce_ranks}};
+  if (!c.gemm.empty()) {
+    doc["gemm"] = nlohmann::ordered_json::object();
+    for (const auto& [name, grid] : c.gemm)
+      doc["gemm"][name] = {{"sizes", grid.sizes}, {"flop_per_s", grid.flop_per_s}};
+  }
   if (c.host.cores > 0)
     doc["host"] = {{"name", c.host.name},
                    {"cores", c.host.cores},

@@ -125,6 +125,12 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
     for (const auto& [key, value] : *table)
       STRATA_ASSERT(valid_efficiency(value), "efficiency of " + key + " outside (0, 1]");
   for (const auto& [key, value] : c.overhead_s) STRATA_ASSERT(value >= 0, "negative overhead for " + key);
+  for (const auto& [name, grid] : c.gemm) {
+    const std::optional<DType> dtype = parse_dtype(name);
+    STRATA_ASSERT(dtype.has_value(), "GEMM grid of unknown dtype " + name);
+    STRATA_ASSERT(gemm_grid_problem(grid).empty(), "GEMM grid " + name + ": " + gemm_grid_problem(grid));
+    gemm_[static_cast<std::size_t>(*dtype)] = grid;
+  }
   // A measured calibration (not the built-in defaults) that names a kind prices that kind on
   // every host, GPU hosts included (precedence: docs/cost-model.md). load_calibration starts
   // from the defaults, so an entry equal to the built-in one is no measurement.
@@ -136,8 +142,17 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
       for (const auto& [key, value] : *table) {
         const auto same = base->find(key);
         if (same != base->end() && same->second == value) continue;
-        if (const auto kind = parse_task_kind(key.substr(0, key.find('/'))))
-          measured_kind_[static_cast<std::size_t>(*kind)] = true;
+        const std::size_t slash = key.find('/');
+        const auto kind = parse_task_kind(key.substr(0, slash));
+        if (!kind) continue;
+        // "kind/dtype[/class]" names that dtype only; "kind[/class]" every dtype.
+        const std::optional<DType> dtype =
+            slash == std::string::npos
+                ? std::nullopt
+                : parse_dtype(key.substr(slash + 1, key.find('/', slash + 1) - slash - 1));
+        for (std::size_t d = 0; d < kDTypes; ++d)
+          if (!dtype || static_cast<std::size_t>(*dtype) == d)
+            measured_kind_[static_cast<std::size_t>(*kind) * kDTypes + d] = true;
       }
   }
   for (int k = 0; k < kTaskKindCount; ++k)
@@ -191,7 +206,8 @@ double CostModel::overhead(TaskKind kind, DType dtype, double work) const {
 // A host without a memory bandwidth (mem_bw = 0: a plain SimGrid host) has no memory roof:
 // its tasks are timed on FLOPs alone, as SimGrid itself would time them. A GPU host (a GPU
 // type) has its tasks priced as kernels (gpu_kernels.hpp) unless a measured calibration names
-// the task's kind.
+// the task's kind; a linear task of a dtype the calibration has a GEMM grid of stays a kernel,
+// its GEMM priced from the grid.
 double CostModel::compute_time(const Task& task, const HostSpec& host) const {
   STRATA_ASSERT(!is_communication(task.kind), "compute_time of a communication task " + task.id);
   if (task.kind == TaskKind::fixed) {
@@ -214,8 +230,15 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
       mem_eff = it->second.mem_efficiency;
       overhead = it->second.overhead;
     }
-  if (host.gpu != GpuType::none && !measured_kind_[static_cast<std::size_t>(task.kind)])
-    return gpu_task_time(task, host, mem_eff, flops_eff);
+  if (host.gpu != GpuType::none) {
+    const GemmGrid& grid = gemm_[static_cast<std::size_t>(task.dtype)];
+    const bool gridded =
+        !grid.empty() && (task.kind == TaskKind::linear_fwd || task.kind == TaskKind::linear_bwd_data ||
+                          task.kind == TaskKind::linear_bwd_weight);
+    if (gridded ||
+        !measured_kind_[static_cast<std::size_t>(task.kind) * kDTypes + static_cast<std::size_t>(task.dtype)])
+      return gpu_task_time(task, host, mem_eff, flops_eff, gridded ? &grid : nullptr);
+  }
   double compute = 0;
   if (task.flops > 0) {
     const double peak = host.peak_flops(task.dtype);

@@ -17,6 +17,7 @@
 #include <array>
 #include <cmath>
 
+#include "strata/models/cost/gemm_grid.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -77,39 +78,28 @@ constexpr std::array<Point, kGrid* kGrid* kGrid> kH100 = {{
     {4096, 4096, 2048, 735.6}, {4096, 4096, 4096, 780.2},
 }};
 
-// Position of v on the grid's log2 axis: 0 at 256, 4 at 4096, clamped.
-double grid_coordinate(double v) {
-  return std::clamp(std::log2(std::clamp(v, kGemmTableMin, kGemmTableMax) / kGemmTableMin), 0.0,
-                    static_cast<double>(kGrid - 1));
-}
-
-double efficiency_at(int i, int j, int l) {
-  return kH100[static_cast<std::size_t>((i * kGrid + j) * kGrid + l)].tflops / kH100SxmPeakTflops;
-}
-
 }  // namespace
+
+// The table as a GemmGrid of FLOP/s, built once.
+const GemmGrid& h100_sxm_gemm_grid() {
+  static const GemmGrid grid = [] {
+    GemmGrid g;
+    for (int i = 0; i < kGrid; ++i) g.sizes.push_back(kGemmTableMin * (1 << i));
+    for (std::size_t e = 0; e < kH100.size(); ++e) {
+      const Point& p = kH100[e];
+      const std::size_t n = g.sizes.size();
+      STRATA_ASSERT(p.m == g.sizes[e / (n * n)] && p.n == g.sizes[e / n % n] && p.k == g.sizes[e % n],
+                    "the H100 table is sorted by m, n, k");
+      g.flop_per_s.push_back(p.tflops * 1e12);
+    }
+    return g;
+  }();
+  return grid;
+}
 
 double h100_sxm_gemm_efficiency(double m, double n, double k) {
   STRATA_ASSERT(m >= 1 && n >= 1 && k >= 1, "h100_sxm_gemm_efficiency: m, n, k >= 1");
-  const double x[3] = {grid_coordinate(m), grid_coordinate(n), grid_coordinate(k)};
-  int lo[3];
-  double frac[3];
-  for (int d = 0; d < 3; ++d) {
-    lo[d] = std::min(static_cast<int>(std::floor(x[d])), kGrid - 2);
-    frac[d] = x[d] - lo[d];
-  }
-  double e = 0;
-  for (int corner = 0; corner < 8; ++corner) {
-    double weight = 1;
-    int at[3];
-    for (int d = 0; d < 3; ++d) {
-      const int up = (corner >> d) & 1;
-      at[d] = lo[d] + up;
-      weight *= up != 0 ? frac[d] : 1 - frac[d];
-    }
-    e += weight * efficiency_at(at[0], at[1], at[2]);
-  }
-  return e;
+  return gemm_grid_rate(h100_sxm_gemm_grid(), m, n, k) / (kH100SxmPeakTflops * 1e12);
 }
 
 }  // namespace models

@@ -1,6 +1,8 @@
 // Measured GEMM efficiencies by shape (gpu_kernels.hpp uses them where a GPU type has them).
 #pragma once
 
+#include "strata/models/cost/gemm_grid.hpp"
+
 namespace strata {
 inline namespace models {
 
@@ -10,6 +12,9 @@ inline namespace models {
 // 4096 in each, each dimension clamped to that range. The kernel's own time only (the table's
 // figures are median kernel durations; launch is the caller's). REQUIRES: m, n, k >= 1.
 double h100_sxm_gemm_efficiency(double m, double n, double k);
+
+// That table as FLOP/s.
+const GemmGrid& h100_sxm_gemm_grid();
 
 // The edges of that grid, for callers that scale beyond it.
 inline constexpr double kGemmTableMin = 256;

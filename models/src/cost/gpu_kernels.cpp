@@ -78,6 +78,10 @@ const GpuProfile& gpu_profile(GpuType type) {
   return kProfiles.front();
 }
 
+const GemmGrid* shipped_gemm_grid(GpuType type) {
+  return type == GpuType::h100_sxm ? &h100_sxm_gemm_grid() : nullptr;
+}
+
 double wave_utilization(const GpuProfile& gpu, double m, double n, double batch) {
   STRATA_ASSERT(m >= 1 && n >= 1 && batch >= 1, "wave_utilization: m, n, batch >= 1");
   const double a = std::ceil(m / gpu.tile_m) * std::ceil(n / gpu.tile_n) * batch;
@@ -89,11 +93,20 @@ double gemm_shape_efficiency(const GpuProfile& gpu, double m, double n, double b
   return gpu.gemm_efficiency * wave_utilization(gpu, m, n, batch);
 }
 
-double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k) {
+double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k, const GemmGrid* measured,
+                              double peak) {
+  STRATA_ASSERT(m >= 1 && n >= 1 && k >= 1, "linear_gemm_efficiency: m, n, k >= 1");
+  // An output beyond the grid keeps the grid edge's rate, scaled by how much better (or worse)
+  // its tiles fill the last wave than the clamped shape's.
+  auto beyond = [&](double edge) {
+    return wave_utilization(gpu, m, n) / wave_utilization(gpu, std::min(m, edge), std::min(n, edge));
+  };
+  if (measured != nullptr) {
+    STRATA_ASSERT(peak > 0, "linear_gemm_efficiency: a measured grid needs the dtype's peak");
+    return std::min(1.0, gemm_grid_rate(*measured, m, n, k) / peak * beyond(measured->sizes.back()));
+  }
   if (gpu.measured_gemm == nullptr) return gemm_shape_efficiency(gpu, m, n);
-  STRATA_ASSERT(k >= 1, "linear_gemm_efficiency: k >= 1");
-  const double within = wave_utilization(gpu, std::min(m, kGemmTableMax), std::min(n, kGemmTableMax));
-  return std::min(1.0, gpu.measured_gemm(m, n, k) * wave_utilization(gpu, m, n) / within);
+  return std::min(1.0, gpu.measured_gemm(m, n, k) * beyond(kGemmTableMax));
 }
 
 double kernel_time(const GpuProfile& gpu, double flops, double peak, double efficiency, double bytes,
@@ -114,10 +127,11 @@ std::optional<double> dim(const Task& task, const char* key) {
 
 struct GpuContext {
   const GpuProfile& gpu;
-  double peak;     // dense peak of the task's dtype (FLOP/s)
-  double bw;       // B/s
-  double mem_eff;  // achieved fraction of bw
-  double elem;     // B per element
+  double peak;           // dense peak of the task's dtype (FLOP/s)
+  double bw;             // B/s
+  double mem_eff;        // achieved fraction of bw
+  double elem;           // B per element
+  const GemmGrid* grid;  // the calibration's GEMM rates of the task's dtype, or nullptr
 };
 
 // One GEMM producing rows x cols per batch.
@@ -128,8 +142,8 @@ double gemm(const GpuContext& c, double flops, double bytes, double rows, double
 
 // One unbatched GEMM producing rows x cols with inner dimension `inner` (a linear layer's).
 double linear_gemm(const GpuContext& c, double flops, double bytes, double rows, double cols, double inner) {
-  return kernel_time(c.gpu, flops, c.peak, linear_gemm_efficiency(c.gpu, rows, cols, inner), bytes, c.bw,
-                     c.mem_eff);
+  return kernel_time(c.gpu, flops, c.peak, linear_gemm_efficiency(c.gpu, rows, cols, inner, c.grid, c.peak),
+                     bytes, c.bw, c.mem_eff);
 }
 
 double memory_kernel(const GpuContext& c, double bytes) {
@@ -205,10 +219,15 @@ double memory_kernel_bytes(const Task& task) {
 
 }  // namespace
 
-double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency) {
+double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency,
+                     const GemmGrid* gemm) {
   STRATA_ASSERT(host.gpu != GpuType::none, "gpu_task_time on a host without a GPU type: " + host.name);
-  const GpuContext c{gpu_profile(host.gpu), host.peak_flops(task.dtype), host.mem_bw, mem_efficiency,
-                     static_cast<double>(bytes_per_element(task.dtype))};
+  const GpuContext c{gpu_profile(host.gpu),
+                     host.peak_flops(task.dtype),
+                     host.mem_bw,
+                     mem_efficiency,
+                     static_cast<double>(bytes_per_element(task.dtype)),
+                     gemm};
   STRATA_ASSERT(c.peak > 0, "host '" + host.name + "' has no FLOP/s for task " + task.id);
   // A task without work launches nothing (a synthetic model's optimizer step, layer_tasks.hpp).
   if (task.flops <= 0 && task.bytes_read + task.bytes_written <= 0) return 0;

@@ -11,13 +11,8 @@
 namespace strata::real {
 namespace {
 
+using cuda_detail::check_cublas;
 using cuda_detail::check_cuda;
-
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw InputError(input_error_message(
-      "CUDA", call, std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")"));
-}
 
 cublasOperation_t to_cublas(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 

@@ -12,6 +12,11 @@ strata::real::MachinePeaks measure_peaks(int device,
   return strata::real::measure_cuda_peaks(device, progress);
 }
 
+std::map<std::string, strata::GemmGrid> measure_gemm_grids(
+    int device, const std::function<void(const std::string&)>& progress) {
+  return strata::real::measure_cuda_gemm_grids(device, progress);
+}
+
 strata::real::ExecutorFactory<float> executor_float(int device) {
   return strata::real::cuda_executor<float>(device);
 }
@@ -24,6 +29,6 @@ strata::real::ExecutorFactory<double> executor_double(int device) {
 
 extern "C" [[gnu::visibility("default")]] const strata::real::CudaModule* strata_cuda_module() {
   static const strata::real::CudaModule module{&strata::real::cuda_device_count, &executor_float,
-                                               &executor_double, &measure_peaks};
+                                               &executor_double, &measure_peaks, &measure_gemm_grids};
   return &module;
 }

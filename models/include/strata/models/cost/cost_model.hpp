@@ -30,6 +30,7 @@
 #include <tuple>
 #include <vector>
 
+#include "strata/models/cost/gemm_grid.hpp"
 #include "strata/models/cost/hardware.hpp"
 #include "strata/traces/task.hpp"
 
@@ -66,6 +67,10 @@ struct Calibration {
   std::map<std::string, double> overhead_s;                // per task of that kind (s)
   std::map<std::string, TransportCalibration> transports;  // by transport name
   HostCalibration host;                                    // cores == 0: not measured
+  // Measured GEMM rates by shape, by dtype name ("bf16", "fp16", "fp32", "fp64"): on a GPU host
+  // they price the linear layers' GEMMs of that dtype (gpu_kernels.hpp), whatever the tables
+  // above say of the linear kinds. `strata calibrate --device cuda` measures bf16, fp16, fp32.
+  std::map<std::string, GemmGrid> gemm;
 
   // Built-in defaults: GEMM-like kinds 0.7 of peak, attention 0.5, memory-bound kinds at
   // 0.8 of bandwidth (see cost_model.cpp for the sources of these figures).
@@ -81,6 +86,12 @@ Calibration load_calibration(const std::string& path);
 // `created` fields; keys in sorted order, so equal calibrations give equal text.
 std::string calibration_to_json(const Calibration& calibration, const std::string& device,
                                 const std::string& created);
+
+// Throws InputError naming the calibration's file and GEMM grid when a grid measured faster than
+// the dense peak of a GPU host of the platform (its dtype's FLOP/s): such a grid was measured on
+// another, faster GPU and says nothing of this one. Hosts without a GPU type are not checked
+// (their tasks never use a grid).
+void check_calibration_for_host(const Calibration& calibration, const HostSpec& host);
 
 // The decade class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
 std::string decade_class(double work);
@@ -120,13 +131,16 @@ class CostModel {
   std::map<ShapeKey, ShapeEntry> shapes_;
 
   Calibration calibration_;
-  // Kinds a measured calibration (source other than "defaults") names: the roofline prices them
-  // on GPU hosts too.
-  std::array<bool, kTaskKindCount> measured_kind_{};
+  // (kind, dtype) pairs a measured calibration (source other than "defaults") names, indexed
+  // kind x kDTypes + dtype: the roofline prices them on GPU hosts too. A key naming a dtype
+  // names that dtype only; one without names every dtype.
+  std::array<bool, kTaskKindCount * kDTypes> measured_kind_{};
   // The calibration resolved per (kind, dtype, class) once: a replay asks for every task.
   std::vector<double> flops_efficiency_ = std::vector<double>(kSlots);
   std::vector<double> mem_efficiency_ = std::vector<double>(kSlots);
   std::vector<double> overhead_ = std::vector<double>(kSlots);
+  // calibration_.gemm by DType (empty grid: none).
+  std::array<GemmGrid, kDTypes> gemm_;
 };
 
 }  // namespace models

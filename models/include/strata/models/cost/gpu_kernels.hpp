@@ -15,6 +15,7 @@
 // cost_model.hpp unchanged.
 #pragma once
 
+#include "strata/models/cost/gemm_grid.hpp"
 #include "strata/models/cost/hardware.hpp"
 #include "strata/traces/task.hpp"
 
@@ -37,6 +38,9 @@ struct GpuProfile {
 // REQUIRES: type != GpuType::none.
 const GpuProfile& gpu_profile(GpuType type);
 
+// The measured GEMM table shipped for a GPU type, as FLOP/s (H100 SXM: gemm_table.cpp), or nullptr.
+const GemmGrid* shipped_gemm_grid(GpuType type);
+
 // One GEMM (or `batch` independent GEMMs of one shape, a strided-batched call) producing an
 // m x n output per batch: the fraction of the tile slots of its last wave that hold work,
 // tiles / (waves x sms), with the tile orientation (tile_m x tile_n or tile_n x tile_m) that
@@ -46,11 +50,15 @@ double wave_utilization(const GpuProfile& gpu, double m, double n, double batch 
 // The GEMM efficiency of that shape: gemm_efficiency x wave_utilization.
 double gemm_shape_efficiency(const GpuProfile& gpu, double m, double n, double batch = 1);
 
-// The efficiency of one (unbatched) GEMM of an m x n output and inner dimension k: the measured
-// table where the GPU type has one, interpolated within its grid (256 .. 4096 each way) and, for
-// an output beyond it, scaled by the wave utilisation of the shape over that of the output
-// clamped to the grid; otherwise gemm_shape_efficiency(m, n). REQUIRES: m, n, k >= 1.
-double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k);
+// The efficiency of one (unbatched) GEMM of an m x n output and inner dimension k, from the first
+// of: `measured` (a calibration's grid of FLOP/s, over `peak`, the dtype's dense peak), the GPU
+// type's shipped table (256 .. 4096 each way), gemm_shape_efficiency(m, n). A table is
+// interpolated within its grid and, for an output beyond it, scaled by the wave utilisation of
+// the shape over that of the output clamped to the grid; never above 1 (a grid measured on a
+// faster GPU than the host's says nothing of it beyond the host's peak).
+// REQUIRES: m, n, k >= 1; peak > 0 when measured is given.
+double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double k,
+                              const GemmGrid* measured = nullptr, double peak = 0);
 
 // Seconds of one kernel: launch + max(flops / (peak x efficiency), bytes / (bw x mem_eff)).
 // peak or bw of 0 drop their term.
@@ -70,9 +78,11 @@ double kernel_time(const GpuProfile& gpu, double flops, double peak, double effi
 //                      norm_bwd, activation_bwd and loss_bwd also read their saved forward
 //                      tensor (the size of what they write).
 // A task without its shape attributes is priced as one kernel at gemm_efficiency; a task without
-// FLOPs or bytes launches nothing and takes 0 s.
+// FLOPs or bytes launches nothing and takes 0 s. `gemm`, where given, is the calibration's
+// measured grid of the task's dtype: the linear GEMMs' efficiency comes from it.
 // REQUIRES: host.gpu != GpuType::none; task is a compute kind other than fixed.
-double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency);
+double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency,
+                     const GemmGrid* gemm = nullptr);
 
 }  // namespace models
 }  // namespace strata

@@ -12,14 +12,30 @@
 //   each other (the zoo's, at batch 64), optimistic for kernels that fill the GPU alone.
 // - host: the GPU's name from cudaGetDeviceProperties ("NVIDIA H100 80GB HBM3").
 // Throws InputError when the device cannot be used.
+//
+// measure_cuda_gemm_grids: one cuBLAS GEMM (cublasGemmEx, no transposes, fp32 accumulation) of
+// every m x n x k with m, n, k in 256, 512, ..., 16384, in bf16, fp16 and fp32 (fp32 is plain
+// fp32, not TF32: cuBLAS's default math mode, as PyTorch's since 1.12); each timed as above, with
+// 20e9 / (2·m·n·k) calls per timing (1 to 20), and the rate 2·m·n·k over the time per call
+// written to the calibration's "gemm" table (gemm_grid.hpp). A call's time includes the gap
+// between back-to-back calls on one stream, as a training step's kernels have it.
 #pragma once
 
+#include <map>
+#include <string>
+
+#include "strata/models/cost/gemm_grid.hpp"
 #include "strata/real/calibrate/calibrate.hpp"
 
 namespace strata::real {
 
 inline constexpr int kCudaWorkerSlots = 8;
 
+inline constexpr double kCudaGemmGridMin = 256;
+inline constexpr double kCudaGemmGridMax = 16384;
+
 MachinePeaks measure_cuda_peaks(int device, const Progress& progress = {});
+
+std::map<std::string, GemmGrid> measure_cuda_gemm_grids(int device, const Progress& progress = {});
 
 }  // namespace strata::real

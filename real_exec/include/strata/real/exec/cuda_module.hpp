@@ -12,10 +12,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <type_traits>
 
 #include "strata/models/cost/calibration_fit.hpp"
+#include "strata/models/cost/gemm_grid.hpp"
 #include "strata/real/exec/task_runner.hpp"
 
 namespace strata::real {
@@ -27,6 +29,8 @@ struct CudaModule {
   ExecutorFactory<float> (*executor_float)(int device);
   ExecutorFactory<double> (*executor_double)(int device);
   MachinePeaks (*measure_peaks)(int device, const std::function<void(const std::string&)>& progress);
+  std::map<std::string, GemmGrid> (*measure_gemm_grids)(
+      int device, const std::function<void(const std::string&)>& progress);
 
   template <typename T>
   ExecutorFactory<T> executor(int device) const {
