@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/real/exec/task_runner.hpp"
@@ -13,10 +14,26 @@
 
 namespace strata::cli {
 
+namespace {
+
+// The Trainer runs a backprop Plan's one iteration once per batch; ADMM Plans (their sweeps) and
+// GCN Plans (their rounds) run theirs whole.
+void check_iterations(const Plan& plan, const std::string& source) {
+  if (is_admm(plan.info.solver) || plan.info.trains_graph() || plan.num_iterations() == 1) return;
+  throw InputError(input_error_message(
+      source, "",
+      "a backprop Plan of " + std::to_string(plan.num_iterations()) +
+          " iterations: run and validate train a one-iteration Plan once per batch (--epochs sets how many); "
+          "lower it with --iterations 1"));
+}
+
+}  // namespace
+
 Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
   if (!plan_path.empty()) {
     Plan plan = read_plan(plan_path);
     real::check_kernels(plan, plan_path);
+    check_iterations(plan, plan_path);
     return plan;
   }
   return plan_to_run(experiment_of(flags, kRunBatchPerWorker));
@@ -25,6 +42,7 @@ Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
 Plan plan_to_run(const Experiment& experiment) {
   Plan plan = lower(experiment);
   real::check_kernels(plan, "plan of " + experiment.model);
+  check_iterations(plan, "--iterations");
   return plan;
 }
 

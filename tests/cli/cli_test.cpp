@@ -149,6 +149,17 @@ TEST_F(Cli, RunRefusesAPlanWithAKindWithoutKernel) {
   expect_one_line_error(r, "has no real kernel");
 }
 
+// run trains a one-iteration Plan once per batch: more iterations are refused in one line (they
+// once tripped an internal invariant), as are ZeRO-2's sharded gradient buffers.
+TEST_F(Cli, RunRefusesPlansItCannotTrain) {
+  expect_one_line_error(
+      run("run --model mlp --strategy dp=2 --iterations 2"),
+      "--iterations: a backprop Plan of 2 iterations: run and validate train a one-iteration "
+      "Plan once per batch");
+  expect_one_line_error(run("run --model mlp --strategy dp=2 --set zero=2"),
+                        "gradient buffer dp0/pp0/tp0/wgrad/fc3 holds 645 elements, the layer 1290");
+}
+
 TEST_F(Cli, RunRejectsAnUnavailableTransport) {
   expect_one_line_error(run("run --model mlp --transport carrier-pigeon"), "--transport: 'carrier-pigeon'");
 }

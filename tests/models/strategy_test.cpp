@@ -100,6 +100,11 @@ TEST(Strategy, MemoryOptionsAreCheckedAgainstTheModel) {
   zero.zero = 4;
   EXPECT_EQ(input_error([&] { check_strategy(gpt2, zero); }),
             "--set zero=4: ZeRO stage must be 0, 1, 2 or 3");
+  StrategyConfig alone = config_of(1, 1, 1);  // dp = 1
+  alone.zero = 1;
+  EXPECT_EQ(
+      input_error([&] { check_strategy(gpt2, alone); }),
+      "--set zero=1: ZeRO shards over the data-parallel ranks, dp=1 has none to shard over (use dp >= 2)");
   StrategyConfig offload = config_of(2, 1, 1);
   offload.offload = true;
   EXPECT_EQ(

@@ -197,7 +197,7 @@ class LoopbackTransport final : public Transport<float> {
                   "payload size");
     std::copy(it->second.begin(), it->second.end(), ws.data(plan.task(task).writes[0]));
   }
-  void allreduce(const Plan& plan, TaskIndex task, Workspace<float>&) override {
+  void collective(const Plan& plan, TaskIndex task, Workspace<float>&) override {
     std::unique_lock<std::mutex> lock(world_.mutex);
     ++world_.entered[task];
     world_.changed.notify_all();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "strata/real/data/fashion_mnist.hpp"
+#include "strata/real/exec/task_runner.hpp"
 #include "training_runs.hpp"
 
 namespace strata::real {
@@ -45,6 +46,38 @@ TEST(LoweredInterleave, TrainsToTheSameWeightsAsPlainOneFOneB) {
   const auto wb = weights(interleaved);
   ASSERT_EQ(wa.size(), 4u);
   ASSERT_EQ(wb.size(), 4u);
+  for (const auto& [layer, i] : wa) {
+    const BufferIndex j = wb.at(layer);
+    ASSERT_EQ(a.workspace().size(i), b.workspace().size(j)) << layer;
+    EXPECT_EQ(std::memcmp(a.workspace().data(i), b.workspace().data(j),
+                          static_cast<std::size_t>(a.workspace().size(i)) * sizeof(double)),
+              0)
+        << layer;
+  }
+}
+
+// ZB-H1 (zero-bubble): the backward split into input-gradient and weight-gradient tasks, the
+// latter moved into the cool-down bubble. The same arithmetic in another order: the same weights
+// as 1F1B, bit for bit, on pp = 2 with 4 microbatches.
+TEST(LoweredZeroBubble, TrainsToTheSameWeightsAsOneFOneB) {
+  StrategyConfig c = training_runs::mlp_config(1, 2, 4);
+  const Model model = make_model("mlp", {});
+  const Plan plain = lower(model, c);
+  c.schedule = PipelineSchedule::zb_h1;
+  const Plan zero_bubble = lower(model, c);
+  zero_bubble.validate();
+  ASSERT_NO_THROW(check_kernels(zero_bubble, "zb-h1"));
+  const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
+  CpuBackend backend;
+  Trainer<double> a(plain, backend, training_runs::train_config());
+  Trainer<double> b(zero_bubble, backend, training_runs::train_config());
+  for (int step = 0; step < 3; ++step) {
+    a.train_batch(train, training_runs::batch_indices(step));
+    b.train_batch(train, training_runs::batch_indices(step));
+  }
+  const auto wa = weights(plain);
+  const auto wb = weights(zero_bubble);
+  ASSERT_EQ(wa.size(), 3u);
   for (const auto& [layer, i] : wa) {
     const BufferIndex j = wb.at(layer);
     ASSERT_EQ(a.workspace().size(i), b.workspace().size(j)) << layer;

@@ -37,7 +37,8 @@
 // are numbered over its chunks in issue order. Without interleaving no id has that segment.
 // Buffers: "dp<d>/pp<s>/tp<t>/mb<m>/act/<layer>" (output of a layer; "input" for the model's
 // input), ".../mb<m>/grad/<layer>" (gradient w.r.t. it), persistent "dp<d>/pp<s>/tp<t>/w/<layer>",
-// ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state 1/dp from stage 1, the
+// ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state of ceil(params/dp)
+// parameters from stage 1 (the largest ring chunk a rank owns), the
 // gradients from stage 2, the weights from stage 3; the state in host memory with offload).
 // Buffers are shared by all iterations; a re-run writes again the activation buffers its forward
 // wrote. Memory is Task::mem_alloc / mem_free:
@@ -45,6 +46,7 @@
 // recomputation: lowering_recompute.cpp).
 // Dependencies, priorities and memory: lowering_deps.cpp and lowering_layout.hpp.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "lowering_builder.hpp"
@@ -117,7 +119,7 @@ void PlanBuilder::add_buffers() {
                                  : kNoBuffer);
         }
         wb.opt = plan_.add_buffer({prefix + "opt/state" + chunk_suffix(s), worker,
-                                   st.params * opt_per_param / shards(1), DType::fp32, true,
+                                   std::ceil(st.params / shards(1)) * opt_per_param, DType::fp32, true,
                                    layout_.config->offload});
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem

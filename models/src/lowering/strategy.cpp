@@ -232,6 +232,10 @@ void check_memory_options(const Model& model, const StrategyConfig& config) {
                      " is not a transformer (sequence parallelism splits a transformer's sequence)");
   if (config.zero < 0 || config.zero > 3)
     throw InputError("--set zero=" + std::to_string(config.zero) + ": ZeRO stage must be 0, 1, 2 or 3");
+  if (config.zero >= 1 && config.dp < 2)
+    throw InputError("--set zero=" + std::to_string(config.zero) +
+                     ": ZeRO shards over the data-parallel ranks, dp=" + std::to_string(config.dp) +
+                     " has none to shard over (use dp >= 2)");
   if (config.offload && config.zero < 1)
     throw InputError(
         "--set offload=1: needs --set zero=1, 2 or 3 (the optimizer states are sharded, "

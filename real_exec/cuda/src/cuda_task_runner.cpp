@@ -10,6 +10,7 @@
 
 #include "cuda_error.hpp"
 #include "strata/real/cuda_kernels.hpp"
+#include "strata/real/kernels/kernels.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::real {
@@ -125,12 +126,17 @@ void CudaTaskRunner<T>::run_kernel(TaskIndex index, CudaBackend& s) {
       return gpu::accumulate(s, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:
       return run_optimizer(t, s);
+    case TaskKind::host_copy:
+      return host_copy(t);
     case TaskKind::send:
       return send(index, s);
     case TaskKind::recv:
       return recv(index, s);
     case TaskKind::allreduce:
+    case TaskKind::reduce_scatter:
       return allreduce(t, s);
+    case TaskKind::allgather:
+      return allgather(t, s);
     default:
       STRATA_ASSERT(false, "task " + t.id + ": no kernel (check_kernels was not called)");
   }
@@ -221,18 +227,51 @@ void CudaTaskRunner<T>::run_loss(TaskIndex index, CudaBackend& s) {
 template <typename T>
 void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
   // The host Workspace has every buffer's size and the step counters; the values are here.
-  const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
+  const OptimizerWork w = optimizer_work(plan_, t, ws_, optimizer_);
+  if (w.on_host) return run_host_optimizer(w);
   T* state = buf(w.state);
   if (w.fresh_state) gpu::zero(s, elems(w.state), state);
   for (const OptimizerSlice& slice : w.slices) {
-    T* grad = buf(slice.grad);
+    T* grad = buf(slice.grad) + slice.begin;
+    T* weight = buf(slice.weight) + slice.begin;
     if (w.adam)
       gpu::adam_step(s, w.adam_config, w.step, slice.elements, grad, state + slice.first,
-                     state + slice.second, buf(slice.weight));
+                     state + slice.second, weight);
     else
-      gpu::sgd_momentum_step(s, w.sgd_config, slice.elements, grad, state + slice.first, buf(slice.weight));
-    gpu::zero(s, slice.elements, grad);
+      gpu::sgd_momentum_step(s, w.sgd_config, slice.elements, grad, state + slice.first, weight);
   }
+  for (BufferIndex g : w.grads) gpu::zero(s, elems(g), buf(g));
+}
+
+// Offload: the d2h copy brings the gradients into the host Workspace, the step runs there with
+// the CPU kernels on the host copies of the state and the weights (the host holds this rank's
+// shard of the weights current: only its owner steps a shard), and the h2d copy sends the
+// weights back; the all-gather that follows overwrites what is not this rank's.
+template <typename T>
+void CudaTaskRunner<T>::host_copy(const Task& t) {
+  const bool to_host = t.attr_int("to_host").value_or(0) != 0;
+  for (BufferIndex b : to_host ? t.reads : t.writes) {
+    if (to_host)
+      download(b);
+    else
+      upload(b);
+  }
+}
+
+template <typename T>
+void CudaTaskRunner<T>::run_host_optimizer(const OptimizerWork& w) {
+  T* state = ws_.data(w.state);
+  if (w.fresh_state) std::fill(state, state + ws_.size(w.state), T{0});
+  for (const OptimizerSlice& slice : w.slices) {
+    T* grad = ws_.data(slice.grad) + slice.begin;
+    T* weight = ws_.data(slice.weight) + slice.begin;
+    if (w.adam)
+      adam_step(w.adam_config, w.step, slice.elements, grad, state + slice.first, state + slice.second,
+                weight);
+    else
+      sgd_momentum_step(w.sgd_config, slice.elements, grad, state + slice.first, weight);
+  }
+  for (BufferIndex g : w.grads) arrays_[g].zero();  // the device's gradients, for the next iteration
 }
 
 template <typename T>
@@ -283,8 +322,40 @@ void CudaTaskRunner<T>::allreduce(const Task& t, CudaBackend& s) {
     for (std::size_t r = 1; r < n; ++r) copy(s, buf(parts[r][j]), buf(sum), elems(sum));
     size += elems(sum);
   }
-  // As a ring moves it: 2(n−1) chunks of size/n per rank.
-  bytes_ += 2 * (n - 1) * static_cast<std::uint64_t>(size) * sizeof(T);
+  // As a ring moves it: 2(n−1) chunks of size/n per rank (a reduce-scatter, half of that).
+  bytes_ += (t.kind == TaskKind::allreduce ? 2 : 1) * (n - 1) * static_cast<std::uint64_t>(size) * sizeof(T);
+}
+
+template <typename T>
+void CudaTaskRunner<T>::allgather(const Task& t, CudaBackend& s) {
+  const std::size_t n = t.group.size();
+  std::vector<std::vector<BufferIndex>> parts(n);  // each rank's buffers among the reads, in order
+  for (BufferIndex b : t.reads) {
+    auto rank = std::find(t.group.begin(), t.group.end(), plan_.buffer(b).worker) - t.group.begin();
+    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
+                  "allgather " + t.id + " reads a buffer outside its group");
+    parts[static_cast<std::size_t>(rank)].push_back(b);
+  }
+  std::int64_t size = 0;
+  for (std::size_t j = 0; j < parts[0].size(); ++j) {
+    for (std::size_t r = 1; r < n; ++r)
+      STRATA_ASSERT(parts[r].size() == parts[0].size() && elems(parts[r][j]) == elems(parts[0][j]),
+                    "allgather " + t.id + ": ranks hold different sizes");
+    size += elems(parts[0][j]);
+  }
+  // Rank q's owned chunk of the concatenation (what its sharded step updated) to every other rank.
+  for (std::size_t q = 0; q < n; ++q) {
+    const RingChunk chunk = ring_chunk(owned_chunk(q, n), static_cast<std::size_t>(size), n);
+    std::int64_t offset = 0;
+    for (std::size_t j = 0; j < parts[q].size(); ++j) {
+      const std::int64_t lo = std::max(offset, static_cast<std::int64_t>(chunk.begin));
+      const std::int64_t hi = std::min(offset + elems(parts[q][j]), static_cast<std::int64_t>(chunk.end));
+      for (std::size_t r = 0; r < n && hi > lo; ++r)
+        if (r != q) copy(s, buf(parts[r][j]) + (lo - offset), buf(parts[q][j]) + (lo - offset), hi - lo);
+      offset += elems(parts[q][j]);
+    }
+  }
+  bytes_ += (n - 1) * static_cast<std::uint64_t>(size) * sizeof(T);
 }
 
 template <typename T>

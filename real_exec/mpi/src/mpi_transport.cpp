@@ -188,7 +188,7 @@ void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
 }
 
 template <typename T>
-void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
   const auto me =
@@ -215,12 +215,13 @@ void MpiTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& 
                  datatype<T>(), from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
     bytes_ += (out.end - out.begin) * sizeof(T);
   };
-  for (std::size_t s = 0; s + 1 < n; ++s) {  // reduce-scatter: own + received, as ThreadTransport
+  for (std::size_t s = 0; runs_reduce_scatter(t.kind) && s + 1 < n;
+       ++s) {  // own + received, as ThreadTransport
     const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
     step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
     for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
   }
-  for (std::size_t s = 0; s + 1 < n; ++s) {  // allgather
+  for (std::size_t s = 0; runs_allgather(t.kind) && s + 1 < n; ++s) {  // allgather
     const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
     step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
     std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));

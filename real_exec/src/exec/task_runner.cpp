@@ -14,9 +14,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata::real {
 namespace {
@@ -71,8 +76,43 @@ void run_fixed_task(const Task& t) {
 
 namespace {
 
+// A linear or conv task's weight buffer (forward: reads[1]; backward data: reads[2]) or
+// gradient buffer (backward weight: writes[0]) must hold the layer's weights and bias. ZeRO-2
+// shards the gradient buffers and ZeRO-3 the weight buffers (1/dp each): the simulator prices
+// such Plans, the kernels here need whole layers. "" when it does.
+std::string short_parameter_buffer(const Plan& plan, const Task& t) {
+  const bool conv = t.kind == TaskKind::conv_fwd || t.kind == TaskKind::conv_bwd_data ||
+                    t.kind == TaskKind::conv_bwd_weight;
+  std::int64_t needed = 0;
+  if (conv) {
+    const auto c_in = t.attr_int("c_in"), c_out = t.attr_int("c_out"), kh = t.attr_int("kh"),
+               kw = t.attr_int("kw");
+    if (!c_in || !c_out || !kh || !kw) return "";
+    needed = *c_out * *c_in * *kh * *kw + *c_out;
+  } else {
+    const auto k = t.attr_int("k"), n = t.attr_int("n");
+    if (!k || !n) return "";
+    needed = *k * *n + *n;
+  }
+  const bool backward_weight = t.kind == TaskKind::linear_bwd_weight || t.kind == TaskKind::conv_bwd_weight;
+  const bool backward_data = t.kind == TaskKind::linear_bwd_data || t.kind == TaskKind::conv_bwd_data;
+  const std::vector<BufferIndex>& list = backward_weight ? t.writes : t.reads;
+  const std::size_t at = backward_weight ? 0 : backward_data ? 2 : 1;
+  if (list.size() <= at) return "";
+  const Buffer& b = plan.buffer(list[at]);
+  const double elements = b.bytes / bytes_per_element(b.dtype);
+  if (elements + 0.5 >= static_cast<double>(needed)) return "";
+  return std::string(backward_weight ? "gradient" : "weight") + " buffer " + b.id + " holds " +
+         format_number(elements) + " elements, the layer " + std::to_string(needed) +
+         " (ZeRO-2 and -3 shard these buffers; the real executor runs zero=0 and zero=1)";
+}
+
 // Why `t` has no kernel, or "" when it has one.
-std::string missing_kernel(const Task& t) {
+std::string missing_kernel(const Plan& plan, const Task& t) {
+  if (t.kind == TaskKind::optimizer_step && t.attr_int("on_host").value_or(0) != 0 &&
+      !offload_copies(plan, t).has_value())
+    return "offloaded optimizer step without its '" + t.id + "/d2h' (a data dependency) and '" + t.id +
+           "/h2d' copies";
   switch (t.kind) {
     case TaskKind::linear_fwd:
     case TaskKind::linear_bwd_data:
@@ -80,6 +120,7 @@ std::string missing_kernel(const Task& t) {
     case TaskKind::conv_fwd:
     case TaskKind::conv_bwd_data:
     case TaskKind::conv_bwd_weight:
+      return short_parameter_buffer(plan, t);
     case TaskKind::loss_fwd:
     case TaskKind::loss_bwd:
     case TaskKind::grad_accumulate:
@@ -122,8 +163,23 @@ std::string missing_kernel(const Task& t) {
     }
     case TaskKind::fixed:
       return bad_duration(t);
-    case TaskKind::host_copy:  // offloaded optimizer (docs/memory.md): simulated only
-      return "task kind host_copy: not run by the real executor of this version";
+    case TaskKind::reduce_scatter:
+      for (BufferIndex b : t.reads)
+        if (!plan.buffer(b).persistent)
+          return "reduce_scatter of activations (sequence parallelism) has no real kernel; ZeRO's "
+                 "reduce-scatter "
+                 "of gradients has";
+      return "";
+    case TaskKind::allgather:
+      for (TaskIndex d : t.data_deps)  // the step, or offload's copy of its weights back
+        if (plan.task(d).kind != TaskKind::optimizer_step &&
+            !(plan.task(d).kind == TaskKind::host_copy && plan.task(d).attr_int("to_host").value_or(1) == 0))
+          return "allgather before a use (ZeRO-3's parameter gathers, sequence parallelism) has no real "
+                 "kernel; "
+                 "ZeRO-1's gather after the optimizer step has";
+      return t.data_deps.empty() ? "allgather that follows no optimizer step has no real kernel" : "";
+    case TaskKind::host_copy:  // offload's copies around the host step (offload_copies)
+      return "";
     default:
       return "kind '" + std::string(to_string(t.kind)) + "' has no real kernel";
   }
@@ -136,9 +192,24 @@ double int8_encoding(const Task& send) {
   return send.attr_real("quant_step").value_or(0);
 }
 
+std::optional<OffloadCopies> offload_copies(const Plan& plan, const Task& step) {
+  OffloadCopies copies;
+  const auto d2h = std::find_if(step.data_deps.begin(), step.data_deps.end(), [&](TaskIndex d) {
+    return plan.task(d).kind == TaskKind::host_copy && plan.task(d).id == step.id + "/d2h";
+  });
+  const long h2d = plan.find(step.id + "/h2d");
+  if (d2h == step.data_deps.end() || h2d < 0 ||
+      plan.task(static_cast<TaskIndex>(h2d)).kind != TaskKind::host_copy)
+    return std::nullopt;
+  copies.d2h = *d2h;
+  copies.h2d = static_cast<TaskIndex>(h2d);
+  if (plan.task(copies.d2h).reads.size() != plan.task(copies.h2d).writes.size()) return std::nullopt;
+  return copies;
+}
+
 void check_kernels(const Plan& plan, const std::string& source) {
   for (TaskIndex i = 0; i < plan.size(); ++i) {
-    const std::string why = missing_kernel(plan.task(i));
+    const std::string why = missing_kernel(plan, plan.task(i));
     if (!why.empty())
       throw InputError(input_error_message(source, "/tasks/" + std::to_string(i),
                                            "task " + plan.task(i).id + ": " + why +
@@ -146,7 +217,8 @@ void check_kernels(const Plan& plan, const std::string& source) {
                                                "2x2 max pool, softmax cross-entropy, sgd/adam, "
                                                "grad_accumulate, ADMM layer updates, GCN spmm, "
                                                "GIST's extract/write_back/average, send/recv, "
-                                               "allreduce and fixed (busy-waits duration_s)"));
+                                               "allreduce, ZeRO-1's reduce_scatter and allgather and "
+                                               "fixed (busy-waits duration_s)"));
   }
 }
 
@@ -184,6 +256,8 @@ void TaskRunner<T>::run(TaskIndex index) {
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:
       return run_optimizer(t);
+    case TaskKind::host_copy:  // host and device memory are one here: nothing to move
+      return;
     case TaskKind::admm_backward:
     case TaskKind::admm_forward:
       return run_admm(t);
@@ -194,7 +268,9 @@ void TaskRunner<T>::run(TaskIndex index) {
     case TaskKind::recv:
       return transport_.recv(plan_, index, ws_);
     case TaskKind::allreduce:
-      return transport_.allreduce(plan_, index, ws_);
+    case TaskKind::reduce_scatter:
+    case TaskKind::allgather:
+      return transport_.collective(plan_, index, ws_);
     default:
       STRATA_ASSERT(false, "task " + t.id + ": no kernel (check_kernels was not called)");
   }
@@ -321,15 +397,71 @@ Conv2dShape conv_shape(const Task& t) {
   return s;
 }
 
+namespace {
+
+// The elements of each gradient buffer of `rank` that a reduce_scatter `rs` leaves reduced on
+// it: its owned chunk of the concatenation of its buffers among rs's reads, in order, cut back
+// into per-buffer ranges [begin, end).
+void owned_ranges(const Plan& plan, const Task& rs, WorkerId rank,
+                  const std::function<std::int64_t(BufferIndex)>& size,
+                  std::unordered_map<BufferIndex, std::pair<std::int64_t, std::int64_t>>& out) {
+  const std::size_t n = rs.group.size();
+  const auto me =
+      static_cast<std::size_t>(std::find(rs.group.begin(), rs.group.end(), rank) - rs.group.begin());
+  STRATA_ASSERT(me < n, "reduce_scatter " + rs.id + " does not include worker " + std::to_string(rank));
+  std::int64_t total = 0;
+  for (BufferIndex b : rs.reads)
+    if (plan.buffer(b).worker == rank) total += size(b);
+  const RingChunk chunk = ring_chunk(owned_chunk(me, n), static_cast<std::size_t>(total), n);
+  std::int64_t offset = 0;
+  for (BufferIndex b : rs.reads) {
+    if (plan.buffer(b).worker != rank) continue;
+    const std::int64_t lo = std::max(offset, static_cast<std::int64_t>(chunk.begin));
+    const std::int64_t hi = std::min(offset + size(b), static_cast<std::int64_t>(chunk.end));
+    out[b] = hi > lo ? std::pair{lo - offset, hi - offset} : std::pair<std::int64_t, std::int64_t>{0, 0};
+    offset += size(b);
+  }
+}
+
+}  // namespace
+
 template <typename T>
-OptimizerWork optimizer_work(const Task& t, Workspace<T>& ws, const OptimizerSettings& settings) {
+OptimizerWork optimizer_work(const Plan& plan, const Task& t, Workspace<T>& ws,
+                             const OptimizerSettings& settings) {
   OptimizerWork w;
   w.adam = attr_string(t, "optimizer") == "adam";
   w.state = t.reads.back();
-  const std::size_t pairs = t.reads.size() - 1;
-  STRATA_ASSERT(t.writes.size() == pairs + 1, "task " + t.id + ": one weight per gradient, then the state");
+  // The (gradient, weight) pairs: the task's own reads and writes, or, offloaded (on_host), the
+  // gradients its d2h copy moves and the weights its h2d copy writes back.
+  std::vector<BufferIndex> grads(t.reads.begin(), t.reads.end() - 1),
+      weights(t.writes.begin(), t.writes.end() - 1);
+  std::vector<TaskIndex> producers = t.data_deps;
+  if (t.attr_int("on_host").value_or(0) != 0) {
+    const std::optional<OffloadCopies> copies = offload_copies(plan, t);
+    STRATA_ASSERT(copies.has_value(), "task " + t.id + ": offloaded step without its copies");
+    w.on_host = true;
+    grads = plan.task(copies->d2h).reads;
+    weights = plan.task(copies->h2d).writes;
+    producers = plan.task(copies->d2h).data_deps;
+  }
+  STRATA_ASSERT(grads.size() == weights.size() && t.writes.size() == t.reads.size(),
+                "task " + t.id + ": one weight per gradient, then the state");
+  std::unordered_map<BufferIndex, std::pair<std::int64_t, std::int64_t>> sharded;  // ZeRO: owned ranges
+  for (TaskIndex d : producers)
+    if (plan.task(d).kind == TaskKind::reduce_scatter)
+      owned_ranges(
+          plan, plan.task(d), t.worker, [&](BufferIndex b) { return ws.size(b); }, sharded);
   std::int64_t params = 0;
-  for (std::size_t i = 0; i < pairs; ++i) params += ws.size(t.reads[i]);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const BufferIndex grad = grads[i];
+    w.grads.push_back(grad);
+    const auto it = sharded.find(grad);
+    const std::int64_t begin = it == sharded.end() ? 0 : it->second.first;
+    const std::int64_t end = it == sharded.end() ? ws.size(grad) : it->second.second;
+    if (end > begin) w.slices.push_back(OptimizerSlice{grad, weights[i], begin, end - begin, params, 0});
+    params += std::max<std::int64_t>(0, end - begin);
+  }
+  for (OptimizerSlice& slice : w.slices) slice.second = params + slice.first;
   STRATA_ASSERT(ws.size(w.state) >= (w.adam ? 2 : 1) * params,
                 "task " + t.id + ": optimizer state too small");
   w.fresh_state = t.attr_int("fresh_state").value_or(0) != 0;  // GIST: a new optimizer each round
@@ -338,31 +470,28 @@ OptimizerWork optimizer_work(const Task& t, Workspace<T>& ws, const OptimizerSet
   w.adam_config = settings.adam;
   w.adam_config.learning_rate = settings.learning_rate;
   w.sgd_config = SgdConfig{settings.learning_rate, settings.momentum};
-  std::int64_t offset = 0;
-  for (std::size_t i = 0; i < pairs; ++i) {
-    const std::int64_t n = ws.size(t.reads[i]);
-    w.slices.push_back(OptimizerSlice{t.reads[i], t.writes[i], n, offset, params + offset});
-    offset += n;
-  }
   return w;
 }
-template OptimizerWork optimizer_work<float>(const Task&, Workspace<float>&, const OptimizerSettings&);
-template OptimizerWork optimizer_work<double>(const Task&, Workspace<double>&, const OptimizerSettings&);
+template OptimizerWork optimizer_work<float>(const Plan&, const Task&, Workspace<float>&,
+                                             const OptimizerSettings&);
+template OptimizerWork optimizer_work<double>(const Plan&, const Task&, Workspace<double>&,
+                                              const OptimizerSettings&);
 
 template <typename T>
 void TaskRunner<T>::run_optimizer(const Task& t) {
-  const OptimizerWork w = optimizer_work(t, ws_, optimizer_);
+  const OptimizerWork w = optimizer_work(plan_, t, ws_, optimizer_);
   T* state = buf(w.state);
   if (w.fresh_state) std::fill(state, state + elems(w.state), T{0});
   for (const OptimizerSlice& s : w.slices) {
-    T* grad = buf(s.grad);
+    T* grad = buf(s.grad) + s.begin;
+    T* weight = buf(s.weight) + s.begin;
     const std::int64_t n = s.elements;
     if (w.adam)
-      adam_step(w.adam_config, w.step, n, grad, state + s.first, state + s.second, buf(s.weight));
+      adam_step(w.adam_config, w.step, n, grad, state + s.first, state + s.second, weight);
     else
-      sgd_momentum_step(w.sgd_config, n, grad, state + s.first, buf(s.weight));
-    zero(n, grad);
+      sgd_momentum_step(w.sgd_config, n, grad, state + s.first, weight);
   }
+  for (BufferIndex g : w.grads) zero(elems(g), buf(g));
 }
 
 template class TaskRunner<float>;

@@ -68,7 +68,7 @@ void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws
 }
 
 template <typename T>
-void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
   // Each rank's part of the bucket: its buffers among the task's reads, in order, gathered.
@@ -76,7 +76,7 @@ void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T
   for (BufferIndex b : t.reads) {
     auto rank = std::find(t.group.begin(), t.group.end(), plan.buffer(b).worker) - t.group.begin();
     STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
-                  "allreduce " + t.id + " reads a buffer outside its group");
+                  std::string(to_string(t.kind)) + " " + t.id + " reads a buffer outside its group");
     parts[static_cast<std::size_t>(rank)].push_back(b);
   }
   std::vector<std::vector<T>> data(n);
@@ -88,15 +88,16 @@ void ThreadTransport<T>::allreduce(const Plan& plan, TaskIndex task, Workspace<T
   }
   const std::size_t size = data[0].size();
   for (const auto& d : data)
-    STRATA_ASSERT(d.size() == size, "allreduce " + t.id + ": ranks hold different sizes");
-  for (std::size_t step = 0; step + 1 < n; ++step)  // reduce-scatter
+    STRATA_ASSERT(d.size() == size,
+                  std::string(to_string(t.kind)) + " " + t.id + ": ranks hold different sizes");
+  for (std::size_t step = 0; runs_reduce_scatter(t.kind) && step + 1 < n; ++step)  // reduce-scatter
     for (std::size_t r = 0; r < n; ++r) {
       const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
       auto& to = data[(r + 1) % n];
       for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
       bytes_ += (c.end - c.begin) * sizeof(T);
     }
-  for (std::size_t step = 0; step + 1 < n; ++step)  // allgather
+  for (std::size_t step = 0; runs_allgather(t.kind) && step + 1 < n; ++step)  // allgather
     for (std::size_t r = 0; r < n; ++r) {
       const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
       std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin),

@@ -2,7 +2,8 @@
 // float64 with plain SGD it ends with the CPU's parameters after 20 steps, for one worker and for
 // every strategy on the one GPU (dp=2 and dp=4 as streams, GPipe and 1F1B with 2 stages), and for
 // LeNet-5's convolutions and pooling; in float32 with Adam its loss curve follows the CPU's; its
-// measured trace has the Plan's ids, and its transfers count the bytes the CPU's transport counts.
+// measured trace has the Plan's ids, and its transfers count the bytes the CPU's transport counts;
+// ZeRO-1 and its offload end with plain data parallelism's parameters.
 // Every test skips when no GPU is visible.
 #include <gtest/gtest.h>
 
@@ -70,6 +71,23 @@ TEST(CudaTrainer, EveryStrategyOnOneGpuMatchesOneWorker) {
   };
   for (const auto& [name, plan] : strategies)
     EXPECT_LT(max_abs_difference(serial, weights_after(plan, kSteps, true)), 1e-9) << name;
+}
+
+// ZeRO-1 (reduce-scatter, each rank's step on its shard, all-gather) and its offload (the shard's
+// gradients downloaded, the step on the CPU, the weights uploaded) on the GPU: the CPU's plain
+// data-parallel weights after 20 SGD steps, to float64 rounding.
+TEST(CudaTrainer, ZeroOneAndOffloadMatchPlainDataParallelism) {
+  SKIP_WITHOUT_GPU();
+  const auto plain = weights_after(mlp_plan(2, 1, 1), kSteps, false);
+  for (bool offload : {false, true}) {
+    StrategyConfig c = training_runs::mlp_config(2, 1, 1);
+    c.zero = 1;
+    c.offload = offload;
+    Plan plan = lower(make_model("mlp", {}), c);
+    plan.validate();
+    check_kernels(plan, "zero");
+    EXPECT_LT(max_abs_difference(plain, weights_after(plan, kSteps, true)), 1e-9) << "offload " << offload;
+  }
 }
 
 TEST(CudaTrainer, LeNetConvolutionsAndPoolingMatchTheCpu) {

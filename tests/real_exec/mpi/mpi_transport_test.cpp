@@ -312,5 +312,22 @@ TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   EXPECT_EQ(ids.size(), plan.size());
 }
 
+// ZeRO-1 over two processes (a reduce-scatter of the gradients, each rank's step on its shard,
+// an all-gather of the parameters) reports plain data parallelism's loss, accuracy and bytes
+// over threads: the same ring chunks, so the same sums and the same traffic.
+TEST(MpiTransportCli, ZeroOneOverTwoProcessesReportsWhatPlainDataParallelismReports) {
+  const auto dir = scratch("zero");
+  const std::string args =
+      std::string(STRATA_BINARY) + " run --model mlp --strategy dp=2 --optimizer adam --epochs 1 --no-pin";
+  const Outcome plain = run(args, dir);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const Outcome zero = run(mpirun(2) + args + " --set zero=1 --transport mpi", dir);
+  ASSERT_EQ(zero.status, 0) << zero.err;
+  EXPECT_EQ(field(zero.out, "train loss ", ","), field(plain.out, "train loss ", ","));
+  EXPECT_EQ(field(zero.out, "test accuracy ", ","), field(plain.out, "test accuracy ", ","));
+  EXPECT_EQ(field(zero.out, "bytes sent between workers: ", "\n"),
+            field(plain.out, "bytes sent between workers: ", "\n"));
+}
+
 }  // namespace
 }  // namespace strata::real::mpi_test

@@ -21,8 +21,10 @@
 // buffer into a staging array of its own (so the sender may overwrite the buffer at once, as
 // ThreadTransport's send does), the matching recv copies the staging array into its buffer. An
 // allreduce sums its group's buckets with cuBLAS axpy into the first rank's and copies the sum
-// back to the others. Bytes are counted as ThreadTransport counts them (a ring allreduce moves
-// 2(n−1)/n of the bucket per rank), so reports compare across executors.
+// back to the others; a reduce_scatter does the same (every rank then holds the sum, its owned
+// chunk included); an allgather copies each rank's owned chunk (task_runner.hpp owned_chunk) to
+// the others. Bytes are counted as ThreadTransport counts them (a ring allreduce moves 2(n−1)/n
+// of the bucket per rank, each half of it (n−1)/n), so reports compare across executors.
 //
 // Errors: a failing CUDA call throws InputError naming it; a kernel's fault surfaces at the
 // synchronize that ends its task. Ownership: the runner owns its device arrays and streams; the
@@ -83,7 +85,10 @@ class CudaTaskRunner final : public TaskExecutor<T> {
   void run_optimizer(const Task& t, CudaBackend& s);
   void send(TaskIndex index, CudaBackend& s);
   void recv(TaskIndex index, CudaBackend& s);
-  void allreduce(const Task& t, CudaBackend& s);
+  void allreduce(const Task& t, CudaBackend& s);  // also a reduce_scatter (every rank gets the sum)
+  void allgather(const Task& t, CudaBackend& s);
+  void host_copy(const Task& t);                    // offload: d2h downloads, h2d uploads
+  void run_host_optimizer(const OptimizerWork& w);  // offload: the step on the CPU
   void copy(CudaBackend& s, T* dst, const T* src, std::int64_t n);
 
   const Plan& plan_;

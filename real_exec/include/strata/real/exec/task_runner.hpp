@@ -39,6 +39,20 @@
 //                   Both borrow their arrays whole (moved into Tensors and back, O(1)): an ADMM
 //                   Plan's dependencies leave no other task touching them meanwhile.
 // - send / recv / allreduce: Transport (allreduce sums: gradients are already scaled).
+// - reduce_scatter / allgather: Transport, the two halves of the ring allreduce over the same
+//                   chunks (ZeRO-1: the gradients' reduce-scatter before the sharded step, the
+//                   parameters' all-gather after it). Only these are run: a reduce_scatter of
+//                   activations (sequence parallelism) or an allgather that does not follow the
+//                   optimizer step (ZeRO-3's gathers before use) is refused by check_kernels, as
+//                   is a linear or conv task whose weight or gradient buffer is smaller than the
+//                   layer (ZeRO-2 and -3 shard them).
+// - optimizer_step after a reduce_scatter (a data dependency): the step runs on this rank's ring
+//                   chunk of each reduce-scattered bucket only (owned_chunk), its state holding
+//                   that shard's moments; every gradient is zeroed whole.
+// - host_copy       offload's copies (lowering_offload.cpp): `<step>/d2h` moves the gradients to
+//                   host memory, `<step>/h2d` the updated weights back; the step between them
+//                   (on_host = 1) runs on the CPU. On the CPU executor host and device memory
+//                   are one and the copies move nothing; the CUDA executor copies.
 // Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
 //
 // Thread safety: run() may be called concurrently for tasks the Plan lets run concurrently
@@ -49,6 +63,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +93,16 @@ std::string gist_copy_name(const Task& task);
 // sent as its values. Both transports encode such a payload and count one byte per value.
 double int8_encoding(const Task& send);
 
+// An offloaded optimizer step's copies (ZeRO-Offload, lowering_offload.cpp): `<step>/d2h`, a
+// host_copy among its data dependencies that reads the gradients, and `<step>/h2d`, the
+// host_copy that writes the weights back; nullopt when either is missing or they differ in
+// length.
+struct OffloadCopies {
+  TaskIndex d2h = 0;
+  TaskIndex h2d = 0;
+};
+std::optional<OffloadCopies> offload_copies(const Plan& plan, const Task& step);
+
 // The send a recv receives: its data dependency of kind send from its peer to its worker.
 // Checked: a recv without one is an internal error. (Shared by the transports.)
 TaskIndex matching_send(const Plan& plan, const Task& recv);
@@ -100,6 +125,16 @@ inline std::size_t reduce_scatter_chunk(std::size_t rank, std::size_t step, std:
 inline std::size_t allgather_chunk(std::size_t rank, std::size_t step, std::size_t n) {
   return (rank + 1 + n - step) % n;
 }
+// The chunk rank r holds fully reduced after the reduce-scatter steps, and sends first in the
+// allgather: (r + 1) mod n. ZeRO's owner of those elements.
+inline std::size_t owned_chunk(std::size_t rank, std::size_t n) { return (rank + 1) % n; }
+// The ring phases a collective task's kind runs.
+inline bool runs_reduce_scatter(TaskKind kind) {
+  return kind == TaskKind::allreduce || kind == TaskKind::reduce_scatter;
+}
+inline bool runs_allgather(TaskKind kind) {
+  return kind == TaskKind::allreduce || kind == TaskKind::allgather;
+}
 
 // Told that tasks run by other processes have completed (see Transport::begin_run).
 class RemoteCompletions {
@@ -117,7 +152,9 @@ class Transport {
   virtual ~Transport() = default;
   virtual void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
-  virtual void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
+  // An allreduce, reduce_scatter or allgather task: the ring phases its kind runs
+  // (runs_reduce_scatter, runs_allgather) over each rank's buffers among its reads, in order.
+  virtual void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual std::uint64_t bytes_sent() const = 0;  // payload bytes moved by this process's workers
   virtual std::string name() const = 0;
 
@@ -192,6 +229,7 @@ std::int64_t loss_divisor(const Plan& plan, const Task& task, std::int64_t batch
 struct OptimizerSlice {
   BufferIndex grad = 0;
   BufferIndex weight = 0;
+  std::int64_t begin = 0;  // the slice is elements [begin, begin + elements) of grad and weight
   std::int64_t elements = 0;
   std::int64_t first = 0;   // offset of its velocity or first moments in the state
   std::int64_t second = 0;  // offset of its second moments (Adam)
@@ -204,10 +242,15 @@ struct OptimizerWork {
   AdamConfig adam_config;
   SgdConfig sgd_config;
   std::vector<OptimizerSlice> slices;
+  std::vector<BufferIndex> grads;  // every gradient it reads, zeroed whole after the step
+  bool on_host = false;            // offloaded: the step runs on the CPU (its pairs: the copies')
 };
-// REQUIRES: check_kernels accepted the task. Increments the state's step counter.
+// REQUIRES: check_kernels accepted the task. Increments the state's step counter. A gradient
+// that a reduce_scatter among the task's data dependencies reduced is stepped on this rank's
+// owned chunk of that bucket only (ZeRO-1), in the bucket's order.
 template <typename T>
-OptimizerWork optimizer_work(const Task& task, Workspace<T>& ws, const OptimizerSettings& settings);
+OptimizerWork optimizer_work(const Plan& plan, const Task& task, Workspace<T>& ws,
+                             const OptimizerSettings& settings);
 
 template <typename T>
 class TaskRunner final : public TaskExecutor<T> {

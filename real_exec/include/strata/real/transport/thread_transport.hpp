@@ -9,8 +9,9 @@
 //   steps, each moving one chunk of S/n elements from rank i to rank i+1, so each rank sends
 //   2(n−1)/n·S elements, as on a network. The steps run one after another in the thread that
 //   executes the task, so the copies and additions are real but the ranks do not overlap them
-//   as separate GPUs would.
-// Thread safety: send/recv/allreduce may be called from several threads at once.
+//   as separate GPUs would. A reduce_scatter runs the first half only, an allgather the second
+//   (ZeRO-1/2's gradients and parameters).
+// Thread safety: send/recv/collective may be called from several threads at once.
 #pragma once
 
 #include <atomic>
@@ -27,7 +28,7 @@ class ThreadTransport final : public Transport<T> {
  public:
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
-  void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   std::uint64_t bytes_sent() const override { return bytes_.load(); }
   std::string name() const override { return "threads"; }
 

@@ -17,7 +17,8 @@
 //   recv waits for it. Tag 2N, sent to itself, stops the progress thread.
 // - ring: the allreduce. Each member process runs its own rank's part of the ring of
 //   task_runner.hpp with MPI_Sendrecv (tag = the task's index): the same chunks and the same
-//   order of additions as ThreadTransport, so both give bit-identical sums.
+//   order of additions as ThreadTransport, so both give bit-identical sums. A reduce_scatter
+//   runs the ring's first half only, an allgather its second (ZeRO-1/2).
 // - control: the collectives the Trainer calls from its own thread (barrier at the start of a
 //   run, sums, maxima).
 // Point-to-point messages travel as MPI_BYTE: a payload's values, or, for a send with an int8
@@ -25,7 +26,7 @@
 // receiver decodes. Bytes counted are payload bytes this process sent (sends, as encoded, and
 // ring chunks), as ThreadTransport counts them; the empty completion messages are not counted.
 //
-// Thread safety: as Transport requires (send/recv/allreduce from several threads at once), which
+// Thread safety: as Transport requires (send/recv/collective from several threads at once), which
 // is why MpiSession insists on MPI_THREAD_MULTIPLE. Errors: MPI's default handler aborts the job
 // on an MPI failure; an exception in the progress thread prints one line and aborts the job,
 // since no caller could catch it.
@@ -80,7 +81,7 @@ class MpiTransport final : public Transport<T> {
 
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
-  void allreduce(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   std::uint64_t bytes_sent() const override { return bytes_.load(); }
   std::string name() const override { return "mpi"; }
 
