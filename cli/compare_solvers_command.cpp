@@ -1,7 +1,8 @@
 // strata compare-solvers: every solver that applies to the model, and backprop under DP and
-// PP-1F1B, on the same workers: predicted time per epoch on a platform, measured time per epoch
-// and accuracy on this machine, time to a target accuracy, bytes per iteration and peak memory
-// per worker; an SVG of accuracy against wall-clock time.
+// PP-1F1B and DP with each memory option the real executor runs (recompute=full, zero=1,
+// zero=1 with offload=1), on the same workers: predicted time per epoch on a platform, measured time per
+// epoch and accuracy on this machine, time to a target accuracy, bytes per iteration and peak memory per
+// worker; an SVG of accuracy against wall-clock time.
 //
 // One "iteration" is what one optimizer step of the solver sees (docs/solvers.md): backprop, a
 // global batch; AMPNet and local parallelism, one instance of `--global-batch` samples (64 by
@@ -76,6 +77,17 @@ std::vector<Row> rows_for(const CompareOptions& o) {
   add("backprop dp=" + std::to_string(w), "backprop", "dp=" + std::to_string(w));
   rows.back().flags.schedule = "1f1b";
   add("backprop pp=" + std::to_string(w) + " 1f1b", "backprop", "pp=" + std::to_string(w));
+  // The memory options the real executor runs, on the data-parallel row (docs/memory.md, "Run
+  // for real"): activation recomputation, ZeRO-1 and ZeRO-1 with its optimizer on the host (a
+  // row whose platform has no pcie_bw says why it has no Plan).
+  for (const std::vector<std::string>& options :
+       std::vector<std::vector<std::string>>{{"recompute=full"}, {"zero=1"}, {"zero=1", "offload=1"}}) {
+    std::string label = "backprop dp=" + std::to_string(w);
+    for (const std::string& option : options) label += " " + option;
+    add(label, "backprop", "dp=" + std::to_string(w));
+    rows.back().flags.schedule = "1f1b";
+    for (const std::string& option : options) rows.back().flags.sets.push_back(option);
+  }
   for (const std::string& solver : solver_names())
     if (solver != "backprop") add(solver, solver, "");
   return rows;
@@ -100,8 +112,12 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     row.why_not = e.what();  // the solver does not apply to this model or these workers
     return;
   }
-  row.predicted = report_from_json(nlohmann::json::parse(
-      run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
+  try {
+    row.predicted = report_from_json(nlohmann::json::parse(
+        run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
+  } catch (const InputError& e) {
+    row.why_not = e.what();  // the platform lacks what the Plan needs (offload: pcie_bw)
+  }
 }
 
 // An ADMM row: one epoch is one full-batch sweep over the Plan's seeded training columns.
@@ -171,13 +187,13 @@ std::string time_to_target(const Row& row, double target) {
 }
 
 void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
-  std::printf("%-22s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
+  std::printf("%-34s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
               "accuracy",
               ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(),
               "bytes/iteration", "peak mem/worker");
   for (const Row& r : rows) {
     if (!r.why_not.empty()) {
-      std::printf("%-22s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
+      std::printf("%-34s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
       continue;
     }
     const double predicted_epoch = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
@@ -190,7 +206,7 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
     char accuracy[32] = "-";
     if (!r.measured.empty())
       std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-22s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(),
+    std::printf("%-34s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(),
                 format_seconds(predicted_epoch).c_str(),
                 r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
                 time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
