@@ -8,7 +8,6 @@
 #include <map>
 #include <string>
 
-#include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #include "training_runs.hpp"
 
@@ -26,26 +25,16 @@ std::map<std::string, BufferIndex> weights(const Plan& plan) {
   return out;
 }
 
-TEST(LoweredInterleave, TrainsToTheSameWeightsAsPlainOneFOneB) {
-  // An MLP of 4 blocks (784-256-128-64-10): pp = 2 x v = 2 chunks of one block, m = 2.
-  const Model model = make_model("mlp", {{"sizes", "784,256,128,64,10"}});
-  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
-  const Plan plain = lower(model, c);
-  c.interleave = 2;
-  const Plan interleaved = lower(model, c);
-  ASSERT_GE(interleaved.find("it0/dp0/pp1/tp0/mb0/send/fwd/c1"), 0);  // rank 1 to rank 0's chunk 2
-  const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
+// Three steps of each Plan in float64; each of the `layers` layers' weights equal bit for bit.
+void expect_same_layer_weights(const Plan& reference, const Plan& plan, std::size_t layers) {
   CpuBackend backend;
-  Trainer<double> a(plain, backend, training_runs::train_config());
-  Trainer<double> b(interleaved, backend, training_runs::train_config());
-  for (int step = 0; step < 3; ++step) {
-    a.train_batch(train, training_runs::batch_indices(step));
-    b.train_batch(train, training_runs::batch_indices(step));
-  }
-  const auto wa = weights(plain);
-  const auto wb = weights(interleaved);
-  ASSERT_EQ(wa.size(), 4u);
-  ASSERT_EQ(wb.size(), 4u);
+  Trainer<double> a(reference, backend, training_runs::train_config());
+  Trainer<double> b(plan, backend, training_runs::train_config());
+  training_runs::train_side_by_side(a, b, 3);
+  const auto wa = weights(reference);
+  const auto wb = weights(plan);
+  ASSERT_EQ(wa.size(), layers);
+  ASSERT_EQ(wb.size(), layers);
   for (const auto& [layer, i] : wa) {
     const BufferIndex j = wb.at(layer);
     ASSERT_EQ(a.workspace().size(i), b.workspace().size(j)) << layer;
@@ -54,6 +43,17 @@ TEST(LoweredInterleave, TrainsToTheSameWeightsAsPlainOneFOneB) {
               0)
         << layer;
   }
+}
+
+TEST(LoweredInterleave, TrainsToTheSameWeightsAsPlainOneFOneB) {
+  // An MLP of 4 blocks (784-256-128-64-10): pp = 2 x v = 2 chunks of one block, m = 2.
+  const Model model = make_model("mlp", {{"sizes", "784,256,128,64,10"}});
+  StrategyConfig c = training_runs::mlp_config(1, 2, 2);
+  const Plan plain = lower(model, c);
+  c.interleave = 2;
+  const Plan interleaved = lower(model, c);
+  ASSERT_GE(interleaved.find("it0/dp0/pp1/tp0/mb0/send/fwd/c1"), 0);  // rank 1 to rank 0's chunk 2
+  expect_same_layer_weights(plain, interleaved, 4);
 }
 
 // ZB-H1 (zero-bubble): the backward split into input-gradient and weight-gradient tasks, the
@@ -67,25 +67,7 @@ TEST(LoweredZeroBubble, TrainsToTheSameWeightsAsOneFOneB) {
   const Plan zero_bubble = lower(model, c);
   zero_bubble.validate();
   ASSERT_NO_THROW(check_kernels(zero_bubble, "zb-h1"));
-  const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
-  CpuBackend backend;
-  Trainer<double> a(plain, backend, training_runs::train_config());
-  Trainer<double> b(zero_bubble, backend, training_runs::train_config());
-  for (int step = 0; step < 3; ++step) {
-    a.train_batch(train, training_runs::batch_indices(step));
-    b.train_batch(train, training_runs::batch_indices(step));
-  }
-  const auto wa = weights(plain);
-  const auto wb = weights(zero_bubble);
-  ASSERT_EQ(wa.size(), 3u);
-  for (const auto& [layer, i] : wa) {
-    const BufferIndex j = wb.at(layer);
-    ASSERT_EQ(a.workspace().size(i), b.workspace().size(j)) << layer;
-    EXPECT_EQ(std::memcmp(a.workspace().data(i), b.workspace().data(j),
-                          static_cast<std::size_t>(a.workspace().size(i)) * sizeof(double)),
-              0)
-        << layer;
-  }
+  expect_same_layer_weights(plain, zero_bubble, 3);
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <map>
 #include <string>
 
-#include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #include "strata/traces/error.hpp"
 #include "training_runs.hpp"
@@ -20,7 +19,6 @@ namespace strata::real {
 namespace {
 
 TEST(LoweredMemoryOptions, RecomputationTrainsToTheSameWeightsBitForBit) {
-  const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
   StrategyConfig c = training_runs::mlp_config(1, 2, 2);
   const Plan plain = lower(make_model("mlp", {}), c);
   c.recompute = Recompute::full;
@@ -32,10 +30,7 @@ TEST(LoweredMemoryOptions, RecomputationTrainsToTheSameWeightsBitForBit) {
   CpuBackend backend;
   Trainer<double> a(plain, backend, training_runs::train_config());
   Trainer<double> b(rerun, backend, training_runs::train_config());
-  for (int step = 0; step < 3; ++step) {
-    a.train_batch(train, training_runs::batch_indices(step));
-    b.train_batch(train, training_runs::batch_indices(step));
-  }
+  training_runs::train_side_by_side(a, b, 3);
   for (BufferIndex i = 0; i < plain.buffers().size(); ++i) {
     if (!plain.buffer(i).persistent) continue;
     ASSERT_EQ(a.workspace().size(i), b.workspace().size(i)) << plain.buffer(i).id;
@@ -48,14 +43,10 @@ TEST(LoweredMemoryOptions, RecomputationTrainsToTheSameWeightsBitForBit) {
 
 // Three Adam steps of a Plan and of a reference Plan; every weight buffer ("/w/") equal bit for bit.
 void expect_same_weights(const Plan& reference, const Plan& plan) {
-  const LabelledImages train = load_fashion_mnist(DatasetSplit::train);
   CpuBackend backend;
   Trainer<double> a(reference, backend, training_runs::train_config());
   Trainer<double> b(plan, backend, training_runs::train_config());
-  for (int step = 0; step < 3; ++step) {
-    a.train_batch(train, training_runs::batch_indices(step));
-    b.train_batch(train, training_runs::batch_indices(step));
-  }
+  training_runs::train_side_by_side(a, b, 3);
   std::map<std::string, BufferIndex> index;
   for (BufferIndex k = 0; k < plan.buffers().size(); ++k) index[plan.buffer(k).id] = k;
   int compared = 0;

@@ -7,6 +7,7 @@
 
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/models/zoo/zoo.hpp"
+#include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/train/trainer.hpp"
 
 namespace strata::real::training_runs {
@@ -52,6 +53,20 @@ inline TrainConfig train_config() {
   config.seed = kSeed;
   config.optimizer.learning_rate = kLearningRate;
   return config;
+}
+
+// Fashion-MNIST's training images, read once.
+inline const LabelledImages& train_images() {
+  static const LabelledImages images = load_fashion_mnist(DatasetSplit::train);
+  return images;
+}
+
+// `steps` steps of each trainer on the batches batch_indices(0 .. steps - 1), alternating.
+inline void train_side_by_side(Trainer<double>& a, Trainer<double>& b, int steps) {
+  for (int step = 0; step < steps; ++step) {
+    a.train_batch(train_images(), batch_indices(step));
+    b.train_batch(train_images(), batch_indices(step));
+  }
 }
 
 }  // namespace strata::real::training_runs

@@ -304,13 +304,7 @@ void CudaTaskRunner<T>::recv(TaskIndex index, CudaBackend& s) {
 template <typename T>
 void CudaTaskRunner<T>::allreduce(const Task& t, CudaBackend& s) {
   const std::size_t n = t.group.size();
-  std::vector<std::vector<BufferIndex>> parts(n);  // each rank's buffers among the reads, in order
-  for (BufferIndex b : t.reads) {
-    auto rank = std::find(t.group.begin(), t.group.end(), plan_.buffer(b).worker) - t.group.begin();
-    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
-                  "allreduce " + t.id + " reads a buffer outside its group");
-    parts[static_cast<std::size_t>(rank)].push_back(b);
-  }
+  const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan_, t);  // each rank's, in order
   std::int64_t size = 0;
   for (std::size_t j = 0; j < parts[0].size(); ++j) {
     const BufferIndex sum = parts[0][j];
@@ -329,13 +323,7 @@ void CudaTaskRunner<T>::allreduce(const Task& t, CudaBackend& s) {
 template <typename T>
 void CudaTaskRunner<T>::allgather(const Task& t, CudaBackend& s) {
   const std::size_t n = t.group.size();
-  std::vector<std::vector<BufferIndex>> parts(n);  // each rank's buffers among the reads, in order
-  for (BufferIndex b : t.reads) {
-    auto rank = std::find(t.group.begin(), t.group.end(), plan_.buffer(b).worker) - t.group.begin();
-    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
-                  "allgather " + t.id + " reads a buffer outside its group");
-    parts[static_cast<std::size_t>(rank)].push_back(b);
-  }
+  const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan_, t);  // each rank's, in order
   std::int64_t size = 0;
   for (std::size_t j = 0; j < parts[0].size(); ++j) {
     for (std::size_t r = 1; r < n; ++r)

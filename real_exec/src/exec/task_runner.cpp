@@ -192,6 +192,19 @@ double int8_encoding(const Task& send) {
   return send.attr_real("quant_step").value_or(0);
 }
 
+std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Task& t) {
+  const std::size_t n = t.group.size();
+  std::vector<std::vector<BufferIndex>> parts(n);
+  for (BufferIndex b : t.reads) {
+    const auto rank = static_cast<std::size_t>(
+        std::find(t.group.begin(), t.group.end(), plan.buffer(b).worker) - t.group.begin());
+    STRATA_ASSERT(rank < n,
+                  std::string(to_string(t.kind)) + " " + t.id + " reads a buffer outside its group");
+    parts[rank].push_back(b);
+  }
+  return parts;
+}
+
 std::optional<OffloadCopies> offload_copies(const Plan& plan, const Task& step) {
   OffloadCopies copies;
   const auto d2h = std::find_if(step.data_deps.begin(), step.data_deps.end(), [&](TaskIndex d) {

@@ -72,13 +72,7 @@ void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
   // Each rank's part of the bucket: its buffers among the task's reads, in order, gathered.
-  std::vector<std::vector<BufferIndex>> parts(n);
-  for (BufferIndex b : t.reads) {
-    auto rank = std::find(t.group.begin(), t.group.end(), plan.buffer(b).worker) - t.group.begin();
-    STRATA_ASSERT(static_cast<std::size_t>(rank) < n,
-                  std::string(to_string(t.kind)) + " " + t.id + " reads a buffer outside its group");
-    parts[static_cast<std::size_t>(rank)].push_back(b);
-  }
+  const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
   std::vector<std::vector<T>> data(n);
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t elems = 0;

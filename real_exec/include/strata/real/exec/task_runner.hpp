@@ -136,6 +136,10 @@ inline bool runs_allgather(TaskKind kind) {
   return kind == TaskKind::allreduce || kind == TaskKind::allgather;
 }
 
+// A collective's buffers by the position of their worker in its group (its reads, in order):
+// what each rank contributes. Checked: a buffer outside the group is an internal error.
+std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Task& collective);
+
 // Told that tasks run by other processes have completed (see Transport::begin_run).
 class RemoteCompletions {
  public:
