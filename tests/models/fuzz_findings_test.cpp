@@ -49,6 +49,22 @@ TEST(FuzzFindings, UnknownCalibrationKeyWithNewlinesIsNamedInOneLine) {
   EXPECT_EQ(error_of([&] { load_calibration(path); }), path + R"(: /formav--[\n---v-ency: unknown key)");
 }
 
+// calibration harness, crash-3ad19b87: a table key whose dtype part held a newline
+// ("conv_fwd/fp-$\n---inear_fwd") was quoted raw in "unknown dtype". Experiment harness,
+// crash-abe359f1: the same for an unknown model name. Both are escaped now.
+TEST(FuzzFindings, UnknownNamesWithNewlinesAreQuotedInOneLine) {
+  const std::string path = write_file(
+      "fuzz-dtype.json", "{\"schema_version\": 2, \"flops_efficiency\": {\"conv_fwd/fp-$\\n---x\": 0.5}}");
+  EXPECT_EQ(error_of([&] { load_calibration(path); }),
+            path + R"(: /flops_efficiency/conv_fwd~1fp-$\n---x: unknown dtype 'fp-$\n---x')");
+  const std::string spec = error_of([] {
+    experiment_from_json(
+        parse_json_text("{\"schema_version\": 1, \"model\": {\"name\": \"ml\\np\"}}", "s.json"), "s.json");
+  });
+  EXPECT_EQ(spec.find('\n'), std::string::npos) << spec;
+  EXPECT_NE(spec.find(R"(unknown value 'ml\np')"), std::string::npos) << spec;
+}
+
 // set harness, crash-3df95193 (model mlp, "bucktree\nlr=0.01"): a control character in the
 // argument was copied raw into the message, which then spread over several lines. --strategy
 // copied its argument the same way.

@@ -44,5 +44,15 @@ TEST(FuzzFindings, PointerToAKeyWithControlCharactersIsOneLine) {
   EXPECT_EQ(error.rfind("p.json: ", 0), 0u) << error;
 }
 
+// plan harness, crash-060567fe: a key twice in one object ("tasks" twice, "kind" twice in a task).
+// The streamed reader (read_plan) refused the second "tasks" and the whole-document reader kept
+// the last silently: the two disagreed. Both refuse it now, in one line.
+TEST(FuzzFindings, KeyTwiceInOneObjectIsRefused) {
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"schema_version":2,"tasks":[],"tasks":[]})", "p.json"); }),
+            "p.json: /tasks: duplicate key 'tasks' in one object");
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"tasks":[{"kind":"send","kind":"recv"}]})", "p.json"); }),
+            "p.json: duplicate key 'kind' in one object");
+}
+
 }  // namespace
 }  // namespace strata

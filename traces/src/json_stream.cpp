@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace traces {
@@ -215,6 +216,11 @@ class StreamingBuilder {
       top->push_back(std::move(value));
       slot = &top->back();
     } else {
+      // A key twice in one object: nlohmann's DOM would keep the last silently, and the streamed
+      // readers (read_plan) see the first; both refuse it instead.
+      if (top->contains(key_))
+        throw InputError(input_error_message(source_, top == &root_ ? "/" + json_pointer_token(key_) : "",
+                                             "duplicate key " + quote_for_message(key_) + " in one object"));
       slot = &(*top)[key_];
       *slot = std::move(value);
     }

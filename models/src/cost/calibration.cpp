@@ -58,17 +58,18 @@ class CalibrationReader {
       from = slash + 1;
     }
     std::optional<TaskKind> kind = parse_task_kind(parts[0]);
-    if (!kind) fail(pointer, "unknown task kind '" + parts[0] + "'");
-    if (is_communication(*kind)) fail(pointer, "task kind '" + parts[0] + "' is not a compute kind");
+    if (!kind) fail(pointer, "unknown task kind " + quote_for_message(parts[0]));
+    if (is_communication(*kind))
+      fail(pointer, "task kind " + quote_for_message(parts[0]) + " is not a compute kind");
     if (parts.size() > 3) fail(pointer, "expected kind[/dtype][/class]");
     std::size_t next = 1;
     if (parts.size() > next && !is_shape_class(parts[next])) {
-      if (!parse_dtype(parts[next])) fail(pointer, "unknown dtype '" + parts[next] + "'");
+      if (!parse_dtype(parts[next])) fail(pointer, "unknown dtype " + quote_for_message(parts[next]));
       ++next;
     }
     if (parts.size() > next && !is_shape_class(parts[next]))
-      fail(pointer, "unknown shape class '" + parts[next] +
-                        "' (expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
+      fail(pointer, "unknown shape class " + quote_for_message(parts[next]) +
+                        " (expected a decade 1e0 ... 1e16 or a shape like 1.51e7)");
     if (parts.size() > next + 1) fail(pointer, "expected kind[/dtype][/class]");
   }
 
@@ -222,7 +223,8 @@ Calibration load_calibration(const std::string& path) {
       if (!value.is_object()) reader.fail(pointer, "expected an object");
       for (const auto& [name, grid] : value.items()) {
         const std::string place = pointer + "/" + json_pointer_token(name);
-        if (!parse_dtype(name)) reader.fail(place, "unknown dtype '" + name + "' (bf16, fp16, fp32, fp64)");
+        if (!parse_dtype(name))
+          reader.fail(place, "unknown dtype " + quote_for_message(name) + " (bf16, fp16, fp32, fp64)");
         calibration.gemm[name] = reader.gemm_grid(grid, place);
       }
     } else if (key == "host")
@@ -241,11 +243,12 @@ void check_calibration_for_host(const Calibration& calibration, const HostSpec& 
     const double best = *std::max_element(grid.flop_per_s.begin(), grid.flop_per_s.end());
     const double peak = host.peak_flops(*dtype);
     if (best > peak)
-      throw InputError(input_error_message(
-          calibration.source, "/gemm/" + name,
-          "measured up to " + format_number(best / 1e12) + " TFLOP/s, above the " +
-              format_number(peak / 1e12) + " TFLOP/s " + name + " peak of host '" + host.name + "' (" +
-              std::string(to_string(host.gpu)) + "): the grid comes from a faster GPU than the platform's"));
+      throw InputError(
+          input_error_message(calibration.source, "/gemm/" + name,
+                              "measured up to " + format_number(best / 1e12) + " TFLOP/s, above the " +
+                                  format_number(peak / 1e12) + " TFLOP/s " + name + " peak of host " +
+                                  quote_for_message(host.name) + " (" + std::string(to_string(host.gpu)) +
+                                  "): the grid comes from a faster GPU than the platform's"));
   }
 }
 

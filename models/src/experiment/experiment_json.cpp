@@ -54,7 +54,7 @@ class Reader {
     if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
       std::string list;
       for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-      fail(pointer, "unknown value '" + v + "' (known: " + list + ")");
+      fail(pointer, "unknown value " + quote_for_message(v) + " (known: " + list + ")");
     }
     return v;
   }
