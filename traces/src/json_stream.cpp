@@ -127,11 +127,13 @@ class ByteSource {
 // The input iterator nlohmann's iterator adapter reads; only ever compared with the end.
 class ByteIterator {
  public:
+  // NOLINTBEGIN(readability-identifier-naming): the names std::iterator_traits reads
   using iterator_category = std::input_iterator_tag;
   using value_type = char;
   using difference_type = std::ptrdiff_t;
   using pointer = const char*;
   using reference = char;
+  // NOLINTEND(readability-identifier-naming)
 
   explicit ByteIterator(ByteSource* source = nullptr) : source_(source) {}
   char operator*() const { return source_->peek(); }
