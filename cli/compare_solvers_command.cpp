@@ -1,16 +1,19 @@
 // strata compare-solvers: every solver that applies to the model, and backprop under DP and
-// PP-1F1B and DP with each memory option the real executor runs (recompute=full, zero=1,
-// zero=1 with offload=1), on the same workers: predicted time per epoch on a platform, measured time per
-// epoch and accuracy on this machine, time to a target accuracy, bytes per iteration and peak memory per
-// worker; an SVG of accuracy against wall-clock time.
+// PP-1F1B, DP with each memory option the real executor runs (recompute=full, zero=1, zero=1
+// with offload=1) and DP with each gradient compression (compression=int8, fp8, topk, powersgd),
+// on the same workers: predicted time per epoch on a platform, measured time per epoch and
+// accuracy on this machine, time to a target accuracy, bytes per iteration predicted and
+// measured, and peak memory per worker; an SVG of accuracy against wall-clock time.
 //
 // One "iteration" is what one optimizer step of the solver sees (docs/solvers.md): backprop, a
 // global batch; AMPNet and local parallelism, one instance of `--global-batch` samples (64 by
 // default); the ADMM solvers, one full-batch sweep, which is also their epoch. Each row's Plan is
 // replayed in a child process (one SimGrid engine per process).
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -53,6 +56,7 @@ struct Row {
   Report predicted;
   std::vector<real::EpochResult> measured;
   std::vector<double> seconds;  // cumulative training seconds after each epoch
+  double measured_bytes = -1;   // B per iteration the workers sent (backprop rows), -1 unmeasured
 };
 
 std::vector<Row> rows_for(const CompareOptions& o) {
@@ -79,9 +83,16 @@ std::vector<Row> rows_for(const CompareOptions& o) {
   add("backprop pp=" + std::to_string(w) + " 1f1b", "backprop", "pp=" + std::to_string(w));
   // The memory options the real executor runs, on the data-parallel row (docs/memory.md, "Run
   // for real"): activation recomputation, ZeRO-1 and ZeRO-1 with its optimizer on the host (a
-  // row whose platform has no pcie_bw says why it has no Plan).
+  // row whose platform has no pcie_bw says why it has no Plan); then the gradient codecs
+  // (docs/compression.md) with their default topk_ratio and powersgd_rank.
   for (const std::vector<std::string>& options :
-       std::vector<std::vector<std::string>>{{"recompute=full"}, {"zero=1"}, {"zero=1", "offload=1"}}) {
+       std::vector<std::vector<std::string>>{{"recompute=full"},
+                                             {"zero=1"},
+                                             {"zero=1", "offload=1"},
+                                             {"compression=int8"},
+                                             {"compression=fp8"},
+                                             {"compression=topk"},
+                                             {"compression=powersgd"}}) {
     std::string label = "backprop dp=" + std::to_string(w);
     for (const std::string& option : options) label += " " + option;
     add(label, "backprop", "dp=" + std::to_string(w));
@@ -177,6 +188,14 @@ void measure(Row& row, const CompareOptions& o) {
     seconds += row.measured.back().train_seconds;
     row.seconds.push_back(seconds);
   }
+  // The bytes of one more run of the Plan on the first batch (the epochs' totals also hold the test
+  // passes' pipeline traffic), per solver iteration as the prediction counts them.
+  std::vector<std::int64_t> first(static_cast<std::size_t>(std::min(trainer.global_batch(), train.count)));
+  for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
+  const std::uint64_t before = trainer.bytes_sent();
+  trainer.train_batch(train, first);
+  row.measured_bytes =
+      static_cast<double>(trainer.bytes_sent() - before) / std::max(1, row.predicted.instances);
   if (progress_wanted()) std::fprintf(stderr, "\r%60s\r", "");
 }
 
@@ -187,10 +206,10 @@ std::string time_to_target(const Row& row, double target) {
 }
 
 void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
-  std::printf("%-34s %14s %14s %10s %14s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
+  std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
               "accuracy",
               ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(),
-              "bytes/iteration", "peak mem/worker");
+              "bytes/iteration", "measured bytes", "peak mem/worker");
   for (const Row& r : rows) {
     if (!r.why_not.empty()) {
       std::printf("%-34s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
@@ -206,10 +225,11 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
     char accuracy[32] = "-";
     if (!r.measured.empty())
       std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-34s %14s %14s %10s %14s %16s %14s%s\n", r.label.c_str(),
+    std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s%s\n", r.label.c_str(),
                 format_seconds(predicted_epoch).c_str(),
                 r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
                 time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
+                r.measured_bytes < 0 ? "-" : format_bytes(r.measured_bytes).c_str(),
                 format_bytes(r.predicted.peak_memory_bytes).c_str(),
                 r.not_measured.empty() ? "" : "  (not run here, *)");
   }
@@ -273,6 +293,11 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
     action = [o] {
       std::vector<Row> rows = rows_for(*o);
       const std::string platform = resolve_platform(o->flags.platform);
+      // Every row replays on it: a file that is not there is one error, not a row of n/a each.
+      if (std::FILE* f = std::fopen(platform.c_str(), "rb"); f != nullptr)
+        std::fclose(f);
+      else
+        throw InputError(platform + ": cannot open file: " + std::strerror(errno));
       const ReplayOptions options = replay_options(o->replay);  // reads the calibration once
       for (Row& r : rows) predict(r, platform, options);
       const auto failed = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.plan_failed; });

@@ -350,6 +350,7 @@ void add_run_command(CLI::App& app, Action& action) {
         optimizer = plan_optimizer(o->flags, plan);
         o->epochs = o->flags.epochs;
       }
+      if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

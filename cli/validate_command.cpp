@@ -341,6 +341,7 @@ void add_validate_command(CLI::App& app, Action& action) {
         plan = plan_to_run(o->flags, o->plan);
         o->optimizer = plan_optimizer(o->flags, plan);
       }
+      if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
       Simulation sim = prepare_simulation(*o);
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));

@@ -187,6 +187,13 @@ bad "--set value with trailing garbage" plan --model mlp -o x.json --set bucket_
 bad "--set key unknown to the model" plan --model mlp -o x.json --set layers=2
 bad "--strategy with a zero" plan --model mlp -o x.json --strategy dp=0
 bad "unknown model" plan --model nosuch -o x.json
+bad "ZeRO with one worker" plan --model mlp -o x.json --set zero=1
+bad "compression with one worker" plan --model mlp -o x.json --set compression=int8
+bad "compression on a gradient-free solver" plan --model mlp -o x.json --solver pdadmm --workers 2 --set compression=topk
+bad "unknown codec" plan --model mlp -o x.json --strategy dp=2 --set compression=qsgd
+bad "top-k ratio of zero" plan --model mlp -o x.json --strategy dp=2 --set compression=topk --set topk_ratio=0
+bad "top-k ratio above one" plan --model mlp -o x.json --strategy dp=2 --set compression=topk --set topk_ratio=1.5
+bad "PowerSGD rank above min(m, n)" plan --model mlp -o x.json --strategy dp=2 --set compression=powersgd --set powersgd_rank=11
 
 # ---- memory ---------------------------------------------------------------------------------------
 LIMIT='ulimit -v 1000000' bad "a Plan too large for the address space" \

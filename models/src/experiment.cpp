@@ -65,6 +65,9 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
   c.interleave = e.interleave;
   c.ddp = e.ddp;
   c.flash_attention = e.flash_attention;
+  c.compression = e.compression;
+  c.topk_ratio = e.topk_ratio;
+  c.powersgd_rank = e.powersgd_rank;
   return c;
 }
 

@@ -87,10 +87,12 @@ TEST(Experiment, EveryTableKeyParsesAndIsRangeChecked) {
 TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
   Experiment e;
   e.model = "mlp";
-  EXPECT_EQ(error_of([&] { apply_set(e, "foo=1"); }),
-            "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
-            "ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, recompute, "
-            "recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, tp_algo, zero)");
+  EXPECT_EQ(
+      error_of([&] { apply_set(e, "foo=1"); }),
+      "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
+      "compression, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, powersgd_rank, "
+      "recompute, recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, topk_ratio, "
+      "tp_algo, zero)");
   EXPECT_EQ(error_of([&] { apply_set(e, "rho=1"); }).rfind("--set rho: unknown key for model 'mlp'", 0), 0u);
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=nan"); }), "--set lr: 'nan' is not a finite number");
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=-1"); }), "--set lr: must be >= 0, got -1");

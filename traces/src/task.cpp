@@ -7,17 +7,15 @@ inline namespace traces {
 namespace {
 
 constexpr std::array<std::string_view, kTaskKindCount> kKindNames = {
-    "linear_fwd",     "linear_bwd_data", "linear_bwd_weight",
-    "conv_fwd",       "conv_bwd_data",   "conv_bwd_weight",
-    "attention_fwd",  "attention_bwd",   "embedding_fwd",
-    "embedding_bwd",  "norm_fwd",        "norm_bwd",
-    "activation_fwd", "activation_bwd",  "pool_fwd",
-    "pool_bwd",       "loss_fwd",        "loss_bwd",
-    "elementwise",    "grad_accumulate", "optimizer_step",
-    "fixed",          "admm_backward",   "admm_forward",
-    "spmm",           "host_copy",       "send",
-    "recv",           "allreduce",       "allgather",
-    "reduce_scatter", "broadcast",
+    "linear_fwd",     "linear_bwd_data", "linear_bwd_weight", "conv_fwd",
+    "conv_bwd_data",  "conv_bwd_weight", "attention_fwd",     "attention_bwd",
+    "embedding_fwd",  "embedding_bwd",   "norm_fwd",          "norm_bwd",
+    "activation_fwd", "activation_bwd",  "pool_fwd",          "pool_bwd",
+    "loss_fwd",       "loss_bwd",        "elementwise",       "grad_accumulate",
+    "optimizer_step", "fixed",           "admm_backward",     "admm_forward",
+    "spmm",           "host_copy",       "compress",          "send",
+    "recv",           "allreduce",       "allgather",         "reduce_scatter",
+    "broadcast",
 };
 
 template <typename Enum, std::size_t N>

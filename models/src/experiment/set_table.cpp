@@ -112,6 +112,14 @@ std::vector<SetKey> make_table() {
                          "1 = FlashAttention: fused attention core, no s x s activations kept");
   flash.max = 1, flash.max_reason = "0 (off) or 1 (on)";
   t.push_back(flash);
+  t.push_back(choice("compression", SetSection::strategy, {"none", "int8", "fp8", "topk", "powersgd"},
+                     "codec",
+                     "data-parallel gradient compression, with error feedback (docs/compression.md)"));
+  t.push_back(real("topk_ratio", SetSection::strategy, 0, true, 1, false, "",
+                   "compression=topk: fraction of each gradient bucket's values sent"));
+  t.push_back(
+      integer("powersgd_rank", SetSection::strategy, 1, "",
+              "compression=powersgd: rank r of the factors, at most min(m, n) of every weight matrix"));
   // The memory options above are written to JSON only where they differ from these defaults.
   const std::map<std::string, std::string> quiet_defaults = {{"recompute", "none"},
                                                              {"recompute_method", "uniform"},
@@ -121,7 +129,10 @@ std::vector<SetKey> make_table() {
                                                              {"offload", "0"},
                                                              {"interleave", "1"},
                                                              {"ddp", "overlap"},
-                                                             {"flash_attention", "0"}};
+                                                             {"flash_attention", "0"},
+                                                             {"compression", "none"},
+                                                             {"topk_ratio", "0.01"},
+                                                             {"powersgd_rank", "4"}};
   for (SetKey& key : t)
     if (auto it = quiet_defaults.find(key.name); it != quiet_defaults.end()) key.quiet_default = it->second;
   t.push_back(integer("max_active_keys", SetSection::solver, 1, "instances", "AMPNet instances in flight",
@@ -248,6 +259,9 @@ const std::map<std::string, Access>& accessors() {
     a["interleave"] = option(&Experiment::interleave);
     a["ddp"] = option_choice(&Experiment::ddp, parse_ddp_mode);
     a["flash_attention"] = option(&Experiment::flash_attention);
+    a["compression"] = option_choice(&Experiment::compression, parse_compression);
+    a["topk_ratio"] = top(&Experiment::topk_ratio);
+    a["powersgd_rank"] = option(&Experiment::powersgd_rank);
     a["max_active_keys"] = number(&SolverConfig::max_active_keys, &Experiment::solver);
     a["min_update_frequency"] = number(&SolverConfig::min_update_frequency, &Experiment::solver);
     a["instances"] = number(&SolverConfig::instances, &Experiment::solver);

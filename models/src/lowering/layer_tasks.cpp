@@ -270,6 +270,30 @@ double input_elems(const Layer& layer) {
   return layer.saved_elems > 0 ? layer.saved_elems : layer.out_elems;
 }
 
+GradMatrix grad_matrix(const Layer& layer, int tp) {
+  const double params = layer.params / (is_split(layer) ? tp : 1);
+  GradMatrix g;
+  const Attributes& s = layer.shape;
+  if (layer.op == LayerOp::linear) {
+    auto k = shape_real(s, "k");
+    auto n = shape_real(s, "n");
+    if (k && n) {
+      g.rows = std::llround(layer.split == TensorSplit::row ? *k / tp : *k);
+      g.cols = std::llround(layer.split == TensorSplit::column ? *n / tp : *n);
+    }
+  } else if (layer.op == LayerOp::conv) {
+    auto c_in = shape_real(s, "c_in");
+    auto c_out = shape_real(s, "c_out");
+    auto kh = shape_real(s, "kh");
+    auto kw = shape_real(s, "kw");
+    if (c_in && c_out && kh && kw) g.rows = std::llround(*c_out), g.cols = std::llround(*c_in * *kh * *kw);
+  }
+  const double matrix = static_cast<double>(g.rows) * static_cast<double>(g.cols);
+  if (matrix <= 0 || matrix > params) g.rows = g.cols = 0;  // no matrix, or shape attributes that disagree
+  g.rest = params - static_cast<double>(g.rows) * static_cast<double>(g.cols);
+  return g;
+}
+
 LayerTaskOptions layer_task_options(const StrategyConfig& config) {
   return {config.sequence_parallel, config.flash_attention};
 }

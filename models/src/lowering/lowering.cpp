@@ -66,7 +66,9 @@ PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
       buckets_(static_cast<std::size_t>(layout.stage_count() * layout.tp)),
       gathers_(buckets_.size()),
       prev_gathers_(buckets_.size()),
-      unit_gathers_(buckets_.size()) {}
+      unit_gathers_(buckets_.size()),
+      codec_buffers_(tasks_.size()),
+      codecs_(buckets_.size()) {}
 
 int PlanBuilder::shards(int from_stage) const { return layout_.config->zero >= from_stage ? layout_.dp : 1; }
 
@@ -121,6 +123,7 @@ void PlanBuilder::add_buffers() {
         wb.opt = plan_.add_buffer({prefix + "opt/state" + chunk_suffix(s), worker,
                                    std::ceil(st.params / shards(1)) * opt_per_param, DType::fp32, true,
                                    layout_.config->offload});
+        add_codec_buffers(rank, s, prefix);
         const double input_bytes = st.first_layer == 0
                                        ? layout_.model->input_elems * layout_.microbatch_size * elem
                                        : layer(st.first_layer - 1).out_bytes;
@@ -152,6 +155,7 @@ void PlanBuilder::add_iteration(int iteration) {
       for (int t = 0; t < layout_.tp; ++t) {
         create_bucket_allreduces(iteration, s, t);
         create_param_gathers(iteration, s, t);
+        create_codec_tasks(iteration, s, t);
         if (layout_.config->zero == 3) create_unit_gathers(iteration, s, t);
       }
   for (int d = 0; d < layout_.replicas; ++d)
@@ -164,6 +168,7 @@ void PlanBuilder::add_iteration(int iteration) {
       for (int t = 0; t < layout_.tp; ++t) {
         wire_bucket_allreduces(s, t);
         wire_param_gathers(s, t);
+        wire_codec_tasks(s, t);
         if (layout_.config->zero == 3) wire_unit_gathers(s, t);
       }
 }
@@ -184,6 +189,7 @@ void check_lowered(const StrategyConfig& config) {
   rest.flash_attention = defaults.flash_attention;
   rest.interleave = defaults.interleave;
   rest.offload = defaults.offload;
+  rest.compression = defaults.compression;
   if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");

@@ -57,6 +57,33 @@ class PlanBuilder {
     std::vector<TaskIndex> fwd, bwd;
   };
 
+  // Gradient compression (lowering_compression.cpp). A rank's codec buffers of one bucket: the
+  // error-feedback residual, the wire (topk: the all-gathered slots; powersgd: P) and
+  // PowerSGD's Q.
+  struct CodecBuffers {
+    BufferIndex ef = kNoBuffer, wire = kNoBuffer, q = kNoBuffer;
+  };
+  // A group's codec tasks of one bucket: per lowered replica, and PowerSGD's Q allreduce.
+  struct CodecTasks {
+    std::vector<TaskIndex> encode, project, decode;
+    TaskIndex second = kNoTask;
+  };
+  // A bucket's sizes as the codec sees them.
+  struct BucketCodec {
+    double elements = 0;    // gradient elements S
+    double topk = 0;        // ceil(topk_ratio * S)
+    double p_elements = 0;  // PowerSGD: sum of rows·r plus the values sent whole
+    double q_elements = 0;  // sum of cols·r
+    double matmul_flops = 0, orth_flops = 0;
+    std::string matrices;  // "rows x cols + rest" per gradient, ';'-separated (attr matrices)
+  };
+  BucketCodec bucket_codec(int s, std::size_t k) const;
+  void add_codec_buffers(WorkerId rank, int s, const std::string& prefix);
+  TaskIndex add_codec_task(const std::string& step, const BucketCodec& codec, std::string id, WorkerId rank,
+                           int it, std::int64_t priority, double flops, double bytes);
+  void create_codec_tasks(int it, int s, int t);
+  void wire_codec_tasks(int s, int t);
+
   const Stage& stage(int s) const { return layout_.stages[static_cast<std::size_t>(s)]; }
   const LayerPlan& layer(int i) const { return layout_.layers[static_cast<std::size_t>(i)]; }
   const std::string& layer_name(int i) const;
@@ -124,7 +151,9 @@ class PlanBuilder {
   std::vector<std::vector<TaskIndex>> buckets_;  // per s * tp + t
   // ZeRO-1/2 parameter all-gathers per s * tp + t, of this and of the previous iteration.
   std::vector<std::vector<TaskIndex>> gathers_, prev_gathers_;
-  std::vector<UnitGathers> unit_gathers_;  // ZeRO-3, per s * tp + t
+  std::vector<UnitGathers> unit_gathers_;                 // ZeRO-3, per s * tp + t
+  std::vector<std::vector<CodecBuffers>> codec_buffers_;  // per rank, per stage bucket
+  std::vector<std::vector<CodecTasks>> codecs_;           // per s * tp + t, per bucket
 };
 
 }  // namespace lowering

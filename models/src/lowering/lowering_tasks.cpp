@@ -232,8 +232,12 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   // ZeRO (any stage) and Megatron's distributed optimizer reduce-scatter each bucket: every rank
   // keeps the reduced gradient of its 1/dp shard (Rajbhandari et al. 2020, section 5).
   const bool sharded = layout_.config->zero >= 1;
+  // Top-k compression all-gathers each rank's selection instead (lowering_compression.cpp).
+  const bool gathered = layout_.config->compression == Compression::topk;
   const std::string prefix = coord("it", it) + "/" + coord("pp", layout_.device(s)) + "/" + coord("tp", t) +
-                             (sharded ? "/rs/" : "/ar/");
+                             (sharded    ? "/rs/"
+                              : gathered ? "/ag/"
+                                         : "/ar/");
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
     const int bucket = st.bucket_offset + static_cast<int>(k);  // on the rank
     const TaskIndex task =

@@ -3,10 +3,13 @@
 #include "strata/models/lowering/strategy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
+#include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
@@ -104,6 +107,20 @@ std::optional<RecomputeMethod> parse_recompute_method(std::string_view name) {
 }
 
 std::string_view to_string(DdpMode mode) { return mode == DdpMode::overlap ? "overlap" : "after_flush"; }
+
+namespace {
+constexpr std::array<std::string_view, 5> kCompressionNames = {"none", "int8", "fp8", "topk", "powersgd"};
+}  // namespace
+
+std::string_view to_string(Compression compression) {
+  return kCompressionNames[static_cast<std::size_t>(compression)];
+}
+
+std::optional<Compression> parse_compression(std::string_view name) {
+  for (std::size_t i = 0; i < kCompressionNames.size(); ++i)
+    if (kCompressionNames[i] == name) return static_cast<Compression>(i);
+  return std::nullopt;
+}
 
 std::optional<DdpMode> parse_ddp_mode(std::string_view name) {
   if (name == "overlap") return DdpMode::overlap;
@@ -219,7 +236,41 @@ void check_full_graph(const Model& model, const StrategyConfig& config) {
 }
 
 // The memory options of StrategyConfig, named by their --set keys.
+// Gradient compression: of the DP gradients whole (not ZeRO's shards), with parameters that
+// make sense (the PowerSGD rank fits every weight matrix, Vogels et al. 2019 section 3).
+std::string shortest_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+void check_compression(const Model& model, const StrategyConfig& config) {
+  const std::string v = "--set compression=" + std::string(to_string(config.compression));
+  if (!(config.topk_ratio > 0 && config.topk_ratio <= 1))
+    throw InputError("--set topk_ratio=" + shortest_text(config.topk_ratio) +
+                     ": the fraction of values sent must be in (0, 1]");
+  if (config.powersgd_rank < 1)
+    throw InputError("--set powersgd_rank=" + std::to_string(config.powersgd_rank) + ": must be >= 1");
+  if (config.compression == Compression::none) return;
+  if (config.dp < 2)
+    throw InputError(v + ": compresses the data-parallel gradient exchange, dp=" + std::to_string(config.dp) +
+                     " has none (use dp >= 2)");
+  if (config.zero != 0)
+    throw InputError(v + ": with --set zero=" + std::to_string(config.zero) +
+                     " is not lowered (compression applies to plain data parallelism's allreduce)");
+  if (config.compression != Compression::powersgd) return;
+  for (const Layer& layer : model.layers) {
+    const GradMatrix g = grad_matrix(layer, config.tp);
+    if (g.rows > 0 && config.powersgd_rank > std::min(g.rows, g.cols))
+      throw InputError("--set powersgd_rank=" + std::to_string(config.powersgd_rank) +
+                       ": above min(m, n) = " + std::to_string(std::min(g.rows, g.cols)) + " of layer " +
+                       layer.name + "'s " + std::to_string(g.rows) + " x " + std::to_string(g.cols) +
+                       " gradient");
+  }
+}
+
 void check_memory_options(const Model& model, const StrategyConfig& config) {
+  check_compression(model, config);
   const int blocks = model.num_blocks_or_layers();
   const bool transformer = model.family == "gpt";
   if (config.recompute == Recompute::selective && !transformer)
@@ -290,6 +341,7 @@ std::string memory_option_set(const StrategyConfig& c) {
   if (c.interleave != d.interleave) return set("interleave", std::to_string(c.interleave));
   if (c.ddp != d.ddp) return set("ddp", std::string(to_string(c.ddp)));
   if (c.flash_attention) return set("flash_attention", "1");
+  if (c.compression != d.compression) return set("compression", std::string(to_string(c.compression)));
   if (c.schedule == PipelineSchedule::zb_h1) return "--schedule zb-h1";
   return "";
 }

@@ -76,6 +76,14 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
     check_strategy(model, config);
     return;
   }
+  if (config.compression != Compression::none) {
+    const bool admm = solver.solver == Solver::dladmm || solver.solver == Solver::pdadmm ||
+                      solver.solver == Solver::pdadmm_g_q;
+    throw InputError(
+        "--set compression=" + std::string(to_string(config.compression)) + ": --solver " + name +
+        (admm ? " is gradient-free (ADMM): it has no gradients to compress"
+              : " exchanges no data-parallel gradients; compression applies to backprop's allreduce"));
+  }
   if (const std::string option = memory_option_set(config); !option.empty())
     throw InputError(option + ": a backprop memory option; --solver " + name + " lowers its own tasks");
   if (config.tp > 1 || (config.pp > 1 && config.dp > 1))

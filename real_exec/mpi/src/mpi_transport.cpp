@@ -8,6 +8,7 @@
 #include <exception>
 #include <type_traits>
 
+#include "strata/real/core/grad_codec.hpp"
 #include "strata/real/core/int8_codec.hpp"
 #include "strata/real/mpi_transport.hpp"
 #include "strata/traces/error.hpp"
@@ -215,13 +216,47 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
                  datatype<T>(), from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
     bytes_ += (out.end - out.begin) * sizeof(T);
   };
-  for (std::size_t s = 0; runs_reduce_scatter(t.kind) && s + 1 < n;
+  ByteCodec codec{};
+  const bool compressed = parse_byte_codec(t.attr_string("compression").value_or(""), codec);
+  // A compressed ring (ThreadTransport::compressed_ring): messages of codes and a scale.
+  std::vector<std::uint8_t> out_message, in_message;
+  auto coded_step = [&](RingChunk out, RingChunk in, bool encode) {
+    if (encode) {
+      out_message.clear();
+      encode_message(data.data() + out.begin, out.end - out.begin, codec, out_message);
+    }
+    in_message.resize(message_bytes(in.end - in.begin));
+    MPI_Sendrecv(out_message.data(), count_of(out_message.size(), "allreduce " + t.id), MPI_BYTE, to,
+                 static_cast<int>(task), in_message.data(), count_of(in_message.size(), "allreduce " + t.id),
+                 MPI_BYTE, from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
+    bytes_ += out_message.size();
+    incoming.resize(in.end - in.begin);
+    decode_message(in_message.data(), incoming.size(), codec, incoming.data());
+  };
+  for (std::size_t s = 0; compressed && s + 1 < n; ++s) {
+    const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
+    coded_step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in, true);
+    for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
+  }
+  if (compressed) {  // the owned chunk encoded once; each allgather step forwards what it received
+    const RingChunk own = ring_chunk(owned_chunk(me, n), size, n);
+    out_message.clear();
+    encode_message(data.data() + own.begin, own.end - own.begin, codec, out_message);
+    decode_message(out_message.data(), own.end - own.begin, codec, data.data() + own.begin);
+    for (std::size_t s = 0; s + 1 < n; ++s) {
+      const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
+      coded_step(ring_chunk(allgather_chunk(me, s, n), size, n), in, false);
+      std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
+      std::swap(out_message, in_message);
+    }
+  }
+  for (std::size_t s = 0; !compressed && runs_reduce_scatter(t.kind) && s + 1 < n;
        ++s) {  // own + received, as ThreadTransport
     const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
     step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
     for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
   }
-  for (std::size_t s = 0; runs_allgather(t.kind) && s + 1 < n; ++s) {  // allgather
+  for (std::size_t s = 0; !compressed && runs_allgather(t.kind) && s + 1 < n; ++s) {  // allgather
     const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
     step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
     std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -107,6 +108,55 @@ std::string short_parameter_buffer(const Plan& plan, const Task& t) {
          " (ZeRO-2 and -3 shard these buffers; the real executor runs zero=0 and zero=1)";
 }
 
+// Why a compress task cannot run, or "": its codec and step, their attributes, its operands'
+// sizes (lowering_compression.cpp writes them; a Plan file may not).
+std::string codec_problem(const Plan& plan, const Task& t) {
+  const std::string codec = attr_string(t, "codec"), step = attr_string(t, "step");
+  const bool byte = codec == "int8" || codec == "fp8";
+  if (!byte && codec != "topk" && codec != "powersgd")
+    return "compress codec '" + codec + "' has no kernel (int8, fp8, topk, powersgd)";
+  const bool known =
+      step == "encode" || (step == "decode" && !byte) || (step == "project" && codec == "powersgd");
+  if (!known) return "compress step '" + step + "' is not one of codec " + codec + "'s steps";
+  auto elements = [&plan](BufferIndex b) {
+    const Buffer& buffer = plan.buffer(b);
+    return static_cast<std::int64_t>(std::llround(buffer.bytes / bytes_per_element(buffer.dtype)));
+  };
+  const std::int64_t members = t.attr_int("members").value_or(0);
+  if (step != "project" && members < 1) return "compress task needs an integer attribute members >= 1";
+  if (step == "encode" &&
+      (t.attr_int("member").value_or(-1) < 0 || t.attr_int("member").value_or(0) >= members))
+    return "compress encode needs an integer attribute member in [0, members)";
+  const std::size_t fixed = step == "encode" ? (codec == "powersgd" ? 2 : 1) : step == "project" ? 2 : 0;
+  const std::size_t min_reads = step == "encode" ? fixed + 1 : step == "project" ? 2 : 1;
+  if (t.reads.size() < min_reads || t.writes.empty())
+    return "compress " + step + " reads or writes too few buffers";
+  std::int64_t gradient = 0;
+  if (step == "encode")
+    for (std::size_t i = 0; i + fixed < t.reads.size(); ++i) gradient += elements(t.reads[i]);
+  if (codec == "topk") {
+    const std::int64_t k = t.attr_int("k").value_or(0);
+    const BufferIndex wire = step == "encode" ? t.writes.back() : t.reads[0];
+    if (k < 1 || (step == "encode" && k > gradient))
+      return "compress topk needs 1 <= k <= the gradient's values";
+    if (elements(wire) != 2 * k * members) return "compress topk wire holds other than members x 2k values";
+    if (gradient >= (std::int64_t{1} << 24))
+      return "compress topk bucket of 2^24 values or more (indices travel as floats)";
+  }
+  if (codec == "powersgd") {
+    const std::vector<CodecMatrix> mats = parse_codec_matrices(attr_string(t, "matrices"));
+    if (mats.empty() || t.attr_int("rank").value_or(0) < 1)
+      return "compress powersgd needs attributes rank >= 1 and matrices '<rows>x<cols>+<rest>;...'";
+    const std::int64_t r = *t.attr_int("rank");
+    std::int64_t m = 0, p = 0;
+    for (const CodecMatrix& c : mats) m += c.rows * c.cols + c.rest, p += c.rows * r + c.rest;
+    const BufferIndex wire = step == "encode" ? t.writes.back() : step == "project" ? t.reads[1] : t.reads[0];
+    if (elements(wire) != p || (step == "encode" && gradient != m))
+      return "compress powersgd matrices '" + attr_string(t, "matrices") + "' do not fit its buffers";
+  }
+  return "";
+}
+
 // Why `t` has no kernel, or "" when it has one.
 std::string missing_kernel(const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::optimizer_step && t.attr_int("on_host").value_or(0) != 0 &&
@@ -125,9 +175,16 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     case TaskKind::loss_bwd:
     case TaskKind::grad_accumulate:
     case TaskKind::recv:
-    case TaskKind::allreduce:
     case TaskKind::spmm:
       return "";
+    case TaskKind::allreduce: {
+      const std::string codec = t.attr_string("compression").value_or("none");
+      return codec == "none" || codec == "int8" || codec == "fp8" || codec == "powersgd"
+                 ? ""
+                 : "allreduce compression '" + codec + "' has no kernel (int8, fp8, powersgd)";
+    }
+    case TaskKind::compress:
+      return codec_problem(plan, t);
     case TaskKind::elementwise:
       return gist_copy_name(t).empty() ? "elementwise task is none of GIST's extract, write_back, average"
                                        : "";
@@ -171,6 +228,7 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
                  "of gradients has";
       return "";
     case TaskKind::allgather:
+      if (t.attr_string("compression").value_or("") == "topk") return "";
       for (TaskIndex d : t.data_deps)  // the step, or offload's copy of its weights back
         if (plan.task(d).kind != TaskKind::optimizer_step &&
             !(plan.task(d).kind == TaskKind::host_copy && plan.task(d).attr_int("to_host").value_or(1) == 0))
@@ -186,6 +244,24 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
 }
 
 }  // namespace
+
+std::vector<CodecMatrix> parse_codec_matrices(const std::string& text) {
+  std::vector<CodecMatrix> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(';', at);
+    if (end == std::string::npos) end = text.size();
+    CodecMatrix m;
+    char x = 0, plus = 0;
+    std::istringstream item(text.substr(at, end - at));
+    if (!(item >> m.rows >> x >> m.cols >> plus >> m.rest) || x != 'x' || plus != '+' || !item.eof() ||
+        m.rows < 0 || m.cols < 0 || m.rest < 0 || (m.rows == 0) != (m.cols == 0))
+      return {};
+    out.push_back(m);
+    at = end + 1;
+  }
+  return out;
+}
 
 double int8_encoding(const Task& send) {
   if (send.attr_string("encoding").value_or("") != "int8") return 0;
@@ -218,6 +294,25 @@ std::optional<OffloadCopies> offload_copies(const Plan& plan, const Task& step) 
   copies.h2d = static_cast<TaskIndex>(h2d);
   if (plan.task(copies.d2h).reads.size() != plan.task(copies.h2d).writes.size()) return std::nullopt;
   return copies;
+}
+
+void check_cuda_kernels(const Plan& plan, const std::string& source) {
+  check_kernels(plan, source);
+  for (const Task& t : plan.tasks()) {
+    switch (t.kind) {
+      case TaskKind::admm_backward:
+      case TaskKind::admm_forward:
+      case TaskKind::spmm:
+      case TaskKind::elementwise:
+      case TaskKind::compress:
+        break;
+      default:
+        if (!t.attr_string("compression").has_value() && !t.attr_string("encoding").has_value()) continue;
+    }
+    throw InputError(source + ": task " + t.id + " (" + std::string(to_string(t.kind)) +
+                     (t.attr_string("compression") ? ", compression " + *t.attr_string("compression") : "") +
+                     ") has no CUDA kernel; run it with --device cpu");
+  }
 }
 
 void check_kernels(const Plan& plan, const std::string& source) {
@@ -271,6 +366,8 @@ void TaskRunner<T>::run(TaskIndex index) {
       return run_optimizer(t);
     case TaskKind::host_copy:  // host and device memory are one here: nothing to move
       return;
+    case TaskKind::compress:
+      return run_codec(t);
     case TaskKind::admm_backward:
     case TaskKind::admm_forward:
       return run_admm(t);

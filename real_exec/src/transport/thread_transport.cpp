@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "strata/real/core/grad_codec.hpp"
 #include "strata/real/core/int8_codec.hpp"
 #include "strata/traces/error.hpp"
 
@@ -68,6 +69,62 @@ void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws
 }
 
 template <typename T>
+void ThreadTransport<T>::ring(TaskKind kind, std::vector<std::vector<T>>& data) {
+  const std::size_t n = data.size(), size = data[0].size();
+  for (std::size_t step = 0; runs_reduce_scatter(kind) && step + 1 < n; ++step)  // reduce-scatter
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
+      auto& to = data[(r + 1) % n];
+      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
+  for (std::size_t step = 0; runs_allgather(kind) && step + 1 < n; ++step)  // allgather
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
+      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin),
+                data[r].begin() + static_cast<std::ptrdiff_t>(c.end),
+                data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(c.begin));
+      bytes_ += (c.end - c.begin) * sizeof(T);
+    }
+}
+
+// The same ring with every message sent as codes (grad_codec.hpp): a reduce-scatter message is
+// the sender's partial sum encoded, decoded by the receiver before it adds; the owner of each
+// reduced chunk encodes it once and the allgather forwards those bytes, so every rank ends with
+// the same values.
+template <typename T>
+void ThreadTransport<T>::compressed_ring(std::vector<std::vector<T>>& data, ByteCodec codec) {
+  const std::size_t n = data.size(), size = data[0].size();
+  std::vector<std::uint8_t> message;
+  std::vector<T> decoded;
+  for (std::size_t step = 0; step + 1 < n; ++step)
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
+      message.clear();
+      encode_message(data[r].data() + c.begin, c.end - c.begin, codec, message);
+      decoded.resize(c.end - c.begin);
+      decode_message(message.data(), decoded.size(), codec, decoded.data());
+      auto& to = data[(r + 1) % n];
+      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += decoded[i - c.begin];
+      bytes_ += message.size();
+    }
+  std::vector<std::vector<std::uint8_t>> reduced(n);  // per chunk: its owner's message
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t chunk = owned_chunk(r, n);
+    const RingChunk c = ring_chunk(chunk, size, n);
+    encode_message(data[r].data() + c.begin, c.end - c.begin, codec, reduced[chunk]);
+    decode_message(reduced[chunk].data(), c.end - c.begin, codec, data[r].data() + c.begin);
+  }
+  for (std::size_t step = 0; step + 1 < n; ++step)
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::size_t chunk = allgather_chunk(r, step, n);
+      const RingChunk c = ring_chunk(chunk, size, n);
+      decode_message(reduced[chunk].data(), c.end - c.begin, codec, data[(r + 1) % n].data() + c.begin);
+      bytes_ += reduced[chunk].size();
+    }
+}
+
+template <typename T>
 void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
@@ -84,21 +141,11 @@ void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<
   for (const auto& d : data)
     STRATA_ASSERT(d.size() == size,
                   std::string(to_string(t.kind)) + " " + t.id + ": ranks hold different sizes");
-  for (std::size_t step = 0; runs_reduce_scatter(t.kind) && step + 1 < n; ++step)  // reduce-scatter
-    for (std::size_t r = 0; r < n; ++r) {
-      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
-      auto& to = data[(r + 1) % n];
-      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
-      bytes_ += (c.end - c.begin) * sizeof(T);
-    }
-  for (std::size_t step = 0; runs_allgather(t.kind) && step + 1 < n; ++step)  // allgather
-    for (std::size_t r = 0; r < n; ++r) {
-      const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
-      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin),
-                data[r].begin() + static_cast<std::ptrdiff_t>(c.end),
-                data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(c.begin));
-      bytes_ += (c.end - c.begin) * sizeof(T);
-    }
+  ByteCodec codec{};
+  if (parse_byte_codec(t.attr_string("compression").value_or(""), codec))
+    compressed_ring(data, codec);
+  else
+    ring(t.kind, data);
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t offset = 0;
     for (BufferIndex b : parts[r]) {

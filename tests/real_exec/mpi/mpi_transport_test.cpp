@@ -329,5 +329,26 @@ TEST(MpiTransportCli, ZeroOneOverTwoProcessesReportsWhatPlainDataParallelismRepo
             field(plain.out, "bytes sent between workers: ", "\n"));
 }
 
+// Gradient compression over two processes: the compressed ring (int8: codes and a scale per
+// message), top-k's all-gathered selections and PowerSGD's two allreduces give the loss,
+// accuracy and bytes the same run gives over threads.
+TEST(MpiTransportCli, CompressedRunsOverTwoProcessesReportWhatTheThreadsReport) {
+  for (const char* codec : {"int8", "topk", "powersgd"}) {
+    SCOPED_TRACE(codec);
+    const auto dir = scratch(std::string("compression_") + codec);
+    const std::string args =
+        std::string(STRATA_BINARY) +
+        " run --model mlp --strategy dp=2 --epochs 1 --no-pin --set compression=" + codec;
+    const Outcome threads = run(args, dir);
+    ASSERT_EQ(threads.status, 0) << threads.err;
+    const Outcome mpi = run(mpirun(2) + args + " --transport mpi", dir);
+    ASSERT_EQ(mpi.status, 0) << mpi.err;
+    EXPECT_EQ(field(mpi.out, "train loss ", ","), field(threads.out, "train loss ", ","));
+    EXPECT_EQ(field(mpi.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
+    EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"),
+              field(threads.out, "bytes sent between workers: ", "\n"));
+  }
+}
+
 }  // namespace
 }  // namespace strata::real::mpi_test

@@ -19,7 +19,7 @@
 //    "strategy": {"dp","tp","pp","schedule","bucket_mb","dp_algo","tp_algo","replicas",
 //                 memory options where not default: "recompute","recompute_method",
 //                 "recompute_blocks","sequence_parallel","zero","offload","interleave","ddp",
-//                 "flash_attention"},
+//                 "flash_attention", "compression", "topk_ratio", "powersgd_rank"},
 //    "solver": {"name":"backprop", <the keys of that solver>},
 //    "optimizer": {"kind","lr","momentum","beta1","beta2","eps"},
 //    "dtype", "global_batch", "microbatches", "iterations", "epochs", "seed"}
@@ -73,6 +73,9 @@ struct Experiment {
   int interleave = 1;
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;
+  Compression compression = Compression::none;  // the DP gradients' codec (docs/compression.md)
+  double topk_ratio = 0.01;
+  int powersgd_rank = 4;
   SolverConfig solver;  // solver.solver names it; the other fields are its settings
   Optimizer optimizer = Optimizer::adam;
   std::optional<double> learning_rate;  // unset: default_learning_rate()

@@ -65,6 +65,8 @@ enum class TaskKind : std::uint8_t {
   spmm,             // Y = Â X, Â sparse (a GCN's aggregation): attrs nodes, nnz, width
   host_copy,        // copy between device and host memory over the host link: attr to_host (1: D2H,
                     // 0: H2D); bytes_read (D2H) or bytes_written (H2D) is the payload
+  compress,         // a gradient codec step around a compressed DP exchange: attrs codec (int8 |
+                    // fp8 | topk | powersgd) and step (encode | project | decode), docs/compression.md
   // communication
   send,  // point-to-point: carries the transfer to `peer`
   recv,  // the receiver's completion of the matching send (data-dependent on it)

@@ -104,6 +104,16 @@ SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp,
 Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
                      const LayerTaskOptions& options = {});
 
+// A layer's weight gradient on one tp rank as PowerSGD sees it (Vogels et al. 2019, section 3:
+// a conv kernel reshaped to c_out x c_in·kh·kw): a rows x cols matrix followed by `rest` values
+// sent uncompressed (the bias; everything, rows = cols = 0, for a layer without a matrix: norms).
+// Linear k x n (column split: n / tp, row split: k / tp); conv c_out x c_in·kh·kw.
+struct GradMatrix {
+  std::int64_t rows = 0, cols = 0;
+  double rest = 0;
+};
+GradMatrix grad_matrix(const Layer& layer, int tp);
+
 // Input activation elements per sample (Layer holds only its output): linear m*k, conv
 // c_in*(h_out*stride)*(w_out*stride) when the shape attributes are there; elementwise reads two
 // operands of the output's size; otherwise saved_elems (what a layer keeps for backward is its

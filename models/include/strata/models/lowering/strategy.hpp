@@ -64,6 +64,17 @@ enum class DdpMode : std::uint8_t { overlap, after_flush };
 std::string_view to_string(DdpMode mode);  // overlap | after_flush
 std::optional<DdpMode> parse_ddp_mode(std::string_view name);
 
+// Gradient compression of the data-parallel exchange (docs/compression.md), each lowered as
+// codec tasks (TaskKind::compress) around smaller transfers, with error feedback:
+// int8 / fp8, every message of a ring allreduce quantized with one scale per ring chunk (int8:
+// Dettmers 2016, 8-bit approximations; fp8: e4m3, Micikevicius et al. 2022); topk, each rank's
+// largest topk_ratio of its bucket's values sent with their indices and all-gathered (Aji &
+// Heafield 2017, with Stich et al. 2018's error feedback); powersgd, rank-r factors P = M Q and
+// Q = M^T P allreduced, Q kept from the previous step (Vogels et al., NeurIPS 2019).
+enum class Compression : std::uint8_t { none, int8, fp8, topk, powersgd };
+std::string_view to_string(Compression compression);  // none | int8 | fp8 | topk | powersgd
+std::optional<Compression> parse_compression(std::string_view name);
+
 struct StrategyConfig {
   int dp = 1;
   int tp = 1;
@@ -94,6 +105,10 @@ struct StrategyConfig {
   int interleave = 1;              // model chunks (virtual stages) per device; 1 = plain
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
+  // Bandwidth reduction: the DP gradients' codec (needs dp >= 2 and zero = 0).
+  Compression compression = Compression::none;
+  double topk_ratio = 0.01;  // compression = topk: fraction of each bucket's values sent, (0, 1]
+  int powersgd_rank = 4;     // compression = powersgd: r, at most min(m, n) of every weight matrix
 
   int workers() const { return dp * tp * pp; }
   std::string to_string() const;  // "dp=2,tp=2,pp=2"
@@ -108,7 +123,9 @@ void parse_strategy(const std::string& text, StrategyConfig& into);
 // 0-3, offload only with zero >= 1, recompute_blocks no more than the blocks of a stage (of a
 // model chunk when interleaved), interleave = v > 1 only with the 1f1b schedule, pp > 1 and v
 // dividing the blocks of every stage (blocks divisible by pp x v), microbatches a multiple of pp
-// (Megatron's requirement for the interleaved schedule). Throws InputError naming the --set key.
+// (Megatron's requirement for the interleaved schedule); compression only with dp >= 2 and
+// zero = 0, topk_ratio in (0, 1], powersgd_rank in [1, min(m, n)] of every weight matrix.
+// Throws InputError naming the --set key.
 void check_strategy(const Model& model, const StrategyConfig& config);
 
 // The first memory option of `config` that differs from its default, as "--set key=value" (the

@@ -53,6 +53,10 @@
 //                   host memory, `<step>/h2d` the updated weights back; the step between them
 //                   (on_host = 1) runs on the CPU. On the CPU executor host and device memory
 //                   are one and the copies move nothing; the CUDA executor copies.
+// - compress        a gradient codec step (task_runner_codec.cpp: encode, project, decode of
+//                   int8, fp8, topk, powersgd); an allreduce with attribute compression int8 or
+//                   fp8 sends each ring message as one-byte codes and a scale (grad_codec.hpp),
+//                   an allgather with compression topk gathers the ranks' top-k slots.
 // Any other kind has no kernel: check_kernels() refuses the Plan before anything runs.
 //
 // Thread safety: run() may be called concurrently for tasks the Plan lets run concurrently
@@ -78,6 +82,10 @@ namespace strata::real {
 // Throws InputError naming `source`, the first task whose kind (or attribute: fn, optimizer,
 // pool size) has no real kernel, and the kinds that do.
 void check_kernels(const Plan& plan, const std::string& source);
+// The same for the CUDA executor (cuda_task_runner.hpp), which runs backprop's kinds only: no
+// ADMM, GCN or codec kernels and no compressed collectives. Throws InputError naming `source`,
+// the task and its kind, and pointing to --device cpu.
+void check_cuda_kernels(const Plan& plan, const std::string& source);
 
 // The optimizer of a run, as an Experiment gives it (models/optimizer.hpp): learning_rate,
 // momentum (SGD), adam (betas, eps). The kind the Plan's optimizer-step tasks name wins.
@@ -92,6 +100,14 @@ std::string gist_copy_name(const Task& task);
 // quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
 // sent as its values. Both transports encode such a payload and count one byte per value.
 double int8_encoding(const Task& send);
+
+// A PowerSGD codec task's gradients (its attribute matrices, lowering_compression.cpp): per
+// gradient buffer, in order, a rows x cols matrix then `rest` values sent whole. Empty when the
+// text is not "<rows>x<cols>+<rest>" items joined by ';'.
+struct CodecMatrix {
+  std::int64_t rows = 0, cols = 0, rest = 0;
+};
+std::vector<CodecMatrix> parse_codec_matrices(const std::string& text);
 
 // An offloaded optimizer step's copies (ZeRO-Offload, lowering_offload.cpp): `<step>/d2h`, a
 // host_copy among its data dependencies that reads the gradients, and `<step>/h2d`, the
@@ -280,6 +296,7 @@ class TaskRunner final : public TaskExecutor<T> {
   void run_loss(const Task& t);
   void run_optimizer(const Task& t);
   void run_admm(const Task& t);
+  void run_codec(const Task& t);  // task_runner_codec.cpp
   // GCN Plans (task_runner_graph.cpp).
   void run_spmm(TaskIndex index);
   void run_graph_loss(const Task& t);

@@ -10,7 +10,9 @@
 //   2(n−1)/n·S elements, as on a network. The steps run one after another in the thread that
 //   executes the task, so the copies and additions are real but the ranks do not overlap them
 //   as separate GPUs would. A reduce_scatter runs the first half only, an allgather the second
-//   (ZeRO-1/2's gradients and parameters).
+//   (ZeRO-1/2's gradients and parameters). An allreduce with attribute compression int8 or fp8
+//   sends each message as codes (compressed_ring; each rank sends 2(n−1) messages of S/n codes
+//   and a 4-byte scale).
 // Thread safety: send/recv/collective may be called from several threads at once.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "strata/real/core/grad_codec.hpp"
 #include "strata/real/exec/task_runner.hpp"
 
 namespace strata::real {
@@ -33,6 +36,9 @@ class ThreadTransport final : public Transport<T> {
   std::string name() const override { return "threads"; }
 
  private:
+  void ring(TaskKind kind, std::vector<std::vector<T>>& data);
+  void compressed_ring(std::vector<std::vector<T>>& data, ByteCodec codec);
+
   std::mutex mutex_;
   std::map<TaskIndex, std::vector<T>> staged_;           // by send task
   std::map<TaskIndex, std::vector<std::int8_t>> codes_;  // by send task, int8-encoded payloads
