@@ -215,6 +215,24 @@ TEST(AnalyticalOptions, OffloadCrossesPcieAndStepsOnTheHost) {
   EXPECT_DOUBLE_EQ(e.iteration_s, 1e-3 + 3.03e-3 + 2e-3 + 0.13671875e-3 + 3.03e-3);
 }
 
+// Gradient compression (docs/compression.md) on DpSetup's 1e6 fp32 gradients: the encode reads
+// and writes G and the residual E (16 MB at 16 GB/s x 0.8 = 1.25 ms), then int8's ring carries
+// 1e6 one-byte codes and four 4-byte scales: 2·3·10 µs + 2·(3/4)·(1e6 + 16) B / 1 GB/s =
+// 1.560024 ms. The residual is one more gradient's worth of memory: 4 MB.
+TEST(AnalyticalOptions, CompressionShrinksTheExchangeAndAddsTheCodecAndItsResidual) {
+  DpSetup d;
+  const Estimate plain = estimate(d.model, d.config, d.cluster, CostModel());
+  EXPECT_DOUBLE_EQ(plain.dp_comm_s, allreduce_time(CollectiveAlgo::ring, 4, 4e6, 1e9, 1e-5));
+  d.config.compression = Compression::int8;
+  const Estimate int8 = estimate(d.model, d.config, d.cluster, CostModel());
+  EXPECT_DOUBLE_EQ(int8.dp_comm_s, 1.25e-3 + 1.560024e-3);
+  EXPECT_DOUBLE_EQ(int8.peak_memory_bytes - plain.peak_memory_bytes, 4e6);
+  // top-k 1 %: two codec passes, and an all-gather of 4 slots of 10,000 (value, index) pairs:
+  // 3·10 µs + 3/4·320 kB / 1 GB/s = 0.27 ms.
+  d.config.compression = Compression::topk;
+  EXPECT_DOUBLE_EQ(estimate(d.model, d.config, d.cluster, CostModel()).dp_comm_s, 2 * 1.25e-3 + 0.27e-3);
+}
+
 TEST(AnalyticalOptions, AllreduceAfterTheFlushOverlapsNothing) {
   // Two blocks of 5e5 fp32 parameters, dp = 2 at 1 GB/s: two 2 MB buckets, 2 ms each. With
   // overlap the 3 ms backward hides the first (7 ms in all, analytical_test.cpp); after the

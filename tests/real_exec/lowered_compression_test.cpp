@@ -143,6 +143,45 @@ TEST(LoweredCompression, CodecTasksTheKernelsCannotRunAreRefusedInOneLine) {
   EXPECT_THROW(check_kernels(low, "bad.json"), InputError);
 }
 
+// LeNet-5's conv kernels compress as c_out x c_in·kh·kw matrices: PowerSGD's P and Q of every
+// gradient (from the encode task's matrices) are what the transport counts, and the replicas
+// stay identical.
+TEST(LoweredCompression, LeNet5ConvGradientsCompressAsMatrices) {
+  StrategyConfig c = training_runs::mlp_config(2, 1, 1, PipelineSchedule::one_f_one_b, Optimizer::adam);
+  c.compression = Compression::powersgd;
+  c.powersgd_rank = 2;
+  const Plan plan = lower(make_model("lenet5", {}), c);
+  ASSERT_NO_THROW(check_kernels(plan, "lenet.json"));
+  double values = 0;
+  int conv = 0;
+  for (const Task& t : plan.tasks())
+    if (t.kind == TaskKind::compress && t.attr_string("step") == "encode" && t.worker == 0)
+      for (const CodecMatrix& m : parse_codec_matrices(*t.attr_string("matrices"))) {
+        values += 2.0 * (m.rows + m.cols) + static_cast<double>(m.rest);
+        conv += m.rows == 6 && m.cols == 25;  // conv1: 6 kernels of 1 x 5 x 5
+      }
+  EXPECT_EQ(conv, 1);
+  CpuBackend backend;
+  Trainer<float> trainer(plan, backend, training_runs::train_config());
+  trainer.train_batch(training_runs::train_images(), training_runs::batch_indices(0));
+  EXPECT_EQ(trainer.bytes_sent(), 2.0 * (2 - 1) * values * 4);  // two ring allreduces' worth of values
+  std::map<std::string, const float*> first;
+  for (BufferIndex i = 0; i < plan.buffers().size(); ++i) {
+    const std::string& id = plan.buffer(i).id;
+    const std::size_t w = id.find("/w/");
+    if (w == std::string::npos) continue;
+    if (id.rfind("dp0/", 0) == 0) {
+      first[id.substr(w)] = trainer.workspace().data(i);
+      continue;
+    }
+    ASSERT_EQ(first.count(id.substr(w)), 1u) << id;
+    EXPECT_EQ(std::memcmp(trainer.workspace().data(i), first[id.substr(w)],
+                          static_cast<std::size_t>(trainer.workspace().size(i)) * sizeof(float)),
+              0)
+        << id;
+  }
+}
+
 // The CUDA executor has no codec kernels and its allreduce sends values: refused before a run.
 TEST(LoweredCompression, CudaRefusesCodecTasksInOneLine) {
   ASSERT_NO_THROW(check_cuda_kernels(compressed_plan(Compression::none), "--device cuda"));

@@ -157,6 +157,10 @@ Estimator::StageGrads stage_grads(const Model& model, const StrategyConfig& conf
     if (layer.block != unit) g.units += 1;
     unit = layer.block;
     g.layer_bytes += params * grad_bytes;
+    const GradMatrix m = grad_matrix(layer, config.tp);
+    g.matrix_rows += static_cast<double>(m.rows);
+    g.matrix_cols += static_cast<double>(m.cols);
+    g.matrix_rest += m.rest;
     if (config.bucket_bytes <= 0 && layer.block != block) close();
     block = layer.block;
     bytes += params * grad_bytes;
@@ -165,6 +169,44 @@ Estimator::StageGrads stage_grads(const Model& model, const StrategyConfig& conf
   }
   close();
   return g;
+}
+
+// A compressed bucket of b gradient bytes (docs/compression.md, lowering_compression.cpp): its
+// encode (and decode) on the compute stream, priced as the Plan's codec tasks are, then the
+// smaller exchange. PowerSGD's P and Q split the bucket as the stage's matrices split its
+// gradients. Counted as the bucket's DP time: the codec's compute is not overlapped here.
+double compressed_exchange_s(const Context& cx, const Estimator::StageGrads& g, double b, Link link) {
+  const StrategyConfig& c = cx.config;
+  const double elem = bytes_per_element(c.dtype);
+  const double n = c.dp, s = b / elem;
+  Task codec;
+  codec.kind = TaskKind::compress;
+  codec.dtype = c.dtype;
+  codec.bytes_read = codec.bytes_written = 2 * b;
+  codec.flops = 4 * s;
+  switch (c.compression) {
+    case Compression::int8:
+    case Compression::fp8:
+      return cx.cost.compute_time(codec, cx.cluster.host) +
+             allreduce_time(c.dp_algo, c.dp, s + 4 * n, link.bw, link.latency);
+    case Compression::topk: {
+      const double k = std::ceil(c.topk_ratio * s);
+      return 2 * cx.cost.compute_time(codec, cx.cluster.host) +
+             allgather_time(c.dp_algo, c.dp, n * k * (elem + 4), link.bw, link.latency);
+    }
+    case Compression::powersgd: {
+      const double values = g.params > 0 ? s / g.params : 0;  // this bucket's share of the stage
+      const double r = c.powersgd_rank;
+      codec.flops = 2 * r * s;  // P = M Q, Q = M^T P, P Q^T: one each of encode, project, decode
+      return 3 * cx.cost.compute_time(codec, cx.cluster.host) +
+             allreduce_time(c.dp_algo, c.dp, values * (r * g.matrix_rows + g.matrix_rest) * elem, link.bw,
+                            link.latency) +
+             allreduce_time(c.dp_algo, c.dp, values * r * g.matrix_cols * elem, link.bw, link.latency);
+    }
+    case Compression::none:
+      break;
+  }
+  return allreduce_time(c.dp_algo, c.dp, b, link.bw, link.latency);
 }
 
 struct DpCost {
@@ -188,6 +230,7 @@ DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   const Estimator::StageGrads& g = *sc.grads;
   if (c.dp <= 1 || g.buckets <= 0) return dp;
   auto one = [&](double b) {
+    if (c.compression != Compression::none) return compressed_exchange_s(cx, g, b, link);
     return c.zero >= 1 ? reduce_scatter_time(c.dp_algo, c.dp, b, link.bw, link.latency)
                        : allreduce_time(c.dp_algo, c.dp, b, link.bw, link.latency);
   };

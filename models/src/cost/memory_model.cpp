@@ -26,6 +26,9 @@ MemoryBreakdown model_state_memory(double psi, const StrategyConfig& config) {
   MemoryBreakdown m;
   m.params = psi * per_param.params / (config.zero >= 3 ? n : 1);
   m.grads = psi * per_param.grads / (config.zero >= 2 ? n : 1);
+  // Gradient compression keeps an error-feedback residual of every gradient (docs/compression.md);
+  // its wire buffers (top-k's slots, PowerSGD's P and Q) are a few percent of that and not counted.
+  if (config.compression != Compression::none && config.dp > 1) m.grads *= 2;
   m.optimizer = psi * per_param.optimizer / (config.zero >= 1 ? n : 1);
   if (config.offload) {
     m.host_optimizer = m.optimizer;

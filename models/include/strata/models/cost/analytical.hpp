@@ -130,6 +130,9 @@ class Estimator {
     double buckets = 0, bucket_bytes = 0, last_bucket = 0;  // DDP buckets: count, bytes, the last's
     double layers = 0, layer_bytes = 0;                     // layers with parameters: count, bytes
     double units = 0;  // blocks with parameters (ZeRO-3 gathers one unit at a time)
+    // PowerSGD's view of the gradients (grad_matrix): sums of rows and cols of the weight
+    // matrices, and the values sent whole; P holds r·rows + rest values, Q r·cols.
+    double matrix_rows = 0, matrix_cols = 0, matrix_rest = 0;
   };
 
  private:
