@@ -428,7 +428,7 @@ ExploreResult explore(const ExploreOptions& requested) {
   const auto t0 = Clock::now();
   const ClusterSpec cluster = cluster_spec(platform);
   const CostModel cost(options.replay.calibration);
-  for (const HostSpec& h : platform.hosts) check_calibration_for_host(options.replay.calibration, h);
+  check_calibration_for_hosts(options.replay.calibration, platform.hosts);
   // One Estimator for the whole space: it keeps the layer costs, cuts and memory per model
   // across configurations (the per-configuration work is then O(stages + buckets)).
   Estimator estimator(model, cluster, cost);

@@ -32,10 +32,8 @@ class ReplayEngine {
         live_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         progress_(options.progress) {
-    for (const HostSpec& h : platform.summary().hosts) {
-      check_calibration_for_host(options.calibration, h);
-      specs_.push_back(h);
-    }
+    check_calibration_for_hosts(options.calibration, platform.summary().hosts);
+    specs_ = platform.summary().hosts;
     // On a host whose speed never changes and that has a core for each worker placed on it,
     // a worker's kernels (one at a time) each get one core at full speed: a kernel takes
     // exactly the cost model's time, so it is an engine timer instead of an Exec (same result,

@@ -135,17 +135,17 @@ TEST(GemmGrid, GridFasterThanTheHostsPeakIsRefused) {
       "node-0", {{"gpus", "8"}, {"flops_bf16", "312e12"}, {"mem_bw", "2.039e12"}, {"gpu_memory", "80e9"}},
       19.5e12, 8);
   try {
-    check_calibration_for_host(c, a100);
+    check_calibration_for_hosts(c, {a100});
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
                  "h200.json: /gemm/bf16: measured up to 333 TFLOP/s, above the 312 TFLOP/s bf16 peak of host "
                  "'node-0' (a100-80gb): the grid comes from a faster GPU than the platform's");
   }
-  EXPECT_NO_THROW(check_calibration_for_host(c, h100()));
+  EXPECT_NO_THROW(check_calibration_for_hosts(c, {h100()}));
   // A CPU host never prices a GEMM from a grid: not checked.
   EXPECT_NO_THROW(
-      check_calibration_for_host(c, host_spec_from_properties("cpu", {{"flops_bf16", "1e9"}}, 1e9, 4)));
+      check_calibration_for_hosts(c, {host_spec_from_properties("cpu", {{"flops_bf16", "1e9"}}, 1e9, 4)}));
 }
 
 class GemmCalibrationFile : public ::testing::Test {

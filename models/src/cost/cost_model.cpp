@@ -232,9 +232,7 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
     }
   if (host.gpu != GpuType::none) {
     const GemmGrid& grid = gemm_[static_cast<std::size_t>(task.dtype)];
-    const bool gridded =
-        !grid.empty() && (task.kind == TaskKind::linear_fwd || task.kind == TaskKind::linear_bwd_data ||
-                          task.kind == TaskKind::linear_bwd_weight);
+    const bool gridded = !grid.empty() && is_linear(task.kind);
     if (gridded ||
         !measured_kind_[static_cast<std::size_t>(task.kind) * kDTypes + static_cast<std::size_t>(task.dtype)])
       return gpu_task_time(task, host, mem_eff, flops_eff, gridded ? &grid : nullptr);

@@ -82,8 +82,7 @@ namespace {
 // shards the gradient buffers and ZeRO-3 the weight buffers (1/dp each): the simulator prices
 // such Plans, the kernels here need whole layers. "" when it does.
 std::string short_parameter_buffer(const Plan& plan, const Task& t) {
-  const bool conv = t.kind == TaskKind::conv_fwd || t.kind == TaskKind::conv_bwd_data ||
-                    t.kind == TaskKind::conv_bwd_weight;
+  const bool conv = is_conv(t.kind);
   std::int64_t needed = 0;
   if (conv) {
     const auto c_in = t.attr_int("c_in"), c_out = t.attr_int("c_out"), kh = t.attr_int("kh"),
@@ -277,6 +276,14 @@ std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Ta
     STRATA_ASSERT(rank < n,
                   std::string(to_string(t.kind)) + " " + t.id + " reads a buffer outside its group");
     parts[rank].push_back(b);
+  }
+  for (std::size_t r = 1; r < n; ++r) {
+    bool same = parts[r].size() == parts[0].size();
+    for (std::size_t j = 0; same && j < parts[r].size(); ++j) {
+      const Buffer &a = plan.buffer(parts[0][j]), &b = plan.buffer(parts[r][j]);
+      same = a.bytes == b.bytes && a.dtype == b.dtype;
+    }
+    STRATA_ASSERT(same, std::string(to_string(t.kind)) + " " + t.id + ": ranks hold different sizes");
   }
   return parts;
 }

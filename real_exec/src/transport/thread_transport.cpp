@@ -137,10 +137,6 @@ void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<
     data[r].reserve(elems);  // one allocation: the bucket can be megabytes
     for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
   }
-  const std::size_t size = data[0].size();
-  for (const auto& d : data)
-    STRATA_ASSERT(d.size() == size,
-                  std::string(to_string(t.kind)) + " " + t.id + ": ranks hold different sizes");
   ByteCodec codec{};
   if (parse_byte_codec(t.attr_string("compression").value_or(""), codec))
     compressed_ring(data, codec);

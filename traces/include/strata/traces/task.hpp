@@ -84,6 +84,13 @@ constexpr bool is_collective(TaskKind kind) {
   return kind == TaskKind::allreduce || kind == TaskKind::allgather || kind == TaskKind::reduce_scatter ||
          kind == TaskKind::broadcast;
 }
+constexpr bool is_linear(TaskKind kind) {  // a GEMM: forward, backward data or backward weight
+  return kind == TaskKind::linear_fwd || kind == TaskKind::linear_bwd_data ||
+         kind == TaskKind::linear_bwd_weight;
+}
+constexpr bool is_conv(TaskKind kind) {
+  return kind == TaskKind::conv_fwd || kind == TaskKind::conv_bwd_data || kind == TaskKind::conv_bwd_weight;
+}
 constexpr bool is_communication(TaskKind kind) {  // p2p or collective
   return is_collective(kind) || kind == TaskKind::send || kind == TaskKind::recv;
 }

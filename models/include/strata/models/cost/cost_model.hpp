@@ -90,8 +90,9 @@ std::string calibration_to_json(const Calibration& calibration, const std::strin
 // Throws InputError naming the calibration's file and GEMM grid when a grid measured faster than
 // the dense peak of a GPU host of the platform (its dtype's FLOP/s): such a grid was measured on
 // another, faster GPU and says nothing of this one. Hosts without a GPU type are not checked
-// (their tasks never use a grid).
-void check_calibration_for_host(const Calibration& calibration, const HostSpec& host);
+// (their tasks never use a grid). Each grid's best rate is found once, and hosts of one GPU
+// type and peak are checked once: O(grid points + hosts x grids).
+void check_calibration_for_hosts(const Calibration& calibration, const std::vector<HostSpec>& hosts);
 
 // The decade class of a task's work (FLOPs, or bytes when it has none): "1e7" for [1e7, 1e8).
 std::string decade_class(double work);

@@ -153,7 +153,8 @@ inline bool runs_allgather(TaskKind kind) {
 }
 
 // A collective's buffers by the position of their worker in its group (its reads, in order):
-// what each rank contributes. Checked: a buffer outside the group is an internal error.
+// what each rank contributes. Checked (internal errors): a buffer outside the group, and ranks
+// whose buffers differ in number, size or dtype, so the executors need not check them again.
 std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Task& collective);
 
 // Told that tasks run by other processes have completed (see Transport::begin_run).
