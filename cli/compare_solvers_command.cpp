@@ -29,6 +29,7 @@
 #include "strata/sim/replay.hpp"
 #include "strata/sim/report.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 #include "strata/traces/line_plot_svg.hpp"
 #include "strata/traces/units.hpp"
 
@@ -44,6 +45,8 @@ struct CompareOptions {
   int epochs = 2;
   double target = 0.85;
   std::string svg = "compare-solvers.svg";
+  std::string csv;   // the table's rows as CSV ("" = none)
+  std::string json;  // and as JSON
 };
 
 struct Row {
@@ -241,6 +244,68 @@ void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
       o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
 }
 
+// A row's figures in base units (s, B, fractions); null where the table prints "-" or "n/a".
+nlohmann::json row_json(const Row& r, const CompareOptions& o) {
+  nlohmann::json j = {{"row", r.label},
+                      {"predicted_epoch_s", nullptr},
+                      {"measured_epoch_s", nullptr},
+                      {"test_accuracy", nullptr},
+                      {"time_to_target_s", nullptr},
+                      {"bytes_per_iteration", nullptr},
+                      {"measured_bytes_per_iteration", nullptr},
+                      {"peak_memory_bytes", nullptr},
+                      {"not_available", r.why_not.empty() ? nullptr : nlohmann::json(r.why_not)},
+                      {"not_measured", r.not_measured.empty() ? nullptr : nlohmann::json(r.not_measured)}};
+  if (!r.why_not.empty()) return j;
+  j["predicted_epoch_s"] = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
+  j["bytes_per_iteration"] =
+      (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
+  j["peak_memory_bytes"] = r.predicted.peak_memory_bytes;
+  if (r.measured_bytes >= 0) j["measured_bytes_per_iteration"] = r.measured_bytes;
+  if (r.measured.empty()) return j;
+  double epoch = 0;
+  for (const real::EpochResult& e : r.measured) epoch += e.train_seconds;
+  j["measured_epoch_s"] = epoch / static_cast<double>(r.measured.size());
+  j["test_accuracy"] = r.measured.back().test_accuracy;
+  for (std::size_t e = 0; e < r.measured.size(); ++e)
+    if (r.measured[e].test_accuracy >= o.target) {
+      j["time_to_target_s"] = r.seconds[e];
+      break;
+    }
+  return j;
+}
+
+void write_tables(const std::vector<Row>& rows, const CompareOptions& o) {
+  static const char* const kColumns[] = {"row",
+                                         "predicted_epoch_s",
+                                         "measured_epoch_s",
+                                         "test_accuracy",
+                                         "time_to_target_s",
+                                         "bytes_per_iteration",
+                                         "measured_bytes_per_iteration",
+                                         "peak_memory_bytes",
+                                         "not_available",
+                                         "not_measured"};
+  nlohmann::json all = nlohmann::json::array();
+  std::string csv;
+  for (const char* c : kColumns) csv += (csv.empty() ? "" : ",") + std::string(c);
+  csv += "\n";
+  for (const Row& r : rows) {
+    const nlohmann::json j = row_json(r, o);
+    std::string line;
+    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + csv_cell(j[c]);
+    csv += line + "\n";
+    all.push_back(j);
+  }
+  if (!o.csv.empty()) write_file_atomically(o.csv, csv);
+  if (!o.json.empty()) {
+    const nlohmann::json doc = {{"schema_version", 1},          {"format", "strata-compare-solvers"},
+                                {"platform", o.flags.platform}, {"epochs", o.epochs},
+                                {"target", o.target},           {"rows", all}};
+    write_file_atomically(o.json, dump_one_element_per_line(doc, o.json));
+  }
+}
+
 void write_plot(const std::vector<Row>& rows, const CompareOptions& o) {
   LinePlot plot;
   plot.title = "test accuracy against training time: " + o.flags.model + ", " +
@@ -282,6 +347,8 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
       ->transform(real_number(0.0, 1.0));
   add_output_option(*cmd, "--svg", o->svg, "accuracy against time plot");
+  add_output_option(*cmd, "--csv", o->csv, "write the table's rows as CSV (s, B, fractions; default: none)");
+  add_output_option(*cmd, "--json", o->json, "write the table's rows as JSON (default: none)");
   o->flags.track(cmd->add_option("--optimizer", o->flags.optimizer, "sgd | adam")
                      ->check(CLI::IsMember({"sgd", "adam"})));
   o->flags.track(cmd->add_option("--seed", o->flags.seed, "seed of every random choice")
@@ -303,6 +370,7 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
       const auto failed = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.plan_failed; });
       for (Row& r : rows) measure(r, *o);
       print_table(rows, *o);
+      write_tables(rows, *o);
       if (failed != rows.end())
         throw InputError("compare-solvers: row '" + failed->label +
                          "': its Plan is invalid (n/a in the table); the other rows are printed");

@@ -6,6 +6,7 @@
 
 #include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace sim {
@@ -131,19 +132,6 @@ nlohmann::json row_json(const ExploreRow& r, std::size_t rank) {
       {"not_replayed", r.not_replayed}};
   if (r.simulated) j["simulated_s"] = r.simulated->iteration_time_s;
   return j;
-}
-
-std::string csv_cell(const nlohmann::json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) {
-    std::string text = v.get<std::string>();
-    if (text.find_first_of(",\"\n") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return quoted + "\"";
-  }
-  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
-  return v.dump();
 }
 
 }  // namespace

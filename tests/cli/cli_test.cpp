@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -472,6 +474,28 @@ TEST_F(Cli, CompareSolversPredictsEveryRowAndSaysWhyARowIsMissing) {
                  "has no pcie_bw"),
       std::string::npos)
       << r.out;
+}
+
+// The table as CSV and JSON, in base units: the int8 row's bytes per iteration are the two
+// ranks' ring messages of the MLP's 235,146 one-byte codes and a 4-byte scale each: 2 x 1/2 x
+// (235,146 + 2 x 4) = 470,308 B against fp32's 1,881,168 B. A missing platform is one error.
+TEST_F(Cli, CompareSolversWritesItsTableAsCsvAndJson) {
+  const Outcome r = run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms +
+                        "a100-node-8.xml --csv " + path("c.csv") + " --json " + path("c.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string csv = slurp(path("c.csv"));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "row,predicted_epoch_s,measured_epoch_s,test_accuracy,time_to_target_s,bytes_per_iteration,"
+            "measured_bytes_per_iteration,peak_memory_bytes,not_available,not_measured");
+  EXPECT_NE(csv.find("\nbackprop dp=2 compression=int8,"), std::string::npos) << csv;
+  const nlohmann::json doc = nlohmann::json::parse(slurp(path("c.json")));
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : doc["rows"]) rows[row["row"].get<std::string>()] = row;
+  EXPECT_EQ(rows.at("backprop dp=2")["bytes_per_iteration"], 1881168.0);
+  EXPECT_EQ(rows.at("backprop dp=2 compression=int8")["bytes_per_iteration"], 470308.0);
+  EXPECT_TRUE(rows.at("backprop dp=2 compression=topk")["measured_epoch_s"].is_null());  // --epochs 0
+  expect_one_line_error(run("compare-solvers --epochs 0 --platform nosuch.xml --csv " + path("d.csv")),
+                        "nosuch.xml: cannot open file", path("d.csv"));
 }
 
 TEST_F(Cli, SolverBadInputIsOneLine) {

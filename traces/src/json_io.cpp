@@ -125,6 +125,19 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   });
 }
 
+std::string csv_cell(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) {
+    const std::string text = v.get<std::string>();
+    if (text.find_first_of(",\"\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+  }
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  return v.dump();
+}
+
 std::string format_number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";

@@ -49,6 +49,10 @@ void write_file_atomically(const std::string& path, const std::function<void(con
 // independent of the locale.
 std::string format_number(double value);
 
+// One CSV cell (RFC 4180) of a JSON value: null empty, booleans "yes"/"no", strings quoted when
+// they hold a comma, quote or newline (quotes doubled), numbers as dump() writes them.
+std::string csv_cell(const nlohmann::json& value);
+
 // `text` in single quotes for a one-line message: control characters escaped (\n, \x01), cut
 // after 120 bytes (at a UTF-8 boundary) with "...".
 std::string quote_for_message(std::string_view text);
