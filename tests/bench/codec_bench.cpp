@@ -48,12 +48,13 @@ void run_codec(const std::string& codec, std::vector<float>& g, std::vector<floa
   } else {  // powersgd: a rows x cols matrix, rows = floor(sqrt(n))
     const auto rows = static_cast<std::int64_t>(std::sqrt(static_cast<double>(n)));
     const std::int64_t cols = n / rows;
+    static real::CpuBackend backend;
     std::vector<float> q(static_cast<std::size_t>(cols * kRank), 0.5F),
         p(static_cast<std::size_t>(rows * kRank));
-    real::matmul_mq(g.data(), q.data(), rows, cols, kRank, p.data());
+    real::matmul_mq(backend, g.data(), q.data(), rows, cols, kRank, p.data());
     real::orthonormalize_columns(p.data(), rows, kRank);
-    real::matmul_mtp(g.data(), p.data(), rows, cols, kRank, q.data());
-    real::matmul_pqt(p.data(), q.data(), rows, cols, kRank, out.data());
+    real::matmul_mtp(backend, g.data(), p.data(), rows, cols, kRank, q.data());
+    real::matmul_pqt(backend, p.data(), q.data(), rows, cols, kRank, out.data());
   }
   benchmark::DoNotOptimize(out.data());
 }

@@ -92,10 +92,11 @@ TEST(PowerSgd, RankOneMatrixIsRecoveredExactlyByOneStep) {
           u[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(j)];
   const std::vector<double> q0 = {0.3, -0.7, 1.1};
   std::vector<double> p(4), q(3), approx(12);
-  matmul_mq(m.data(), q0.data(), 4, 3, 1, p.data());
+  CpuBackend backend;
+  matmul_mq(backend, m.data(), q0.data(), 4, 3, 1, p.data());
   orthonormalize_columns(p.data(), 4, 1);
-  matmul_mtp(m.data(), p.data(), 4, 3, 1, q.data());
-  matmul_pqt(p.data(), q.data(), 4, 3, 1, approx.data());
+  matmul_mtp(backend, m.data(), p.data(), 4, 3, 1, q.data());
+  matmul_pqt(backend, p.data(), q.data(), 4, 3, 1, approx.data());
   for (std::size_t i = 0; i < m.size(); ++i) EXPECT_NEAR(approx[i], m[i], 1e-12) << i;
 }
 

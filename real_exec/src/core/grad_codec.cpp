@@ -112,33 +112,21 @@ std::vector<std::int64_t> top_k_indices(const T* values, std::int64_t n, std::in
 }
 
 template <typename T>
-void matmul_mq(const T* m, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out) {
-  std::fill(out, out + rows * r, T{0});
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const T v = m[i * cols + j];
-      for (std::int64_t c = 0; c < r; ++c) out[i * r + c] += v * q[j * r + c];
-    }
+void matmul_mq(Backend& backend, const T* m, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r,
+               T* out) {
+  backend.gemm(Transpose::no, Transpose::no, rows, r, cols, T{1}, m, cols, q, r, T{0}, out, r);
 }
 
 template <typename T>
-void matmul_mtp(const T* m, const T* p, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out) {
-  std::fill(out, out + cols * r, T{0});
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const T v = m[i * cols + j];
-      for (std::int64_t c = 0; c < r; ++c) out[j * r + c] += v * p[i * r + c];
-    }
+void matmul_mtp(Backend& backend, const T* m, const T* p, std::int64_t rows, std::int64_t cols,
+                std::int64_t r, T* out) {
+  backend.gemm(Transpose::yes, Transpose::no, cols, r, rows, T{1}, m, cols, p, r, T{0}, out, r);
 }
 
 template <typename T>
-void matmul_pqt(const T* p, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out) {
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      T sum = 0;
-      for (std::int64_t c = 0; c < r; ++c) sum += p[i * r + c] * q[j * r + c];
-      out[i * cols + j] = sum;
-    }
+void matmul_pqt(Backend& backend, const T* p, const T* q, std::int64_t rows, std::int64_t cols,
+                std::int64_t r, T* out) {
+  backend.gemm(Transpose::no, Transpose::yes, rows, cols, r, T{1}, p, r, q, r, T{0}, out, cols);
 }
 
 template <typename T>
@@ -157,14 +145,14 @@ void orthonormalize_columns(T* p, std::int64_t rows, std::int64_t r) {
   }
 }
 
-#define STRATA_GRAD_CODEC(T)                                                                     \
-  template void encode_message<T>(const T*, std::size_t, ByteCodec, std::vector<std::uint8_t>&); \
-  template void decode_message<T>(const std::uint8_t*, std::size_t, ByteCodec, T*);              \
-  template void round_trip<T>(T*, std::size_t, ByteCodec);                                       \
-  template std::vector<std::int64_t> top_k_indices<T>(const T*, std::int64_t, std::int64_t);     \
-  template void matmul_mq<T>(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*);  \
-  template void matmul_mtp<T>(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*); \
-  template void matmul_pqt<T>(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*); \
+#define STRATA_GRAD_CODEC(T)                                                                               \
+  template void encode_message<T>(const T*, std::size_t, ByteCodec, std::vector<std::uint8_t>&);           \
+  template void decode_message<T>(const std::uint8_t*, std::size_t, ByteCodec, T*);                        \
+  template void round_trip<T>(T*, std::size_t, ByteCodec);                                                 \
+  template std::vector<std::int64_t> top_k_indices<T>(const T*, std::int64_t, std::int64_t);               \
+  template void matmul_mq<T>(Backend&, const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*);  \
+  template void matmul_mtp<T>(Backend&, const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*); \
+  template void matmul_pqt<T>(Backend&, const T*, const T*, std::int64_t, std::int64_t, std::int64_t, T*); \
   template void orthonormalize_columns<T>(T*, std::int64_t, std::int64_t);
 STRATA_GRAD_CODEC(float)
 STRATA_GRAD_CODEC(double)

@@ -113,7 +113,7 @@ void TaskRunner<T>::run_codec(const Task& t) {
     const T* qv = buf(q);
     std::int64_t at = 0;
     for (const CodecMatrix& mat : matrices(t)) {
-      matmul_mq(m.data() + at, qv, mat.rows, mat.cols, r, p);
+      matmul_mq(backend_, m.data() + at, qv, mat.rows, mat.cols, r, p);
       p += mat.rows * r, qv += mat.cols * r, at += mat.rows * mat.cols;
       std::copy(m.begin() + at, m.begin() + at + mat.rest, p);
       p += mat.rest, at += mat.rest;
@@ -127,7 +127,7 @@ void TaskRunner<T>::run_codec(const Task& t) {
     const std::int64_t r = *t.attr_int("rank");
     for (const CodecMatrix& mat : matrices(t)) {
       orthonormalize_columns(p, mat.rows, r);
-      matmul_mtp(m, p, mat.rows, mat.cols, r, q);
+      matmul_mtp(backend_, m, p, mat.rows, mat.cols, r, q);
       m += mat.rows * mat.cols + mat.rest, p += mat.rows * r + mat.rest, q += mat.cols * r;
     }
     return;
@@ -150,7 +150,7 @@ void TaskRunner<T>::run_codec(const Task& t) {
   const T inv = T{1} / static_cast<T>(n_members);
   std::int64_t at = 0;
   for (const CodecMatrix& mat : matrices(t)) {
-    matmul_pqt(wire, q, mat.rows, mat.cols, r, g.data() + at);
+    matmul_pqt(backend_, wire, q, mat.rows, mat.cols, r, g.data() + at);
     for (std::int64_t i = at; i < at + mat.rows * mat.cols; ++i)
       err[i] -= g[static_cast<std::size_t>(i)] * inv;
     wire += mat.rows * r, q += mat.cols * r, at += mat.rows * mat.cols;

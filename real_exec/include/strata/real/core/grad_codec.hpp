@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/real/core/backend.hpp"
+
 namespace strata::real {
 
 enum class ByteCodec : std::uint8_t { int8, fp8 };
@@ -47,16 +49,20 @@ float fp8_e4m3_decode(std::uint8_t code);
 template <typename T>
 std::vector<std::int64_t> top_k_indices(const T* values, std::int64_t n, std::int64_t k);
 
-// PowerSGD (Vogels et al. 2019, algorithm 1). Matrices are row-major.
+// PowerSGD (Vogels et al. 2019, algorithm 1): its three products as GEMMs of `backend`.
+// Matrices are row-major.
 // out[rows x r] = m[rows x cols] · q[cols x r]
 template <typename T>
-void matmul_mq(const T* m, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out);
+void matmul_mq(Backend& backend, const T* m, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r,
+               T* out);
 // out[cols x r] = m^T · p[rows x r]
 template <typename T>
-void matmul_mtp(const T* m, const T* p, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out);
+void matmul_mtp(Backend& backend, const T* m, const T* p, std::int64_t rows, std::int64_t cols,
+                std::int64_t r, T* out);
 // out[rows x cols] = p[rows x r] · q^T
 template <typename T>
-void matmul_pqt(const T* p, const T* q, std::int64_t rows, std::int64_t cols, std::int64_t r, T* out);
+void matmul_pqt(Backend& backend, const T* p, const T* q, std::int64_t rows, std::int64_t cols,
+                std::int64_t r, T* out);
 // The columns of p[rows x r] made orthonormal in place by modified Gram-Schmidt, in column order;
 // a column that vanishes (norm below 1e-30 after projection) is set to zero.
 template <typename T>
