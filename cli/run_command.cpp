@@ -13,6 +13,7 @@
 #include "flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/lowering/strategy.hpp"
+#include "strata/real/core/process_memory.hpp"
 #include "strata/real/train/admm_plan.hpp"
 #include "strata/real/train/gcn_plan.hpp"
 #include "strata/real/train/trainer.hpp"
@@ -20,6 +21,7 @@
 #include "strata/traces/json_io.hpp"
 #include "strata/traces/plan_json.hpp"
 #include "strata/traces/trace_json.hpp"
+#include "strata/traces/units.hpp"
 
 namespace strata::cli {
 namespace {
@@ -89,6 +91,26 @@ class RunLog {
   std::string text_ =
       "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
 };
+
+// Each worker's peak of buffer arrays (the Workspace's counts, first touch to last use) and the
+// processes' resident high-water mark, their cross-check. Collective under MPI.
+template <typename T>
+void print_memory(const std::vector<std::int64_t>& peaks, real::Transport<T>& transport, bool report) {
+  std::vector<double> rss = {static_cast<double>(real::process_peak_rss_bytes())};
+  transport.max_over_processes(rss);
+  if (!report) return;
+  std::string text;
+  double sum = 0;
+  for (std::size_t w = 0; w < peaks.size(); ++w) {
+    text += (w == 0 ? "" : ", ") + format_bytes(static_cast<double>(peaks[w]));
+    sum += static_cast<double>(peaks[w]);
+  }
+  std::printf("peak memory per worker (its buffers, first touch to last use): %s; all workers %s\n",
+              text.c_str(), format_bytes(sum).c_str());
+  std::printf(
+      "process peak resident memory: %s (the largest process; the data set, libraries and temporaries too)\n",
+      format_bytes(rss[0]).c_str());
+}
 
 // The end of an ADMM or GCN run: one more Plan run for --trace, then the bytes moved. Every
 // process calls it (the run and the byte count are collectives); `report` prints.
@@ -287,6 +309,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   }
   const std::uint64_t bytes = trainer.bytes_sent();
   if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
+  print_memory(trainer.peak_memory_per_worker(), trainer.transport(), report);
   return 0;
 }
 

@@ -61,6 +61,9 @@ struct Measured {
   std::vector<Trace> runs;          // one per measured iteration, times from its own start
   std::vector<double> iteration_s;  // span of each
   std::string host;
+  // Per worker, the most bytes of buffer arrays it held over the runs (the Workspace's counts);
+  // empty where the trainer does not measure it.
+  std::shared_ptr<std::vector<std::int64_t>> peak_memory = std::make_shared<std::vector<std::int64_t>>();
 };
 
 // Appends one measured run (timings from the run's own start) to `m`.
@@ -77,7 +80,8 @@ void record(const Plan& plan, std::vector<real::TaskTiming> timings, Measured& m
 // are placed by `transport` (threads of this process when null).
 using NextRun = std::function<std::vector<real::TaskTiming>()>;
 
-NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport) {
+NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<float>* transport,
+                  std::shared_ptr<std::vector<std::int64_t>> peak_memory) {
   real::check_plan_device(plan, o.device);
   if (plan.info.trains_graph() && transport != nullptr)
     throw InputError("--transport " + o.transport + ": GCN Plans run on worker threads only");
@@ -90,6 +94,7 @@ NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
   settings.device = o.device;
   settings.executor = executor_for<float>(o.device, *backend);
   settings.transport = transport;
+  settings.peak_memory = std::move(peak_memory);
   real::PlanRuns runs = real::plan_runs(plan, train, settings);
   return [runs = std::move(runs), backend] { return runs(); };
 }
@@ -99,9 +104,10 @@ NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
 // the same machine. Under MPI every process calls this and gets the merged timings of every task.
 std::vector<Measured> measure(const std::vector<const Plan*>& plans, const ValidateOptions& o,
                               real::Transport<float>* transport) {
-  std::vector<NextRun> runs;
-  for (const Plan* plan : plans) runs.push_back(plan_runs(*plan, o, transport));
   std::vector<Measured> m(plans.size());
+  std::vector<NextRun> runs;
+  for (std::size_t p = 0; p < plans.size(); ++p)
+    runs.push_back(plan_runs(*plans[p], o, transport, m[p].peak_memory));
   for (Measured& one : m) one.host = real::host_name();
   const bool progress = (transport == nullptr || transport->process() == 0) && progress_wanted();
   const int all = o.warmup + o.iterations;
@@ -161,6 +167,22 @@ void print_header(const Plan& plan, const ValidateOptions& o) {
 }
 
 // Simulates the Plan and prints predicted against measured (rank 0 only under MPI).
+// Each worker's peak memory as the replay's memory model predicts it (the lowering's mem_alloc
+// and mem_free) and as the real run held it (the Workspace's arrays, first touch to last use).
+void print_memory(const Report& predicted, const std::vector<std::int64_t>& measured) {
+  if (measured.empty()) return;
+  std::printf("peak memory per worker: ");
+  for (const WorkerReport& w : predicted.per_worker) {
+    const auto at = static_cast<std::size_t>(w.worker);
+    if (at >= measured.size() || measured[at] <= 0) continue;
+    const double got = static_cast<double>(measured[at]);
+    std::printf("%sw%d predicted %s, measured %s (%+.1f %%)", w.worker == 0 ? "" : "; ", w.worker,
+                format_bytes(w.peak_memory_bytes).c_str(), format_bytes(got).c_str(),
+                100 * (w.peak_memory_bytes - got) / got);
+  }
+  std::printf("\n");
+}
+
 int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m,
            double* predicted_s = nullptr) {
   ReplayOptions& options = s.options;
@@ -198,6 +220,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
               format_seconds(predicted).c_str(), format_seconds(measured).c_str(),
               format_seconds(p10).c_str(), format_seconds(p90).c_str(),
               100 * (predicted - measured) / measured);
+  print_memory(sim.report, *m.peak_memory);
   std::printf("compute tasks: median |error| %.1f %%, p90 %.1f %%\n", 100 * cmp.compute_median_abs_error,
               100 * cmp.compute_p90_abs_error);
   std::printf("%-18s %6s %14s %14s %12s %10s\n", "kind", "tasks", "predicted", "measured", "median|err|",
@@ -234,7 +257,15 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
                             m.iteration_s,
                             o.experiment,
                             plan.info.experiment_hash};
-    write_file_atomically(o.json, validation_json(run, cmp).dump(1) + "\n");
+    nlohmann::json doc = validation_json(run, cmp);
+    doc["peak_memory"] = nlohmann::json::array();
+    for (const WorkerReport& w : sim.report.per_worker)
+      if (static_cast<std::size_t>(w.worker) < m.peak_memory->size())
+        doc["peak_memory"].push_back(
+            {{"worker", w.worker},
+             {"predicted_bytes", w.peak_memory_bytes},
+             {"measured_bytes", (*m.peak_memory)[static_cast<std::size_t>(w.worker)]}});
+    write_file_atomically(o.json, doc.dump(1) + "\n");
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -287,9 +288,19 @@ TEST_F(Cli, ValidateComparesTheSameTasksAndWritesBothTracesAndThePlot) {
   EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("compute tasks: median |error|"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("worst tasks:"), std::string::npos) << r.out;
+  // Peak memory per worker, predicted by the replay and measured from the Workspace's arrays:
+  // the MLP's fp32 weights, gradients and Adam moments (235,146 x 16 B) and a microbatch's
+  // activations, within 5 % of each other.
+  const auto memory = r.out.find("peak memory per worker: w0 predicted ");
+  ASSERT_NE(memory, std::string::npos) << r.out;
+  const std::string line = r.out.substr(memory, r.out.find('\n', memory) - memory);
+  const auto open = line.find("MiB ("), close = line.find(" %)");
+  ASSERT_NE(open, std::string::npos) << line;
+  EXPECT_LT(std::abs(std::stod(line.substr(open + 5, close - open - 5))), 5.0) << line;
   const std::string v = slurp(path("v.json"));
-  for (const char* key : {"\"iteration_predicted_s\"", "\"iteration_measured_s\"",
-                          "\"compute_median_abs_error\"", "\"linear_fwd\"", "\"allreduce\""})
+  for (const char* key :
+       {"\"iteration_predicted_s\"", "\"iteration_measured_s\"", "\"compute_median_abs_error\"",
+        "\"linear_fwd\"", "\"allreduce\"", "\"peak_memory\"", "\"measured_bytes\""})
     EXPECT_NE(v.find(key), std::string::npos) << key;
   // Both groups of the Perfetto file hold the same task ids: pids 1.. predicted, 10001.. measured.
   std::set<std::string> predicted, measured;

@@ -5,12 +5,89 @@
 namespace strata::real {
 
 template <typename T>
-Workspace<T>::Workspace(const Plan& plan) : steps_(plan.buffers().size(), 0) {
+Workspace<T>::Workspace(const Plan& plan)
+    : plan_(&plan),
+      releasable_(plan.buffers().size(), 0),
+      is_held_(std::make_unique<std::atomic<bool>[]>(plan.buffers().size())),
+      live_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(plan.num_workers()))),
+      peak_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(plan.num_workers()))),
+      allocation_(std::make_unique<std::mutex>()),
+      steps_(plan.buffers().size(), 0) {
   arrays_.reserve(plan.buffers().size());
-  for (const Buffer& b : plan.buffers()) {
+  sizes_.reserve(plan.buffers().size());
+  for (BufferIndex i = 0; i < plan.buffers().size(); ++i) {
+    const Buffer& b = plan.buffer(i);
     const auto elements = static_cast<std::size_t>(b.bytes / bytes_per_element(b.dtype) + 0.5);
     arrays_.emplace_back(elements, T{0});
+    sizes_.push_back(static_cast<std::int64_t>(elements));
+    is_held_[i].store(true);
+    charge(i, static_cast<std::int64_t>(elements * sizeof(T)));
   }
+}
+
+template <typename T>
+Workspace<T>::~Workspace() = default;
+template <typename T>
+Workspace<T>::Workspace(Workspace&&) noexcept = default;
+
+template <typename T>
+void Workspace<T>::charge(BufferIndex b, std::int64_t bytes) const {
+  const auto w = static_cast<std::size_t>(plan_->buffer(b).worker);
+  const std::int64_t now = live_[w].fetch_add(bytes) + bytes;
+  std::int64_t peak = peak_[w].load();
+  while (now > peak && !peak_[w].compare_exchange_weak(peak, now)) {
+  }
+}
+
+template <typename T>
+std::vector<T>& Workspace<T>::held(BufferIndex b) const {
+  if (!releasing_ || releasable_[b] == 0 || is_held_[b].load(std::memory_order_acquire)) return arrays_[b];
+  std::lock_guard<std::mutex> lock(*allocation_);
+  if (!is_held_[b].load(std::memory_order_relaxed)) {
+    arrays_[b].assign(static_cast<std::size_t>(sizes_[b]), T{0});
+    charge(b, sizes_[b] * static_cast<std::int64_t>(sizeof(T)));
+    is_held_[b].store(true, std::memory_order_release);
+  }
+  return arrays_[b];
+}
+
+template <typename T>
+void Workspace<T>::set_releasing(const std::vector<BufferIndex>& kept) {
+  releasing_ = true;
+  for (BufferIndex b = 0; b < arrays_.size(); ++b) releasable_[b] = plan_->buffer(b).persistent ? 0 : 1;
+  for (BufferIndex b : kept) releasable_[b] = 0;
+  release_all();
+}
+
+template <typename T>
+void Workspace<T>::release(BufferIndex b) {
+  if (!releasing_ || releasable_[b] == 0) return;
+  std::lock_guard<std::mutex> lock(*allocation_);
+  if (!is_held_[b].load(std::memory_order_relaxed)) return;
+  std::vector<T>().swap(arrays_[b]);
+  charge(b, -sizes_[b] * static_cast<std::int64_t>(sizeof(T)));
+  is_held_[b].store(false, std::memory_order_release);
+}
+
+template <typename T>
+void Workspace<T>::release_all() {
+  for (BufferIndex b = 0; b < arrays_.size(); ++b) release(b);
+}
+
+template <typename T>
+std::int64_t Workspace<T>::live_bytes(WorkerId w) const {
+  return live_[static_cast<std::size_t>(w)].load();
+}
+
+template <typename T>
+std::int64_t Workspace<T>::peak_bytes(WorkerId w) const {
+  return peak_[static_cast<std::size_t>(w)].load();
+}
+
+template <typename T>
+void Workspace<T>::reset_peaks() {
+  for (WorkerId w = 0; w < plan_->num_workers(); ++w)
+    peak_[static_cast<std::size_t>(w)].store(live_[static_cast<std::size_t>(w)].load());
 }
 
 template <typename T>

@@ -326,6 +326,7 @@ void Interpreter<T>::stream_loop(std::size_t slot, int core) {
     std::exception_ptr failure;
     try {
       runner_.run(t);
+      if (after_task_) after_task_(t);
     } catch (...) {
       failure = std::current_exception();
     }

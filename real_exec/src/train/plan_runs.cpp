@@ -17,7 +17,11 @@ PlanRuns plan_runs(const Plan& plan, const LabelledImages& train, const PlanRunS
   settings.optimizer = s.optimizer;
   std::shared_ptr<PlanTrainer<float>> trainer =
       make_plan_trainer<float>(plan, settings, train, s.executor, s.transport);
-  return [trainer] { return trainer->run(); };
+  return [trainer, peak = s.peak_memory] {
+    std::vector<TaskTiming> timings = trainer->run();
+    if (peak) *peak = trainer->peak_memory_per_worker();
+    return timings;
+  };
 }
 
 }  // namespace strata::real

@@ -49,6 +49,9 @@ class BackpropRun final : public PlanTrainer<T> {
     return timings;
   }
   std::uint64_t bytes_sent() const override { return trainer_.bytes_sent(); }
+  std::vector<std::int64_t> peak_memory_per_worker() const override {
+    return trainer_.peak_memory_per_worker();
+  }
   std::string backend_name() const override { return trainer_.backend_name(); }
   Workspace<T>& workspace() override { return trainer_.workspace(); }
 

@@ -112,6 +112,22 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     if (is_forward(plan.task(t)) && share.runs(t)) forward_order_.push_back(t);
   initialise_weights(config_.seed);
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
+  // Activations live from first touch to last use (release mode): the loss and the logits,
+  // which the host reads after a run, stay.
+  std::vector<BufferIndex> kept;
+  for (const Slot& s : slots_) kept.push_back(s.loss), kept.push_back(s.logits);
+  ws_->set_releasing(kept);
+  lifetimes_ =
+      std::make_unique<BufferLifetimes<T>>(plan, *ws_, [&share](TaskIndex t) { return share.runs(t); });
+  interpreter_->set_after_task([this](TaskIndex t) { lifetimes_->task_done(t); });
+  peaks_.assign(static_cast<std::size_t>(plan.num_workers()), 0);
+}
+
+template <typename T>
+std::vector<std::int64_t> Trainer<T>::peak_memory_per_worker() const {
+  std::vector<double> peaks(peaks_.begin(), peaks_.end());
+  transport_->max_over_processes(peaks);
+  return {peaks.begin(), peaks.end()};
 }
 
 template <typename T>
@@ -185,8 +201,13 @@ void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t
 template <typename T>
 double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std::int64_t>& indices,
                                std::vector<TaskTiming>* timings) {
+  ws_->reset_peaks();
   bind(data, indices);
+  lifetimes_->begin_run();
   std::vector<TaskTiming> measured = interpreter_->run();
+  for (WorkerId w = 0; w < plan_.num_workers(); ++w)
+    if (transport_->process_of(w) == transport_->process())
+      peaks_[static_cast<std::size_t>(w)] = std::max(peaks_[static_cast<std::size_t>(w)], ws_->peak_bytes(w));
   if (timings != nullptr) {
     merge_over_processes(*transport_, measured);
     *timings = std::move(measured);
@@ -253,6 +274,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
       }
     }
   }
+  ws_->release_all();  // the forward passes' activations, held since their first touch
   return transport_->sum_over_processes(static_cast<double>(correct)) / static_cast<double>(test.count);
 }
 

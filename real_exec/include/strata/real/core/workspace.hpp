@@ -7,14 +7,27 @@
 // its bias (linear: k·n + n, conv: c_out·c_in·kh·kw + c_out); "opt/state" holds the optimizer's
 // per-parameter state (Adam: first moments then second moments; SGD: the velocity).
 //
-// Ownership: the Workspace owns every array; pointers into it stay valid for its lifetime
-// (arrays are never resized after construction). Thread safety: tasks that the Plan orders by
-// its dependencies touch disjoint arrays or touch them one after the other; the Workspace adds
-// no locking of its own.
+// Memory, measured (release mode, set_releasing): a buffer that is not persistent (a
+// microbatch's activations and their gradients) holds no memory until a task first touches it
+// in a run (data() or array() allocates it, zero-filled) and gives it back at release(), which
+// the Trainer calls when the run's last task touching it has completed (BufferLifetimes,
+// exec/interpreter.hpp). Every array's bytes (elements x sizeof(T)) are charged to its
+// buffer's worker while it is held: live_bytes() and peak_bytes() are that worker's allocator
+// figures, counted from the arrays themselves, not from the Plan's mem_alloc/mem_free (which
+// the simulator's memory model reads). Kernel and transport temporaries are not counted.
+//
+// Ownership: the Workspace owns every array; pointers into an array stay valid until it is
+// released (persistent arrays: for the Workspace's lifetime; without release mode, every
+// array). Thread safety: tasks that the Plan orders by its dependencies touch disjoint arrays or
+// touch them one after the other; the allocation on first touch takes a lock, the counters are
+// atomic.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,13 +41,31 @@ class Workspace {
  public:
   // Allocates every buffer of `plan`, zero-filled. REQUIRES: plan validated.
   explicit Workspace(const Plan& plan);
+  ~Workspace();
+  Workspace(Workspace&&) noexcept;
+  Workspace& operator=(Workspace&&) = delete;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
 
-  T* data(BufferIndex b) { return arrays_[b].data(); }
-  const T* data(BufferIndex b) const { return arrays_[b].data(); }
-  std::int64_t size(BufferIndex b) const { return static_cast<std::int64_t>(arrays_[b].size()); }
+  T* data(BufferIndex b) { return held(b).data(); }
+  const T* data(BufferIndex b) const { return held(b).data(); }
+  std::int64_t size(BufferIndex b) const { return sizes_[b]; }
   // The array itself, for kernels that borrow it whole (moved into a Tensor and back, O(1)): its
   // size must be the same when it is given back.
-  std::vector<T>& array(BufferIndex b) { return arrays_[b]; }
+  std::vector<T>& array(BufferIndex b) { return held(b); }
+
+  // Release mode: every non-persistent array not in `kept` is given back now and allocated
+  // again when next touched. `kept`: buffers the host reads after a run (the loss, the logits).
+  void set_releasing(const std::vector<BufferIndex>& kept);
+  bool releasing() const { return releasing_; }
+  // Gives back a non-persistent, not kept array (no-op otherwise, or when not held); every such
+  // array at release_all().
+  void release(BufferIndex b);
+  void release_all();
+  // Bytes of worker w's arrays held now, and the most held since construction or reset_peaks().
+  std::int64_t live_bytes(WorkerId w) const;
+  std::int64_t peak_bytes(WorkerId w) const;
+  void reset_peaks();
 
   // Labels of the samples bound to (data-parallel rank, microbatch), set before a run.
   void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);
@@ -50,7 +81,18 @@ class Workspace {
   std::int64_t& optimizer_steps(BufferIndex state) { return steps_[state]; }
 
  private:
-  std::vector<std::vector<T>> arrays_;
+  std::vector<T>& held(BufferIndex b) const;  // allocates on first touch in release mode
+  void charge(BufferIndex b, std::int64_t bytes) const;
+
+  const Plan* plan_;
+  mutable std::vector<std::vector<T>> arrays_;
+  std::vector<std::int64_t> sizes_;  // elements per buffer, held or not
+  bool releasing_ = false;
+  std::vector<char> releasable_;                       // per buffer: non-persistent and not kept
+  std::unique_ptr<std::atomic<bool>[]> is_held_;       // per buffer (release mode)
+  std::unique_ptr<std::atomic<std::int64_t>[]> live_;  // per worker
+  std::unique_ptr<std::atomic<std::int64_t>[]> peak_;  // per worker
+  std::unique_ptr<std::mutex> allocation_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> labels_;
   std::vector<std::int64_t> steps_;  // per buffer
 };

@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -117,6 +118,10 @@ class Interpreter : private RemoteCompletions {
 
   const ProcessShare& share() const { return share_; }
 
+  // Called by the stream thread that ran a task, right after it completed without error and
+  // before its dependants may start (BufferLifetimes::task_done). Set between runs.
+  void set_after_task(std::function<void(TaskIndex)> after) { after_task_ = std::move(after); }
+
  private:
   void remote_completed(TaskIndex task) override;  // from the transport's thread
   void hear(TaskIndex task);                       // REQUIRES: mutex_ held, running_
@@ -130,6 +135,7 @@ class Interpreter : private RemoteCompletions {
   TaskExecutor<T>& runner_;
   Transport<T>& transport_;
   ProcessShare share_;
+  std::function<void(TaskIndex)> after_task_;
   std::vector<TaskIndex> remote_;  // tasks other processes run
   std::mutex mutex_;
   std::vector<std::condition_variable> wake_;           // per slot: work was queued

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct PlanRunSettings {
   std::string device = "cpu";             // what `executor` builds on (ADMM and GCN Plans: cpu only)
   ExecutorFactory<float> executor;        // backprop Plans' executor; empty: TaskRunner on the CPU
   Transport<float>* transport = nullptr;  // null: the workers are threads of this process
+  // Set after each run: PlanTrainer::peak_memory_per_worker (empty where not measured).
+  std::shared_ptr<std::vector<std::int64_t>> peak_memory;
 };
 
 using PlanRuns = std::function<std::vector<TaskTiming>()>;

@@ -44,6 +44,9 @@ class PlanTrainer {
   virtual std::uint64_t bytes_sent() const = 0;
   // The kernels' backend ("cpu-openblas", "cuda-cublas").
   virtual std::string backend_name() const = 0;
+  // Per worker, the most bytes of buffer arrays it held during the runs so far (Trainer's, for
+  // the workers of this process); empty where the trainer does not measure it (ADMM, GCN).
+  virtual std::vector<std::int64_t> peak_memory_per_worker() const { return {}; }
   // The Plan's buffers as they stand (weights, optimizer state, ...), brought up to date from the
   // executor's memory first (a GPU's).
   virtual Workspace<T>& workspace() = 0;

@@ -40,6 +40,7 @@
 
 #include "strata/real/core/backend.hpp"
 #include "strata/real/data/fashion_mnist.hpp"
+#include "strata/real/exec/buffer_lifetimes.hpp"
 #include "strata/real/exec/plan_execution.hpp"
 #include "strata/real/train/plan_trainer.hpp"
 #include "strata/real/transport/thread_transport.hpp"
@@ -93,7 +94,12 @@ class Trainer {
   std::string backend_name() const { return runner_->backend_name(); }
   // Payload bytes moved between workers so far, by all processes (a collective under MPI).
   std::uint64_t bytes_sent() const;
+  // The most bytes of buffer arrays each worker held during the training runs so far (the
+  // Workspace's allocator figures in release mode, workspace.hpp); the test passes' forward runs
+  // are not counted. Collective under MPI (each process knows its own workers).
+  std::vector<std::int64_t> peak_memory_per_worker() const;
   std::int64_t global_batch() const { return global_batch_; }
+  Transport<T>& transport() { return *transport_; }
 
  private:
   struct Slot {  // one (dp rank, microbatch)
@@ -115,6 +121,8 @@ class Trainer {
   Transport<T>* transport_ = nullptr;
   std::unique_ptr<TaskExecutor<T>> runner_;
   std::unique_ptr<Interpreter<T>> interpreter_;
+  std::unique_ptr<BufferLifetimes<T>> lifetimes_;
+  std::vector<std::int64_t> peaks_;  // per worker, over the training runs
   std::vector<Slot> slots_;
   std::vector<TaskIndex> forward_order_;  // local forward tasks in topological order
   std::int64_t global_batch_ = 0;
