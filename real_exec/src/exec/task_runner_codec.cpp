@@ -14,9 +14,11 @@
 // - decode reads [wire (, Q, E)] writes [G… (, E)]: topk, G = the sum of every slot's values at
 //   their indices (slots in order); powersgd, G = P Q^T and the summed bias, E = M − G / members
 //   on the matrices and 0 on the bias (it was sent whole).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/real/core/grad_codec.hpp"
@@ -46,119 +48,147 @@ void fill_normal(T* out, std::int64_t n, std::uint64_t seed) {
   }
 }
 
+// A codec task's gradients G, concatenated in the task's order: gathered out of and scattered
+// back into their buffers.
+template <typename T>
+struct Gradients {
+  Workspace<T>& ws;
+  std::vector<BufferIndex> buffers;
+  std::int64_t size = 0;
+
+  Gradients(Workspace<T>& w, std::vector<BufferIndex> b) : ws(w), buffers(std::move(b)) {
+    for (BufferIndex i : buffers) size += ws.size(i);
+  }
+  std::vector<T> gather() const {
+    std::vector<T> m;
+    m.reserve(static_cast<std::size_t>(size));
+    for (BufferIndex b : buffers) m.insert(m.end(), ws.data(b), ws.data(b) + ws.size(b));
+    return m;
+  }
+  void scatter(const std::vector<T>& m) const {
+    std::int64_t at = 0;
+    for (BufferIndex b : buffers) {
+      std::copy(m.begin() + at, m.begin() + at + ws.size(b), ws.data(b));
+      at += ws.size(b);
+    }
+  }
+};
+
+// int8 / fp8 encode: each ring chunk of M through its message codec into G, E = M − G.
+template <typename T>
+void encode_bytes(const Gradients<T>& g, std::vector<T>& m, T* err, ByteCodec codec, std::size_t members) {
+  std::vector<T> rounded = m;
+  for (std::size_t c = 0; c < members; ++c) {
+    const RingChunk r = ring_chunk(c, static_cast<std::size_t>(g.size), members);
+    round_trip(rounded.data() + r.begin, r.end - r.begin, codec);
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) err[i] = m[i] - rounded[i];
+  g.scatter(rounded);
+}
+
+// top-k encode: the k largest |M| with their indices into the rank's ring slot, E = M without them.
+template <typename T>
+void encode_top_k(std::vector<T>& m, T* err, T* wire, std::int64_t k, std::size_t slot) {
+  const std::vector<std::int64_t> idx = top_k_indices(m.data(), static_cast<std::int64_t>(m.size()), k);
+  T* out = wire + slot * static_cast<std::size_t>(2 * k);
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto i = static_cast<std::size_t>(idx[static_cast<std::size_t>(j)]);
+    out[j] = static_cast<T>(i);
+    out[k + j] = m[i];
+    m[i] = 0;
+  }
+  std::copy(m.begin(), m.end(), err);
+}
+
+// top-k decode: G = the sum of every slot's values at their indices, slots in order.
+template <typename T>
+void decode_top_k(const Gradients<T>& g, const T* wire, std::int64_t k, std::size_t members) {
+  std::vector<T> sum(static_cast<std::size_t>(g.size), T{0});
+  for (std::size_t s = 0; s < members; ++s) {
+    const T* slot = wire + s * static_cast<std::size_t>(2 * k);
+    for (std::int64_t j = 0; j < k; ++j) sum[static_cast<std::size_t>(slot[j])] += slot[k + j];
+  }
+  g.scatter(sum);
+}
+
+// PowerSGD encode: per matrix P = M Q into the wire, its bias after it. M stays in E.
+template <typename T>
+void encode_power(Backend& backend, const std::vector<T>& m, const T* q, T* p, std::int64_t r,
+                  const std::vector<CodecMatrix>& matrices) {
+  std::int64_t at = 0;
+  for (const CodecMatrix& mat : matrices) {
+    matmul_mq(backend, m.data() + at, q, mat.rows, mat.cols, r, p);
+    p += mat.rows * r, q += mat.cols * r, at += mat.rows * mat.cols;
+    std::copy(m.begin() + at, m.begin() + at + mat.rest, p);
+    p += mat.rest, at += mat.rest;
+  }
+}
+
+// PowerSGD project: P (summed) orthonormalised, Q = M^T P.
+template <typename T>
+void project_power(Backend& backend, const T* m, T* p, T* q, std::int64_t r,
+                   const std::vector<CodecMatrix>& matrices) {
+  for (const CodecMatrix& mat : matrices) {
+    orthonormalize_columns(p, mat.rows, r);
+    matmul_mtp(backend, m, p, mat.rows, mat.cols, r, q);
+    m += mat.rows * mat.cols + mat.rest, p += mat.rows * r + mat.rest, q += mat.cols * r;
+  }
+}
+
+// PowerSGD decode: G = P Q^T and the summed bias; E = M − G / members on the matrices, 0 on the
+// bias (it was sent whole).
+template <typename T>
+void decode_power(Backend& backend, const Gradients<T>& g, const T* wire, const T* q, T* err, std::int64_t r,
+                  std::size_t members, const std::vector<CodecMatrix>& matrices) {
+  std::vector<T> out(static_cast<std::size_t>(g.size), T{0});
+  const T inv = T{1} / static_cast<T>(members);
+  std::int64_t at = 0;
+  for (const CodecMatrix& mat : matrices) {
+    matmul_pqt(backend, wire, q, mat.rows, mat.cols, r, out.data() + at);
+    for (std::int64_t i = at; i < at + mat.rows * mat.cols; ++i)
+      err[i] -= out[static_cast<std::size_t>(i)] * inv;
+    wire += mat.rows * r, q += mat.cols * r, at += mat.rows * mat.cols;
+    std::copy(wire, wire + mat.rest, out.begin() + at);
+    std::fill(err + at, err + at + mat.rest, T{0});
+    wire += mat.rest, at += mat.rest;
+  }
+  g.scatter(out);
+}
+
 }  // namespace
 
 template <typename T>
 void TaskRunner<T>::run_codec(const Task& t) {
   const std::string codec = t.attr_string("codec").value_or("");
   const std::string step = t.attr_string("step").value_or("");
-  std::vector<BufferIndex> grads;
   const std::ptrdiff_t lowrank = codec == "powersgd" ? 1 : 0;
-  if (step == "encode")  // reads [G…, E (, Q)]
-    grads.assign(t.reads.begin(), t.reads.end() - 1 - lowrank);
-  else if (step == "decode")  // writes [G… (, E)]
-    grads.assign(t.writes.begin(), t.writes.end() - lowrank);
-  std::int64_t size = 0;
-  for (BufferIndex b : grads) size += elems(b);
-  // Gathers G into m, and scatters back.
-  auto gather = [&](std::vector<T>& m) {
-    m.clear();
-    for (BufferIndex b : grads) m.insert(m.end(), buf(b), buf(b) + elems(b));
-  };
-  auto scatter = [&](const std::vector<T>& m) {
-    std::int64_t at = 0;
-    for (BufferIndex b : grads) std::copy(m.begin() + at, m.begin() + at + elems(b), buf(b)), at += elems(b);
-  };
-  const auto n_members = static_cast<std::size_t>(t.attr_int("members").value_or(1));
-  if (step == "encode") {
-    const BufferIndex e = t.reads[grads.size()];
-    STRATA_ASSERT(elems(e) == size, "codec task " + t.id + ": residual and gradients differ in size");
-    std::vector<T> m;
-    gather(m);
-    T* err = buf(e);
-    for (std::int64_t i = 0; i < size; ++i) m[static_cast<std::size_t>(i)] += err[i];
-    ByteCodec byte{};
-    if (parse_byte_codec(codec, byte)) {
-      std::vector<T> rounded = m;
-      for (std::size_t c = 0; c < n_members; ++c) {
-        const RingChunk r = ring_chunk(c, static_cast<std::size_t>(size), n_members);
-        round_trip(rounded.data() + r.begin, r.end - r.begin, byte);
-      }
-      for (std::int64_t i = 0; i < size; ++i)
-        err[i] = m[static_cast<std::size_t>(i)] - rounded[static_cast<std::size_t>(i)];
-      scatter(rounded);
-      return;
-    }
-    if (codec == "topk") {
-      const std::int64_t k = *t.attr_int("k");
-      const std::vector<std::int64_t> idx = top_k_indices(m.data(), size, k);
-      const BufferIndex wire = t.writes.back();
-      const std::size_t slot = owned_chunk(static_cast<std::size_t>(*t.attr_int("member")), n_members);
-      T* out = buf(wire) + slot * static_cast<std::size_t>(2 * k);
-      for (std::int64_t j = 0; j < k; ++j) {
-        const auto i = static_cast<std::size_t>(idx[static_cast<std::size_t>(j)]);
-        out[j] = static_cast<T>(i);
-        out[k + j] = m[i];
-        m[i] = 0;
-      }
-      std::copy(m.begin(), m.end(), err);
-      return;
-    }
-    // powersgd
-    std::copy(m.begin(), m.end(), err);
-    const BufferIndex q = t.reads.back();
-    const std::int64_t r = *t.attr_int("rank");
-    if (ws_.optimizer_steps(q)++ == 0) fill_normal(buf(q), elems(q), 0x5EED);
-    T* p = buf(t.writes.back());
-    const T* qv = buf(q);
-    std::int64_t at = 0;
-    for (const CodecMatrix& mat : matrices(t)) {
-      matmul_mq(backend_, m.data() + at, qv, mat.rows, mat.cols, r, p);
-      p += mat.rows * r, qv += mat.cols * r, at += mat.rows * mat.cols;
-      std::copy(m.begin() + at, m.begin() + at + mat.rest, p);
-      p += mat.rest, at += mat.rest;
-    }
+  const auto members = static_cast<std::size_t>(t.attr_int("members").value_or(1));
+  const std::int64_t r = t.attr_int("rank").value_or(0);
+  if (step == "project") {  // reads [E (M), wire (P summed)] writes [wire, Q]
+    project_power(backend_, buf(t.reads[0]), buf(t.reads[1]), buf(t.writes[1]), r, matrices(t));
     return;
   }
-  if (step == "project") {  // powersgd: reads [E (M), wire (P summed)] writes [wire, Q]
-    const T* m = buf(t.reads[0]);
-    T* p = buf(t.reads[1]);
-    T* q = buf(t.writes[1]);
-    const std::int64_t r = *t.attr_int("rank");
-    for (const CodecMatrix& mat : matrices(t)) {
-      orthonormalize_columns(p, mat.rows, r);
-      matmul_mtp(backend_, m, p, mat.rows, mat.cols, r, q);
-      m += mat.rows * mat.cols + mat.rest, p += mat.rows * r + mat.rest, q += mat.cols * r;
-    }
-    return;
+  if (step == "decode") {  // reads [wire (, Q, E)] writes [G… (, E)]
+    const Gradients<T> g(ws_, std::vector<BufferIndex>(t.writes.begin(), t.writes.end() - lowrank));
+    if (codec == "topk") return decode_top_k(g, buf(t.reads[0]), *t.attr_int("k"), members);
+    return decode_power(backend_, g, buf(t.reads[0]), buf(t.reads[1]), buf(t.writes.back()), r, members,
+                        matrices(t));
   }
-  // decode
-  std::vector<T> g(static_cast<std::size_t>(size), T{0});
-  const T* wire = buf(t.reads[0]);
-  if (codec == "topk") {
-    const std::int64_t k = *t.attr_int("k");
-    for (std::size_t s = 0; s < n_members; ++s) {
-      const T* slot = wire + s * static_cast<std::size_t>(2 * k);
-      for (std::int64_t j = 0; j < k; ++j) g[static_cast<std::size_t>(slot[j])] += slot[k + j];
-    }
-    scatter(g);
-    return;
-  }
-  const T* q = buf(t.reads[1]);
-  T* err = buf(t.writes.back());
-  const std::int64_t r = *t.attr_int("rank");
-  const T inv = T{1} / static_cast<T>(n_members);
-  std::int64_t at = 0;
-  for (const CodecMatrix& mat : matrices(t)) {
-    matmul_pqt(backend_, wire, q, mat.rows, mat.cols, r, g.data() + at);
-    for (std::int64_t i = at; i < at + mat.rows * mat.cols; ++i)
-      err[i] -= g[static_cast<std::size_t>(i)] * inv;
-    wire += mat.rows * r, q += mat.cols * r, at += mat.rows * mat.cols;
-    std::copy(wire, wire + mat.rest, g.begin() + at);
-    std::fill(err + at, err + at + mat.rest, T{0});
-    wire += mat.rest, at += mat.rest;
-  }
-  scatter(g);
+  // encode: reads [G…, E (, Q)] writes [G…, E (, wire)]; M = G + E
+  const Gradients<T> g(ws_, std::vector<BufferIndex>(t.reads.begin(), t.reads.end() - 1 - lowrank));
+  const BufferIndex e = t.reads[g.buffers.size()];
+  STRATA_ASSERT(elems(e) == g.size, "codec task " + t.id + ": residual and gradients differ in size");
+  std::vector<T> m = g.gather();
+  T* err = buf(e);
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] += err[i];
+  if (ByteCodec byte{}; parse_byte_codec(codec, byte)) return encode_bytes(g, m, err, byte, members);
+  if (codec == "topk")
+    return encode_top_k(m, err, buf(t.writes.back()), *t.attr_int("k"),
+                        owned_chunk(static_cast<std::size_t>(*t.attr_int("member")), members));
+  std::copy(m.begin(), m.end(), err);
+  const BufferIndex q = t.reads.back();
+  if (ws_.optimizer_steps(q)++ == 0) fill_normal(buf(q), elems(q), 0x5EED);
+  encode_power(backend_, m, static_cast<const T*>(buf(q)), buf(t.writes.back()), r, matrices(t));
 }
 
 template void TaskRunner<float>::run_codec(const Task&);
