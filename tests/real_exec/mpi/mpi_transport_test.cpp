@@ -17,6 +17,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "mpi_test_runs.hpp"
 #include "strata/traces/trace_json.hpp"
@@ -312,6 +313,20 @@ TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   EXPECT_EQ(ids.size(), plan.size());
 }
 
+// `args` (a `strata run` over threads) and `mpi_args` (the same under mpirun) both succeed and
+// print the same training loss, test accuracy and bytes sent.
+void expect_same_report(const std::string& args, const std::string& mpi_args,
+                        const std::filesystem::path& dir) {
+  const Outcome threads = run(args, dir);
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Outcome mpi = run(mpi_args, dir);
+  ASSERT_EQ(mpi.status, 0) << mpi.err;
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"train loss ", ","},
+                                 {"test accuracy ", ","},
+                                 {"bytes sent between workers: ", "\n"}})
+    EXPECT_EQ(field(mpi.out, from, to), field(threads.out, from, to)) << from;
+}
+
 // ZeRO-1 over two processes (a reduce-scatter of the gradients, each rank's step on its shard,
 // an all-gather of the parameters) reports plain data parallelism's loss, accuracy and bytes
 // over threads: the same ring chunks, so the same sums and the same traffic.
@@ -319,14 +334,7 @@ TEST(MpiTransportCli, ZeroOneOverTwoProcessesReportsWhatPlainDataParallelismRepo
   const auto dir = scratch("zero");
   const std::string args =
       std::string(STRATA_BINARY) + " run --model mlp --strategy dp=2 --optimizer adam --epochs 1 --no-pin";
-  const Outcome plain = run(args, dir);
-  ASSERT_EQ(plain.status, 0) << plain.err;
-  const Outcome zero = run(mpirun(2) + args + " --set zero=1 --transport mpi", dir);
-  ASSERT_EQ(zero.status, 0) << zero.err;
-  EXPECT_EQ(field(zero.out, "train loss ", ","), field(plain.out, "train loss ", ","));
-  EXPECT_EQ(field(zero.out, "test accuracy ", ","), field(plain.out, "test accuracy ", ","));
-  EXPECT_EQ(field(zero.out, "bytes sent between workers: ", "\n"),
-            field(plain.out, "bytes sent between workers: ", "\n"));
+  expect_same_report(args, mpirun(2) + args + " --set zero=1 --transport mpi", dir);
 }
 
 // Gradient compression over two processes: the compressed ring (int8: codes and a scale per
@@ -339,14 +347,7 @@ TEST(MpiTransportCli, CompressedRunsOverTwoProcessesReportWhatTheThreadsReport) 
     const std::string args =
         std::string(STRATA_BINARY) +
         " run --model mlp --strategy dp=2 --epochs 1 --no-pin --set compression=" + codec;
-    const Outcome threads = run(args, dir);
-    ASSERT_EQ(threads.status, 0) << threads.err;
-    const Outcome mpi = run(mpirun(2) + args + " --transport mpi", dir);
-    ASSERT_EQ(mpi.status, 0) << mpi.err;
-    EXPECT_EQ(field(mpi.out, "train loss ", ","), field(threads.out, "train loss ", ","));
-    EXPECT_EQ(field(mpi.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
-    EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"),
-              field(threads.out, "bytes sent between workers: ", "\n"));
+    expect_same_report(args, mpirun(2) + args + " --transport mpi", dir);
   }
 }
 
