@@ -79,6 +79,41 @@ TEST(LoweringCompression, PowerSgdAllreducesRTimesMPlusNValuesPerMatrix) {
     EXPECT_NE(std::find(q.data_deps.begin(), q.data_deps.end(), index_of(plan, proj)), q.data_deps.end());
 }
 
+// With the other strategies: tensor parallelism (each tp rank's shard compressed in its own DP
+// group), interleaved 1F1B (every model chunk's buckets) and Megatron's after_flush reduction
+// (the chained collectives): valid Plans with a codec task per rank and bucket, and the Q
+// allreduce of PowerSGD on every bucket.
+TEST(LoweringCompression, ComposesWithTensorParallelismInterleavingAndAfterFlush) {
+  for (Compression codec : {Compression::int8, Compression::topk, Compression::powersgd}) {
+    SCOPED_TRACE(std::string(to_string(codec)));
+    StrategyConfig tp = config_of(2, 2, 1);
+    tp.compression = codec;
+    tp.powersgd_rank = 2;
+    StrategyConfig interleaved = config_of(2, 1, 2, 4);
+    interleaved.interleave = 2;
+    interleaved.compression = codec;
+    interleaved.powersgd_rank = 2;
+    StrategyConfig flush = config_of(2, 1, 2, 2);
+    flush.ddp = DdpMode::after_flush;
+    flush.compression = codec;
+    flush.powersgd_rank = 2;
+    for (const StrategyConfig& c : {tp, interleaved, flush}) {
+      const Plan plan = lower(lowering_test::tiny_gpt(4), c);
+      ASSERT_NO_THROW(plan.validate()) << c.to_string();
+      std::size_t encodes = 0, collectives = 0, q = 0;
+      for (const Task& t : plan.tasks()) {
+        encodes += t.kind == TaskKind::compress && t.attr_string("step") == "encode";
+        collectives += is_collective(t.kind) && t.attr_string("compression").has_value();
+        q += t.id.size() > 2 && t.id.compare(t.id.size() - 2, 2, "/q") == 0;
+      }
+      EXPECT_GT(encodes, 0u) << c.to_string();
+      const std::size_t per_bucket = codec == Compression::powersgd ? 2 : 1;
+      EXPECT_EQ(collectives, per_bucket * encodes / 2) << c.to_string();  // two replicas per group
+      EXPECT_EQ(q, codec == Compression::powersgd ? encodes / 2 : 0u) << c.to_string();
+    }
+  }
+}
+
 // The residual, wire and Q buffers are persistent: error feedback and the warm start carry over.
 TEST(LoweringCompression, CodecBuffersPersistAcrossIterations) {
   const Plan plan = mlp_plan(Compression::powersgd, 2);
