@@ -202,48 +202,6 @@ void measure(Row& row, const CompareOptions& o) {
   if (progress_wanted()) std::fprintf(stderr, "\r%60s\r", "");
 }
 
-std::string time_to_target(const Row& row, double target) {
-  for (std::size_t e = 0; e < row.measured.size(); ++e)
-    if (row.measured[e].test_accuracy >= target) return format_seconds(row.seconds[e]);
-  return row.measured.empty() ? "-" : "not reached";
-}
-
-void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
-  std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
-              "accuracy",
-              ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(),
-              "bytes/iteration", "measured bytes", "peak mem/worker");
-  for (const Row& r : rows) {
-    if (!r.why_not.empty()) {
-      std::printf("%-34s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
-      continue;
-    }
-    const double predicted_epoch = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
-    // The report's bytes are per Plan iteration, which holds `instances` solver iterations.
-    const double bytes =
-        (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
-    double measured_epoch = 0;
-    for (const real::EpochResult& e : r.measured) measured_epoch += e.train_seconds;
-    if (!r.measured.empty()) measured_epoch /= static_cast<double>(r.measured.size());
-    char accuracy[32] = "-";
-    if (!r.measured.empty())
-      std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * r.measured.back().test_accuracy);
-    std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s%s\n", r.label.c_str(),
-                format_seconds(predicted_epoch).c_str(),
-                r.measured.empty() ? "-" : format_seconds(measured_epoch).c_str(), accuracy,
-                time_to_target(r, o.target).c_str(), format_bytes(bytes).c_str(),
-                r.measured_bytes < 0 ? "-" : format_bytes(r.measured_bytes).c_str(),
-                format_bytes(r.predicted.peak_memory_bytes).c_str(),
-                r.not_measured.empty() ? "" : "  (not run here, *)");
-  }
-  for (const Row& r : rows)
-    if (!r.not_measured.empty()) std::printf("* %s: %s\n", r.label.c_str(), r.not_measured.c_str());
-  std::printf(
-      "predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
-      "(per instance for ampnet and local; the ADMM solvers: one full-batch sweep per epoch)\n",
-      o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
-}
-
 // A row's figures in base units (s, B, fractions); null where the table prints "-" or "n/a".
 nlohmann::json row_json(const Row& r, const CompareOptions& o) {
   nlohmann::json j = {{"row", r.label},
@@ -258,6 +216,7 @@ nlohmann::json row_json(const Row& r, const CompareOptions& o) {
                       {"not_measured", r.not_measured.empty() ? nullptr : nlohmann::json(r.not_measured)}};
   if (!r.why_not.empty()) return j;
   j["predicted_epoch_s"] = r.epoch_samples / std::max(1e-30, r.predicted.samples_per_s);
+  // The report's bytes are per Plan iteration, which holds `instances` solver iterations.
   j["bytes_per_iteration"] =
       (r.predicted.bytes_intra_host + r.predicted.bytes_inter_host) / r.predicted.instances;
   j["peak_memory_bytes"] = r.predicted.peak_memory_bytes;
@@ -273,6 +232,40 @@ nlohmann::json row_json(const Row& r, const CompareOptions& o) {
       break;
     }
   return j;
+}
+
+void print_table(const std::vector<Row>& rows, const CompareOptions& o) {
+  std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s\n", "solver", "predicted/epoch", "measured/epoch",
+              "accuracy",
+              ("to " + std::to_string(static_cast<int>(std::lround(o.target * 100))) + " %").c_str(),
+              "bytes/iteration", "measured bytes", "peak mem/worker");
+  for (const Row& r : rows) {
+    if (!r.why_not.empty()) {
+      std::printf("%-34s n/a (%s)\n", r.label.c_str(), r.why_not.c_str());
+      continue;
+    }
+    const nlohmann::json j = row_json(r, o);  // the figures, printed with their units
+    auto seconds = [&j](const char* key, const char* none) {
+      return j[key].is_null() ? std::string(none) : format_seconds(j[key].get<double>());
+    };
+    auto bytes = [&j](const char* key) {
+      return j[key].is_null() ? std::string("-") : format_bytes(j[key].get<double>());
+    };
+    char accuracy[32] = "-";
+    if (!j["test_accuracy"].is_null())
+      std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * j["test_accuracy"].get<double>());
+    std::printf("%-34s %14s %14s %10s %14s %16s %16s %14s%s\n", r.label.c_str(),
+                seconds("predicted_epoch_s", "-").c_str(), seconds("measured_epoch_s", "-").c_str(), accuracy,
+                seconds("time_to_target_s", r.measured.empty() ? "-" : "not reached").c_str(),
+                bytes("bytes_per_iteration").c_str(), bytes("measured_bytes_per_iteration").c_str(),
+                bytes("peak_memory_bytes").c_str(), r.not_measured.empty() ? "" : "  (not run here, *)");
+  }
+  for (const Row& r : rows)
+    if (!r.not_measured.empty()) std::printf("* %s: %s\n", r.label.c_str(), r.not_measured.c_str());
+  std::printf(
+      "predicted on %s; measured here over %d epoch(s), threads transport; batch %lld per worker "
+      "(per instance for ampnet and local; the ADMM solvers: one full-batch sweep per epoch)\n",
+      o.flags.platform.c_str(), o.epochs, static_cast<long long>(kBatchPerWorker));
 }
 
 void write_tables(const std::vector<Row>& rows, const CompareOptions& o) {

@@ -17,6 +17,17 @@ namespace lowering {
 
 inline constexpr BufferIndex kNoBuffer = std::numeric_limits<BufferIndex>::max();
 
+// An id's coordinate segment, "dp3". Built by append: GCC 12 warns falsely (-Wrestrict) on
+// "literal" + std::string&&.
+inline std::string coord(const char* name, int value) {
+  return std::string(name).append(std::to_string(value));
+}
+
+// "it<i>/dp<d>/pp<s>/tp<t>/": the start of a worker's task ids (s: the pipeline rank).
+inline std::string worker_prefix(int it, int d, int s, int t) {
+  return coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/";
+}
+
 class PlanBuilder {
  public:
   // REQUIRES: layout and plan outlive the builder; plan has layout's worker count.

@@ -27,11 +27,6 @@
 namespace strata {
 inline namespace models {
 namespace lowering {
-namespace {
-
-std::string coord(const char* name, int value) { return std::string(name).append(std::to_string(value)); }
-
-}  // namespace
 
 PlanBuilder::BucketCodec PlanBuilder::bucket_codec(int s, std::size_t k) const {
   const Stage& st = stage(s);
@@ -153,8 +148,7 @@ void PlanBuilder::create_codec_tasks(int it, int s, int t) {
     }
     for (int d = 0; d < layout_.replicas; ++d) {
       const WorkerId rank = layout_.rank(d, s, t);
-      const std::string prefix = coord("it", it) + "/" + coord("dp", d) + "/" +
-                                 coord("pp", layout_.device(s)) + "/" + coord("tp", t) + "/";
+      const std::string prefix = worker_prefix(it, d, layout_.device(s), t);
       const WorkerBuffers& wb = buffers_[static_cast<std::size_t>(rank)];
       // The codec runs as soon as it can, ahead of the rest of the backward, as a DDP
       // communication hook does: at the priority of the bucket's last gradient task (created
@@ -230,10 +224,9 @@ void PlanBuilder::wire_codec_tasks(int s, int t) {
         plan_.add_data_dep(c.project[di], c.second);
         before_decode = c.second;
       }
-      const TaskIndex opt_first = tasks_[static_cast<std::size_t>(rank)].opt_first;
       if (c.decode.empty()) continue;  // int8 / fp8: the collective leaves decoded values
       plan_.add_data_dep(before_decode, c.decode[di]);
-      plan_.add_data_dep(c.decode[di], opt_first);
+      plan_.add_data_dep(c.decode[di], tasks_[static_cast<std::size_t>(rank)].opt_first);
     }
   }
 }

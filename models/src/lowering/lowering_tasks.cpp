@@ -8,17 +8,6 @@
 namespace strata {
 inline namespace models {
 namespace lowering {
-namespace {
-
-// Built by append: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
-std::string coord(const char* name, int value) { return std::string(name).append(std::to_string(value)); }
-
-std::string worker_prefix(int it, int d, int s, int t) {
-  return coord("it", it) + "/" + coord("dp", d) + "/" + coord("pp", s) + "/" + coord("tp", t) + "/";
-}
-
-}  // namespace
-
 TaskIndex PlanBuilder::add_compute(const Task& model_task, std::string id, WorkerId rank, int it,
                                    std::int64_t priority) {
   Task task = model_task;

@@ -6,7 +6,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "strata/models/lowering/layer_tasks.hpp"
@@ -235,19 +234,12 @@ void check_full_graph(const Model& model, const StrategyConfig& config) {
                      " (set the graph with --set nodes=N, not --global-batch)");
 }
 
-// The memory options of StrategyConfig, named by their --set keys.
 // Gradient compression: of the DP gradients whole (not ZeRO's shards), with parameters that
 // make sense (the PowerSGD rank fits every weight matrix, Vogels et al. 2019 section 3).
-std::string shortest_text(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 void check_compression(const Model& model, const StrategyConfig& config) {
   const std::string v = "--set compression=" + std::string(to_string(config.compression));
   if (!(config.topk_ratio > 0 && config.topk_ratio <= 1))
-    throw InputError("--set topk_ratio=" + shortest_text(config.topk_ratio) +
+    throw InputError("--set topk_ratio=" + format_number(config.topk_ratio) +
                      ": the fraction of values sent must be in (0, 1]");
   if (config.powersgd_rank < 1)
     throw InputError("--set powersgd_rank=" + std::to_string(config.powersgd_rank) + ": must be >= 1");
@@ -269,6 +261,7 @@ void check_compression(const Model& model, const StrategyConfig& config) {
   }
 }
 
+// The memory options of StrategyConfig, named by their --set keys.
 void check_memory_options(const Model& model, const StrategyConfig& config) {
   check_compression(model, config);
   const int blocks = model.num_blocks_or_layers();
