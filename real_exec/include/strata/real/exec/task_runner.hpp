@@ -82,9 +82,10 @@ namespace strata::real {
 // Throws InputError naming `source`, the first task whose kind (or attribute: fn, optimizer,
 // pool size) has no real kernel, and the kinds that do.
 void check_kernels(const Plan& plan, const std::string& source);
-// The same for the CUDA executor (cuda_task_runner.hpp), which runs backprop's kinds only: no
-// ADMM, GCN or codec kernels and no compressed collectives. Throws InputError naming `source`,
-// the task and its kind, and pointing to --device cpu.
+// What the CUDA executor (cuda_task_runner.hpp) adds to check_kernels: it runs backprop's kinds
+// only, no ADMM, GCN or codec kernels and no compressed collectives or encoded sends. Throws
+// InputError naming `source`, the task and its kind, and pointing to --device cpu.
+// REQUIRES: check_kernels(plan) passed (the CLI's plan_to_run checks it).
 void check_cuda_kernels(const Plan& plan, const std::string& source);
 
 // The optimizer of a run, as an Experiment gives it (models/optimizer.hpp): learning_rate,
