@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "bench_timing.hpp"
 #include "strata/real/core/grad_codec.hpp"
 
@@ -85,6 +86,9 @@ const std::vector<std::string>& codecs() {
 void print_summary() {
   std::cout << "\n=== strata_bench_codec summary (one thread; fastest sample, CPU time)\n";
   for (const std::string& codec : codecs()) {
+    bool all = true;  // a --benchmark_filter may have left some out
+    for (int scale : kScales) all = all && has_samples(key(codec, scale));
+    if (!all || !has_samples(key("copy", 1))) continue;
     std::cout << "  " << codec << ":";
     for (int scale : kScales) {
       const double t = best_cpu(key(codec, scale));
@@ -103,17 +107,15 @@ void print_summary() {
 
 int main(int argc, char** argv) {
   using namespace strata::bench;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  for (const std::string& codec : codecs())
-    for (int scale : kScales)
-      benchmark::RegisterBenchmark(("codec/" + key(codec, scale)).c_str(),
-                                   [codec, scale](benchmark::State& s) { bm_codec(s, codec, scale); })
-          ->UseManualTime()
-          ->Iterations(scale == 100 ? 3 : 10)
-          ->Unit(benchmark::kMillisecond);
-  benchmark::RunSpecifiedBenchmarks();
-  print_summary();
-  benchmark::Shutdown();
-  return 0;
+  return run_benchmark_program(argc, argv, "strata_bench_codec", [] {
+    for (const std::string& codec : codecs())
+      for (int scale : kScales)
+        benchmark::RegisterBenchmark(("codec/" + key(codec, scale)).c_str(),
+                                     [codec, scale](benchmark::State& s) { bm_codec(s, codec, scale); })
+            ->UseManualTime()
+            ->Iterations(scale == 100 ? 3 : 10)
+            ->Unit(benchmark::kMillisecond);
+    benchmark::RunSpecifiedBenchmarks();
+    print_summary();
+  });
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "bench_timing.hpp"
 #include "strata/models/cost/analytical.hpp"
 #include "strata/traces/error.hpp"
@@ -145,10 +146,7 @@ void print_summary(std::size_t plain, std::size_t options) {
 
 int main(int argc, char** argv) {
   using namespace strata::bench;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  int status = 0;
-  try {
+  return run_benchmark_program(argc, argv, "strata_bench_estimate", [&] {
     const auto plain = plain_grid(inputs().model);
     const auto options = option_grid(inputs().model);
     benchmark::RegisterBenchmark("estimate/plain", [&](benchmark::State& s) { bm_grid(s, "plain", plain); })
@@ -162,10 +160,5 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     benchmark::RunSpecifiedBenchmarks();
     print_summary(plain.size(), options.size());
-  } catch (const std::exception& e) {
-    std::cerr << "strata_bench_estimate: " << e.what() << '\n';
-    status = 1;
-  }
-  benchmark::Shutdown();
-  return status;
+  });
 }

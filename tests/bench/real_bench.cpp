@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "hand_mlp.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/models/zoo/zoo.hpp"
@@ -454,10 +455,7 @@ void print_summary() {
 
 int main(int argc, char** argv) {
   using namespace strata::bench;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  int status = 0;
-  try {
+  return run_benchmark_program(argc, argv, "strata_bench_real", [&] {
     cpu_backend();
     for (Gemm& g : gemms())
       benchmark::RegisterBenchmark(("gemm/" + g.name).c_str(), [&g](benchmark::State& s) { bm_gemm(s, g); })
@@ -484,10 +482,5 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     benchmark::RunSpecifiedBenchmarks();
     print_summary();
-  } catch (const std::exception& e) {
-    std::cerr << "strata_bench_real: " << e.what() << '\n';
-    status = 1;
-  }
-  benchmark::Shutdown();
-  return status;
+  });
 }

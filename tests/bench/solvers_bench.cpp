@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "admm_workers.hpp"
+#include "bench_main.hpp"
 #include "bench_timing.hpp"
 #include "strata/models/solvers/solver.hpp"
 #include "strata/models/zoo/zoo.hpp"
@@ -405,18 +406,10 @@ void register_all() {
 
 int main(int argc, char** argv) {
   using namespace strata::bench;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  int status = 0;
-  try {
+  return run_benchmark_program(argc, argv, "strata_bench_solvers", [&] {
     cpu_backend();
     register_all();
     benchmark::RunSpecifiedBenchmarks();
     print_summary();
-  } catch (const std::exception& e) {
-    std::cerr << "strata_bench_solvers: " << e.what() << '\n';
-    status = 1;
-  }
-  benchmark::Shutdown();
-  return status;
+  });
 }
