@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "../input_error.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #include "strata/traces/error.hpp"
 #include "training_runs.hpp"
@@ -36,6 +37,31 @@ std::uint64_t bytes_of(const Plan& plan, int steps) {
   for (int s = 0; s < steps; ++s)
     trainer.train_batch(training_runs::train_images(), training_runs::batch_indices(s));
   return trainer.bytes_sent();
+}
+
+// Compares every replica's weight buffers ("/w/") with dp0's, bit for bit; returns how many
+// buffers it compared.
+template <typename T>
+int expect_replicas_identical(const Plan& plan, Workspace<T>& ws) {
+  std::map<std::string, BufferIndex> first;  // layer name -> dp0's buffer
+  int compared = 0;
+  for (BufferIndex i = 0; i < plan.buffers().size(); ++i) {
+    const std::string& id = plan.buffer(i).id;
+    const std::size_t w = id.find("/w/");
+    if (w == std::string::npos) continue;
+    const std::string layer = id.substr(w);
+    if (id.rfind("dp0/", 0) == 0) {
+      first[layer] = i;
+      continue;
+    }
+    EXPECT_EQ(first.count(layer), 1u) << id;
+    if (first.count(layer) == 0) continue;
+    EXPECT_EQ(
+        std::memcmp(ws.data(i), ws.data(first[layer]), static_cast<std::size_t>(ws.size(i)) * sizeof(T)), 0)
+        << id;
+    ++compared;
+  }
+  return compared;
 }
 
 // A ring allreduce of S values over n ranks sends 2(n-1) chunks per rank, 2(n-1)·S values in all.
@@ -78,25 +104,7 @@ TEST(LoweredCompression, ReplicasStayBitIdenticalUnderEveryCodec) {
     Trainer<double> trainer(plan, backend, training_runs::train_config());
     for (int s = 0; s < 3; ++s)
       trainer.train_batch(training_runs::train_images(), training_runs::batch_indices(s));
-    std::map<std::string, BufferIndex> first;  // layer name -> dp0's buffer
-    int compared = 0;
-    for (BufferIndex i = 0; i < plan.buffers().size(); ++i) {
-      const std::string& id = plan.buffer(i).id;
-      const std::size_t w = id.find("/w/");
-      if (w == std::string::npos) continue;
-      const std::string layer = id.substr(w);
-      if (id.rfind("dp0/", 0) == 0) {
-        first[layer] = i;
-        continue;
-      }
-      ASSERT_EQ(first.count(layer), 1u) << id;
-      EXPECT_EQ(std::memcmp(trainer.workspace().data(i), trainer.workspace().data(first[layer]),
-                            static_cast<std::size_t>(trainer.workspace().size(i)) * sizeof(double)),
-                0)
-          << id;
-      ++compared;
-    }
-    EXPECT_EQ(compared, 3 * (kRanks - 1));
+    EXPECT_EQ(expect_replicas_identical(plan, trainer.workspace()), 3 * (kRanks - 1));
   }
 }
 
@@ -126,16 +134,12 @@ TEST(LoweredCompression, CodecTasksTheKernelsCannotRunAreRefusedInOneLine) {
       plan.mutable_task(i).attrs["codec"] = std::string("qsgd");
       break;
     }
-  try {
-    check_kernels(plan, "bad.json");
-    FAIL() << "accepted an unknown codec";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("bad.json"), std::string::npos) << what;
-    EXPECT_NE(what.find("compress codec 'qsgd' has no kernel (int8, fp8, topk, powersgd)"), std::string::npos)
-        << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
+  const std::string what = test::error_of([&] { check_kernels(plan, "bad.json"); });
+  ASSERT_FALSE(what.empty()) << "accepted an unknown codec";
+  EXPECT_NE(what.find("bad.json"), std::string::npos) << what;
+  EXPECT_NE(what.find("compress codec 'qsgd' has no kernel (int8, fp8, topk, powersgd)"), std::string::npos)
+      << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   Plan low = compressed_plan(Compression::powersgd);
   for (TaskIndex i = 0; i < low.size(); ++i)
     if (low.task(i).kind == TaskKind::compress)
@@ -164,38 +168,21 @@ TEST(LoweredCompression, LeNet5ConvGradientsCompressAsMatrices) {
   CpuBackend backend;
   Trainer<float> trainer(plan, backend, training_runs::train_config());
   trainer.train_batch(training_runs::train_images(), training_runs::batch_indices(0));
-  EXPECT_EQ(trainer.bytes_sent(), 2.0 * (2 - 1) * values * 4);  // two ring allreduces' worth of values
-  std::map<std::string, const float*> first;
-  for (BufferIndex i = 0; i < plan.buffers().size(); ++i) {
-    const std::string& id = plan.buffer(i).id;
-    const std::size_t w = id.find("/w/");
-    if (w == std::string::npos) continue;
-    if (id.rfind("dp0/", 0) == 0) {
-      first[id.substr(w)] = trainer.workspace().data(i);
-      continue;
-    }
-    ASSERT_EQ(first.count(id.substr(w)), 1u) << id;
-    EXPECT_EQ(std::memcmp(trainer.workspace().data(i), first[id.substr(w)],
-                          static_cast<std::size_t>(trainer.workspace().size(i)) * sizeof(float)),
-              0)
-        << id;
-  }
+  EXPECT_EQ(trainer.bytes_sent(), 2.0 * (2 - 1) * values * 4);         // two ring allreduces' worth of values
+  EXPECT_EQ(expect_replicas_identical(plan, trainer.workspace()), 5);  // the 5 layers with weights
 }
 
 // The CUDA executor has no codec kernels and its allreduce sends values: refused before a run.
 TEST(LoweredCompression, CudaRefusesCodecTasksInOneLine) {
   ASSERT_NO_THROW(check_cuda_kernels(compressed_plan(Compression::none), "--device cuda"));
-  try {
-    check_cuda_kernels(compressed_plan(Compression::int8), "--device cuda");
-    FAIL() << "accepted a codec task";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(
-        what.find("--device cuda: task it0/pp0/tp0/ar/b0 (allreduce, compression int8) has no CUDA kernel; "
-                  "run it with --device cpu"),
-        std::string::npos)
-        << what;
-  }
+  const std::string what =
+      test::error_of([] { check_cuda_kernels(compressed_plan(Compression::int8), "--device cuda"); });
+  ASSERT_FALSE(what.empty()) << "accepted a codec task";
+  EXPECT_NE(
+      what.find("--device cuda: task it0/pp0/tp0/ar/b0 (allreduce, compression int8) has no CUDA kernel; "
+                "run it with --device cpu"),
+      std::string::npos)
+      << what;
 }
 
 }  // namespace
