@@ -162,11 +162,38 @@ TEST(LoweringDataParallel, ZeroThreeGathersEachBlockBeforeItsUseOneAheadAndRelea
   // The next iteration gathers the updated shards.
   EXPECT_TRUE(has(plan.task(index_of(plan, "it1/pp0/tp0/mb0/fwd/b0/ag")).data_deps,
                   index_of(plan, "it0/dp1/pp0/tp0/opt")));
-  // fc0 keeps its input (64 x 16 samples x 4 B = 4,096 B) and holds the gathered other half of
-  // its parameters (16,640 / 2 = 8,320 B) while it runs.
+  // The gather reads each rank's shard and writes its unsharded copy, one ring per layer.
+  const Task& gather = plan.task(fwd_b1);
+  EXPECT_EQ(gather.attr_int("per_buffer"), 1);
+  ASSERT_EQ(gather.reads.size(), 2u);
+  EXPECT_EQ(plan.buffer(gather.reads[1]).id, "dp1/pp0/tp0/w/fc1");
+  EXPECT_DOUBLE_EQ(plan.buffer(gather.reads[1]).bytes, 16640 / 2);
+  EXPECT_TRUE(plan.buffer(gather.reads[1]).persistent);
+  EXPECT_EQ(plan.buffer(gather.writes[1]).id, "dp1/pp0/tp0/w/fc1/full");
+  EXPECT_DOUBLE_EQ(plan.buffer(gather.writes[1]).bytes, 16640);
+  EXPECT_FALSE(plan.buffer(gather.writes[1]).persistent);
+  // It writes the copy the previous microbatch's backward read: after that backward (control).
+  EXPECT_TRUE(has(gather.control_deps, index_of(plan, "it0/dp1/pp0/tp0/mb0/bwd/fc1")));
+  // Every member holds the whole unit (16,640 B) from the gather's start to its last use; fc0
+  // keeps its input (64 x 16 samples x 4 B = 4,096 B).
+  EXPECT_DOUBLE_EQ(gather.mem_alloc, 16640);
   const Task& fwd0 = plan.task(index_of(plan, w + "fwd/fc0"));
-  EXPECT_DOUBLE_EQ(fwd0.mem_alloc, 4096 + 8320);
-  EXPECT_DOUBLE_EQ(fwd0.mem_free, 8320);
+  EXPECT_DOUBLE_EQ(fwd0.mem_alloc, 4096);
+  EXPECT_DOUBLE_EQ(fwd0.mem_free, 16640);
+  // The weight gradient accumulates unsharded (after its backward data) and the bucket's
+  // reduce-scatter adds it into the shard and frees it.
+  const Task& bwdw0 = plan.task(index_of(plan, "it0/dp1/pp0/tp0/mb0/bwdw/fc1"));
+  EXPECT_EQ(plan.buffer(bwdw0.writes[0]).id, "dp1/pp0/tp0/wgrad/fc1/full");
+  EXPECT_DOUBLE_EQ(bwdw0.mem_alloc, 16640);
+  EXPECT_TRUE(has(bwdw0.control_deps, index_of(plan, "it0/dp1/pp0/tp0/mb0/bwd/fc1")));
+  const Task& bwdw1 = plan.task(index_of(plan, w + "bwdw/fc1"));
+  EXPECT_TRUE(has(bwdw1.reads, bwdw0.writes[0]));  // microbatch 1 adds into it
+  EXPECT_DOUBLE_EQ(bwdw1.mem_alloc, 0);
+  const Task& rs = plan.task(index_of(plan, "it0/pp0/tp0/rs/b1"));
+  EXPECT_EQ(rs.attr_int("per_buffer"), 1);
+  EXPECT_EQ(plan.buffer(rs.reads[1]).id, "dp1/pp0/tp0/wgrad/fc1/full");
+  EXPECT_EQ(plan.buffer(rs.writes[1]).id, "dp1/pp0/tp0/wgrad/fc1");
+  EXPECT_DOUBLE_EQ(rs.mem_free, 16640);
   // 16Ψ/N persistent bytes (Rajbhandari et al. 2020, Fig. 1, fp32 Adam), N = 2.
   EXPECT_DOUBLE_EQ(persistent_bytes(plan, 0), 16 * params / 2);
   const RunResult run = run_unit_durations(plan);

@@ -140,8 +140,8 @@ inline RunResult run_unit_durations(const Plan& plan) {
   while (true) {
     for (TaskIndex i : dispatcher.take_startable()) {
       const Task& t = plan.task(i);
-      if (t.worker >= 0) {
-        auto w = static_cast<std::size_t>(t.worker);
+      for (WorkerId member : t.participants()) {  // a collective's memory on each member, as the replay
+        auto w = static_cast<std::size_t>(member);
         live[w] += t.mem_alloc;
         out.peak_memory[w] = std::max(out.peak_memory[w], live[w]);
         out.net_memory[w] += t.mem_alloc - t.mem_free;
@@ -156,9 +156,9 @@ inline RunResult run_unit_durations(const Plan& plan) {
       const TaskIndex i = running.top().second;
       running.pop();
       const Task& t = plan.task(i);
-      if (t.worker >= 0) {
-        live[static_cast<std::size_t>(t.worker)] -= t.mem_free;
-        EXPECT_GE(live[static_cast<std::size_t>(t.worker)], -1e-6) << t.id;
+      for (WorkerId member : t.participants()) {
+        live[static_cast<std::size_t>(member)] -= t.mem_free;
+        EXPECT_GE(live[static_cast<std::size_t>(member)], -1e-6) << t.id;
       }
       if (closes.count(i)) --in_flight;
       dispatcher.complete(i);

@@ -264,11 +264,24 @@ double microbatches_in_flight(const StrategyConfig& config, int stage) {
 MemoryBreakdown worker_memory(const std::vector<BlockMemory>& blocks, const Model& model,
                               const StrategyConfig& config, const std::vector<int>& cuts, int stage) {
   STRATA_ASSERT(stage >= 0 && stage < config.pp, "stage outside [0, pp)");
-  double params = 0;
+  double params = 0, largest_block = 0;
   for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp)
-    for (int b = cuts[static_cast<std::size_t>(c)]; b < cuts[static_cast<std::size_t>(c) + 1]; ++b)
+    for (int b = cuts[static_cast<std::size_t>(c)]; b < cuts[static_cast<std::size_t>(c) + 1]; ++b) {
       params += blocks[static_cast<std::size_t>(b)].params;
+      largest_block = std::max(largest_block, blocks[static_cast<std::size_t>(b)].params);
+    }
   MemoryBreakdown m = model_state_memory(params, config);
+  const BytesPerParam per_param = bytes_per_param(config.optimizer, config.dtype);
+  if (config.dp > 1) {
+    // ZeRO-2 and -3 (lowering.cpp): the backward accumulates each layer's gradient unsharded
+    // until its bucket's reduce-scatter, once per iteration; with several microbatches the
+    // steady state's peak holds all of them.
+    if (config.zero >= 2 && microbatch_count(config) > 1) m.grads += params * per_param.grads;
+    // ZeRO-3: the gathered copy of the block in use (the prefetched next one overlaps the
+    // peak only in part: the replay counts it from its gather's start).
+    if (config.zero >= 3) m.params += largest_block * per_param.params;
+    m.total = m.params + m.grads + m.optimizer;
+  }
   m.activations =
       (activation_bytes_per_sample(blocks, config, cuts, stage) * microbatches_in_flight(config, stage) +
        rerun_bytes_per_sample(blocks, config, cuts, stage)) *

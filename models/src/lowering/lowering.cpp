@@ -40,6 +40,12 @@
 // ".../wgrad/<layer>" and ".../opt/state" (ZeRO: the optimizer state of ceil(params/dp)
 // parameters from stage 1 (the largest ring chunk a rank owns), the
 // gradients from stage 2, the weights from stage 3; the state in host memory with offload).
+// ZeRO-2 and -3 shard each layer on its own: "wgrad/<layer>" (from stage 2) and "w/<layer>"
+// (stage 3) hold ceil(elements/dp) elements, the rank's ring chunk of the layer
+// (owned_chunk), and the layer's tasks use unsharded buffers that are not persistent:
+// ".../wgrad/<layer>/full", which the backward accumulates and the bucket's reduce-scatter
+// consumes, and ".../w/<layer>/full", which a ZeRO-3 gather fills before each use. Those
+// collectives carry attrs per_buffer = 1 (one ring per layer, not over the bucket).
 // Buffers are shared by all iterations; a re-run writes again the activation buffers its forward
 // wrote. Memory is Task::mem_alloc / mem_free:
 // a forward allocates what it keeps for the backward, the backward data frees it (with
@@ -113,12 +119,23 @@ void PlanBuilder::add_buffers() {
         for (int i = st.first_layer; i < st.end_layer; ++i) {
           const LayerPlan& l = layer(i);
           const bool has = l.writes_wgrad;
-          wb.weight.push_back(has ? plan_.add_buffer({prefix + "w/" + layer_name(i), worker,
-                                                      l.weight_bytes / shards(3), dtype, true})
-                                  : kNoBuffer);
-          wb.wgrad.push_back(has ? plan_.add_buffer({prefix + "wgrad/" + layer_name(i), worker,
-                                                     l.weight_bytes / shards(2), dtype, true})
-                                 : kNoBuffer);
+          // A shard holds ceil(elements / dp) elements, the last rank's padded (FSDP's flat
+          // parameter and DeepSpeed's partitions pad the same way).
+          const double shard_bytes = std::ceil(l.weight_bytes / elem / layout_.dp) * elem;
+          auto add = [&](const std::string& id, double bytes, bool persistent) {
+            return has ? plan_.add_buffer({prefix + id, worker, bytes, dtype, persistent}) : kNoBuffer;
+          };
+          const bool sharded_weights = shards(3) > 1, sharded_grads = shards(2) > 1;
+          wb.weight.push_back(
+              add("w/" + layer_name(i), sharded_weights ? shard_bytes : l.weight_bytes, true));
+          wb.wgrad.push_back(
+              add("wgrad/" + layer_name(i), sharded_grads ? shard_bytes : l.weight_bytes, true));
+          wb.weight_full.push_back(sharded_weights
+                                       ? add("w/" + layer_name(i) + "/full", l.weight_bytes, false)
+                                       : wb.weight.back());
+          wb.wgrad_full.push_back(sharded_grads
+                                      ? add("wgrad/" + layer_name(i) + "/full", l.weight_bytes, false)
+                                      : wb.wgrad.back());
         }
         wb.opt = plan_.add_buffer({prefix + "opt/state" + chunk_suffix(s), worker,
                                    std::ceil(st.params / shards(1)) * opt_per_param, DType::fp32, true,

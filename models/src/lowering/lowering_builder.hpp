@@ -42,6 +42,10 @@ class PlanBuilder {
   // stage's input, a = k + 1 the output of the stage's layer k; the gradient slots mirror them.
   struct WorkerBuffers {
     std::vector<BufferIndex> weight, wgrad;  // per stage layer; kNoBuffer without params
+    // ZeRO-3: the gathered weights the layer's tasks read (weight holds the shard); ZeRO-2 and
+    // -3: the unsharded gradient its backward accumulates (wgrad holds the reduced shard).
+    // Otherwise the same as weight and wgrad.
+    std::vector<BufferIndex> weight_full, wgrad_full;
     BufferIndex opt = kNoBuffer;
     BufferIndex act_base = 0, grad_base = 0;
   };

@@ -6,7 +6,8 @@
 //   layer; the model's last layer (the loss) only after its forward (and its TP allreduce);
 // - the weight gradient of a layer accumulates over microbatches: its producer (bwdw, or bwd for
 //   ops without a backward-weight kind) after the same layer's producer for the previous
-//   microbatch in backward order;
+//   microbatch in backward order (ZeRO-2 and -3: it also reads the unsharded gradient it adds
+//   into, which the first microbatch's producer allocates and the bucket's reduce-scatter frees);
 // - send/fwd after the stage's output, send/bwd after the stage's input gradient, every recv
 //   after its send;
 // - a TP allreduce after the matching forward / backward data of every tp rank;
@@ -91,6 +92,21 @@ void PlanBuilder::wire_worker(int d, int s, int t) {
       }
     }
     previous = j;
+  }
+  // ZeRO-2 and -3: the unsharded gradient lives from the layer's first gradient of the
+  // iteration to its bucket's reduce-scatter (which frees it); later microbatches add into it.
+  const WorkerId rank = layout_.rank(d, s, t);
+  const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+  for (int k = 0; k < st.size(); ++k) {
+    const auto ks = static_cast<std::size_t>(k);
+    if (b.wgrad_full[ks] == b.wgrad[ks]) continue;
+    for (int j : st.bwd_order) {
+      Task& producer = plan_.mutable_task(wgrad_producer(rank, j, k));
+      if (j == st.bwd_order.front())
+        producer.mem_alloc += layer(st.first_layer + k).weight_bytes;
+      else
+        producer.reads.push_back(b.wgrad_full[ks]);
+    }
   }
   wire_optimizer(d, s, t);
 }

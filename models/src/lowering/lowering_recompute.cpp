@@ -151,15 +151,15 @@ void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
       }
     }
   }
-  // ZB-H1: a deferred weight gradient still reads the layer's input, kept until it ends.
-  if (layout.zero_bubble)
-    for (int k = 0; k < n; ++k) {
-      const LayerPlan& plan = layout.layers[static_cast<std::size_t>(stage.first_layer + k)];
-      if (!plan.has_bwdw) continue;
-      LayerMemory& memory = stage.memory[static_cast<std::size_t>(k)];
-      memory.wgrad_free = plan.saved_bytes;
-      memory.bwd_free -= plan.saved_bytes;
-    }
+  // The weight gradient reads the layer's input too: it is kept until that task ends (autograd
+  // frees a node's saved tensors after its whole backward; ZB-H1 defers the weight gradient).
+  for (int k = 0; k < n; ++k) {
+    const LayerPlan& plan = layout.layers[static_cast<std::size_t>(stage.first_layer + k)];
+    if (!plan.has_bwdw) continue;
+    LayerMemory& memory = stage.memory[static_cast<std::size_t>(k)];
+    memory.wgrad_free = plan.saved_bytes;
+    memory.bwd_free -= plan.saved_bytes;
+  }
   plan_backward_positions(stage);
 }
 

@@ -94,8 +94,8 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
     task_ref.mem_alloc = memory.fwd_alloc;
     task_ref.mem_free = memory.fwd_free;
     task_ref.reads = {act(rank, j, k)};
-    if (b.weight[static_cast<std::size_t>(k)] != kNoBuffer)
-      task_ref.reads.push_back(b.weight[static_cast<std::size_t>(k)]);
+    if (b.weight_full[static_cast<std::size_t>(k)] != kNoBuffer)
+      task_ref.reads.push_back(b.weight_full[static_cast<std::size_t>(k)]);
     task_ref.writes = {act(rank, j, k + 1)};
     w.fwd[static_cast<std::size_t>(j * n + k)] = task;
   }
@@ -140,9 +140,9 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     bwd_ref.mem_free = st.memory[ks].bwd_free;
     if (has_output_grad) bwd_ref.reads.push_back(grad(rank, j, k + 1));
     bwd_ref.reads.push_back(act(rank, j, k));
-    if (b.weight[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight[ks]);
+    if (b.weight_full[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight_full[ks]);
     bwd_ref.writes = {grad(rank, j, k)};
-    if (l.writes_wgrad && !l.has_bwdw) bwd_ref.writes.push_back(b.wgrad[ks]);
+    if (l.writes_wgrad && !l.has_bwdw) bwd_ref.writes.push_back(b.wgrad_full[ks]);
     w.bwd[cell] = bwd;
     if (!l.has_bwdw) continue;
     const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
@@ -151,7 +151,7 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     bwdw_ref.mem_free = st.memory[ks].wgrad_free;
     if (has_output_grad) bwdw_ref.reads.push_back(grad(rank, j, k + 1));
     bwdw_ref.reads.push_back(act(rank, j, k));
-    if (b.wgrad[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad[ks]};
+    if (b.wgrad_full[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad_full[ks]};
     w.bwdw[cell] = bwdw;
   }
   if (s > 0) {
@@ -179,7 +179,7 @@ void PlanBuilder::create_rerun(int it, int d, int s, int t, int slot_index, int 
     ref.mem_alloc = st.memory[ks].rerun_alloc;
     ref.mem_free = 0;
     ref.reads = {act(rank, j, k)};
-    if (b.weight[ks] != kNoBuffer) ref.reads.push_back(b.weight[ks]);
+    if (b.weight_full[ks] != kNoBuffer) ref.reads.push_back(b.weight_full[ks]);
     ref.writes = {act(rank, j, k + 1)};
     w.rfwd[static_cast<std::size_t>(j * st.size() + k)] = task;
   }
@@ -234,13 +234,19 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
                        layout_.bucket_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
     if (sharded) ref.kind = TaskKind::reduce_scatter;
+    // ZeRO-2 and -3: each layer's unsharded gradient is reduce-scattered into the rank's shard
+    // of it (one ring per layer), and given back.
+    const bool into_shards = shards(2) > 1;
+    if (into_shards) ref.attrs["per_buffer"] = std::int64_t{1};
     for (WorkerId rank : group)
       for (int i : st.buckets[k]) {
         const auto k_in_stage = static_cast<std::size_t>(i - st.first_layer);
-        const BufferIndex buf = buffers_[static_cast<std::size_t>(rank)].wgrad[k_in_stage];
-        ref.reads.push_back(buf);
-        ref.writes.push_back(buf);
+        const WorkerBuffers& wb = buffers_[static_cast<std::size_t>(rank)];
+        ref.reads.push_back(wb.wgrad_full[k_in_stage]);
+        ref.writes.push_back(wb.wgrad[k_in_stage]);
       }
+    if (into_shards)
+      for (int i : st.buckets[k]) ref.mem_free += layer(i).weight_bytes;
     out.push_back(task);
   }
 }
@@ -265,6 +271,7 @@ void PlanBuilder::create_param_gathers(int it, int s, int t) {
                        layout_.param_gather_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
     ref.kind = TaskKind::allgather;
+    if (zero == 2) ref.attrs["per_buffer"] = std::int64_t{1};  // the step updated each layer's chunk
     for (WorkerId rank : group)
       for (int i : st.buckets[k]) {
         const BufferIndex buf =

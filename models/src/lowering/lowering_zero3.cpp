@@ -8,8 +8,11 @@
 // before it in the same slot, so at most two units are gathered at a time; the slot's first
 // gather waits for what its first use waits for (in forward: the received activation, the
 // previous iteration's optimizer step, 1F1B's in-flight limit; in backward: the gradient of the
-// stage's output). Memory: the first use allocates the gathered (dp-1)/dp of the unit's
-// parameters, the last use frees them (a prefetched unit is counted from its first use on).
+// stage's output). The gathers read each member's shard ("w/<layer>", ceil(elements/dp)) and
+// write its unsharded copy ("w/<layer>/full", not persistent; attrs per_buffer = 1: one ring
+// per layer), which the unit's tasks read; a unit's next gather waits for the readers of its
+// previous one. Memory: the gather allocates the unit's whole parameters on every member (the
+// shard stays), the last use frees them.
 // Gradients are reduce-scattered per bucket once per iteration, as with stages 1 and 2.
 #include <algorithm>
 #include <string>
@@ -85,14 +88,15 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
                          layout_.priority(it, st.positions[slot_index], position), unit.bytes);
       Task& ref = plan_.mutable_task(task);
       ref.kind = TaskKind::allgather;
+      ref.attrs["per_buffer"] = std::int64_t{1};
+      ref.mem_alloc = unit.bytes;  // every member's unsharded copy, until its last use
       for (WorkerId rank : group)
-        for (int k = unit.first; k < unit.end; ++k)
-          if (const BufferIndex w =
-                  buffers_[static_cast<std::size_t>(rank)].weight[static_cast<std::size_t>(k)];
-              w != kNoBuffer) {
-            ref.reads.push_back(w);
-            ref.writes.push_back(w);
-          }
+        for (int k = unit.first; k < unit.end; ++k) {
+          const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
+          if (b.weight[static_cast<std::size_t>(k)] == kNoBuffer) continue;
+          ref.reads.push_back(b.weight[static_cast<std::size_t>(k)]);
+          ref.writes.push_back(b.weight_full[static_cast<std::size_t>(k)]);
+        }
       (slot.forward ? out.fwd : out.bwd)[static_cast<std::size_t>(j) * units + u] = task;
     }
   }
@@ -111,13 +115,13 @@ void PlanBuilder::wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, T
     plan_.add_data_dep(fwd_gather, w.fwd[cell]);
     plan_.add_data_dep(bwd_gather, w.bwd[cell]);
     if (w.rfwd[cell] != kNoTask) plan_.add_data_dep(bwd_gather, w.rfwd[cell]);
+    // The weight gradient after the backward data (control), as autograd runs a layer's
+    // backward: the unsharded gradient is not allocated while the gather it waits for is late.
+    if (w.bwdw[cell] != kNoTask) plan_.add_control_dep(w.bwd[cell], w.bwdw[cell]);
   }
-  const double gathered = unit.bytes * (layout_.dp - 1) / layout_.dp;
   const auto cell = [&](int k) { return static_cast<std::size_t>(j * st.size() + k); };
-  plan_.mutable_task(w.fwd[cell(unit.first)]).mem_alloc += gathered;
-  plan_.mutable_task(w.fwd[cell(unit.end - 1)]).mem_free += gathered;
-  plan_.mutable_task(bwd_first_user(rank, j, unit)).mem_alloc += gathered;
-  plan_.mutable_task(w.bwd[cell(unit.first)]).mem_free += gathered;
+  plan_.mutable_task(w.fwd[cell(unit.end - 1)]).mem_free += unit.bytes;
+  plan_.mutable_task(w.bwd[cell(unit.first)]).mem_free += unit.bytes;
 }
 
 TaskIndex PlanBuilder::bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const {
@@ -156,6 +160,26 @@ void PlanBuilder::wire_unit_gathers(int s, int t) {
         const ParamUnit& previous = st.units[static_cast<std::size_t>(st.bwd_units[i - 1])];
         plan_.add_control_dep(bwd_first_user(rank, j, previous),
                               g.bwd[row + static_cast<std::size_t>(st.bwd_units[i])]);
+      }
+    }
+    // A unit's gathers all write its one unsharded copy: each waits (control) for the tasks
+    // that read the copy the unit's previous gather made, in the stage's slot order.
+    std::vector<std::vector<TaskIndex>> readers(units);
+    for (const Slot& slot : st.slots) {
+      if (slot.weight) continue;
+      const std::size_t row = static_cast<std::size_t>(slot.microbatch) * units;
+      for (std::size_t u = 0; u < units; ++u) {
+        const TaskIndex gather = (slot.forward ? g.fwd : g.bwd)[row + u];
+        for (TaskIndex reader : readers[u]) plan_.add_control_dep(reader, gather);
+        readers[u].clear();
+        const ParamUnit& unit = st.units[u];
+        for (int k = unit.first; k < unit.end; ++k) {
+          if (buffers_[static_cast<std::size_t>(rank)].weight[static_cast<std::size_t>(k)] == kNoBuffer)
+            continue;
+          const auto cell = static_cast<std::size_t>(slot.microbatch * n + k);
+          readers[u].push_back(slot.forward ? w.fwd[cell] : w.bwd[cell]);
+          if (!slot.forward && w.rfwd[cell] != kNoTask) readers[u].push_back(w.rfwd[cell]);
+        }
       }
     }
   }

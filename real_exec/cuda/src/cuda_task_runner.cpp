@@ -233,7 +233,7 @@ void CudaTaskRunner<T>::run_optimizer(const Task& t, CudaBackend& s) {
   if (w.fresh_state) gpu::zero(s, elems(w.state), state);
   for (const OptimizerSlice& slice : w.slices) {
     T* grad = buf(slice.grad) + slice.begin;
-    T* weight = buf(slice.weight) + slice.begin;
+    T* weight = buf(slice.weight) + slice.weight_begin;
     if (w.adam)
       gpu::adam_step(s, w.adam_config, w.step, slice.elements, grad, state + slice.first,
                      state + slice.second, weight);
@@ -264,7 +264,7 @@ void CudaTaskRunner<T>::run_host_optimizer(const OptimizerWork& w) {
   if (w.fresh_state) std::fill(state, state + ws_.size(w.state), T{0});
   for (const OptimizerSlice& slice : w.slices) {
     T* grad = ws_.data(slice.grad) + slice.begin;
-    T* weight = ws_.data(slice.weight) + slice.begin;
+    T* weight = ws_.data(slice.weight) + slice.weight_begin;
     if (w.adam)
       adam_step(w.adam_config, w.step, slice.elements, grad, state + slice.first, state + slice.second,
                 weight);

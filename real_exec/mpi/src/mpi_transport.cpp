@@ -195,19 +195,11 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
   const auto me =
       static_cast<std::size_t>(std::find(t.group.begin(), t.group.end(), rank_) - t.group.begin());
   STRATA_ASSERT(me < n, "allreduce " + t.id + " run by a process outside its group");
-  // This rank's part of the bucket: its buffers among the task's reads, in order, gathered.
-  std::vector<BufferIndex> part;
-  std::vector<T> data;
-  for (BufferIndex b : t.reads)
-    if (plan.buffer(b).worker == rank_) {
-      part.push_back(b);
-      data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
-    }
-  const std::size_t size = data.size();
   const std::size_t prev = (me + n - 1) % n;
   const int to = t.group[(me + 1) % n];
   const int from = t.group[prev];
   std::vector<T> incoming;
+  std::vector<T> data;
   // One ring step: send chunk `out` to the next rank, receive chunk `in` from the previous one.
   auto step = [&](RingChunk out, RingChunk in) {
     incoming.resize(in.end - in.begin);
@@ -216,6 +208,37 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
                  datatype<T>(), from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
     bytes_ += (out.end - out.begin) * sizeof(T);
   };
+  // The plain ring's phases over `data` (ThreadTransport::ring): own + received.
+  auto plain_ring = [&] {
+    const std::size_t size = data.size();
+    for (std::size_t s = 0; runs_reduce_scatter(t.kind) && s + 1 < n; ++s) {
+      const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
+      step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
+      for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
+    }
+    for (std::size_t s = 0; runs_allgather(t.kind) && s + 1 < n; ++s) {
+      const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
+      step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
+      std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
+    }
+  };
+  if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards
+    const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
+    for (const BufferPair& pair : pairs[me]) {
+      data = per_buffer_ring_input(t.kind, pair, me, n, ws);
+      plain_ring();
+      per_buffer_ring_output(t.kind, pair, me, n, data, ws);
+    }
+    return;
+  }
+  // This rank's part of the bucket: its buffers among the task's reads, in order, gathered.
+  std::vector<BufferIndex> part;
+  for (BufferIndex b : t.reads)
+    if (plan.buffer(b).worker == rank_) {
+      part.push_back(b);
+      data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
+    }
+  const std::size_t size = data.size();
   ByteCodec codec{};
   const bool compressed = parse_byte_codec(t.attr_string("compression").value_or(""), codec);
   // A compressed ring (ThreadTransport::compressed_ring): messages of codes and a scale.
@@ -250,17 +273,7 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
       std::swap(out_message, in_message);
     }
   }
-  for (std::size_t s = 0; !compressed && runs_reduce_scatter(t.kind) && s + 1 < n;
-       ++s) {  // own + received, as ThreadTransport
-    const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
-    step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
-    for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
-  }
-  for (std::size_t s = 0; !compressed && runs_allgather(t.kind) && s + 1 < n; ++s) {  // allgather
-    const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
-    step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
-    std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
-  }
+  if (!compressed) plain_ring();
   std::size_t offset = 0;
   for (BufferIndex b : part) {
     std::copy(data.begin() + static_cast<std::ptrdiff_t>(offset),

@@ -105,7 +105,35 @@ std::string short_parameter_buffer(const Plan& plan, const Task& t) {
   if (elements + 0.5 >= static_cast<double>(needed)) return "";
   return std::string(backward_weight ? "gradient" : "weight") + " buffer " + b.id + " holds " +
          format_number(elements) + " elements, the layer " + std::to_string(needed) +
-         " (ZeRO-2 and -3 shard these buffers; the real executor runs zero=0 and zero=1)";
+         " (a ZeRO-2 or -3 shard: the layer's tasks use the unsharded \"/full\" buffers)";
+}
+
+// Why a per_buffer collective (ZeRO-2, -3) cannot run, or "": each read pairs with a write of
+// the same worker; a shard (a reduce_scatter's write, a gathering allgather's read) is
+// persistent and holds ceil(elements / n) elements of its unsharded partner; no compression.
+std::string per_buffer_problem(const Plan& plan, const Task& t) {
+  if (t.attr_string("compression").has_value()) return "per_buffer collective with compression";
+  if (t.reads.size() != t.writes.size()) return "per_buffer collective needs one write per read";
+  const auto n = static_cast<std::int64_t>(t.group.size());
+  const bool gather = t.kind == TaskKind::allgather;
+  auto elements = [&plan](BufferIndex b) {
+    const Buffer& buffer = plan.buffer(b);
+    return static_cast<std::int64_t>(std::llround(buffer.bytes / bytes_per_element(buffer.dtype)));
+  };
+  for (std::size_t i = 0; i < t.reads.size(); ++i) {
+    const Buffer &read = plan.buffer(t.reads[i]), &write = plan.buffer(t.writes[i]);
+    if (read.worker != write.worker)
+      return "per_buffer pair " + read.id + ", " + write.id + " on two workers";
+    if (std::find(t.group.begin(), t.group.end(), read.worker) == t.group.end())
+      return "per_buffer buffer " + read.id + " outside the group";
+    if (gather && t.reads[i] == t.writes[i]) continue;  // ZeRO-2: whole weights, gathered in place
+    const Buffer& shard = gather ? read : write;
+    const std::int64_t whole = elements(gather ? t.writes[i] : t.reads[i]);
+    if (!shard.persistent || elements(gather ? t.reads[i] : t.writes[i]) != (whole + n - 1) / n)
+      return "per_buffer shard " + shard.id + " is not a persistent buffer of ceil(" + std::to_string(whole) +
+             " / " + std::to_string(n) + ") elements";
+  }
+  return "";
 }
 
 // Why a compress task cannot run, or "": its codec and step, their attributes, its operands'
@@ -223,6 +251,7 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     case TaskKind::fixed:
       return bad_duration(t);
     case TaskKind::reduce_scatter:
+      if (per_buffer(t)) return per_buffer_problem(plan, t);
       for (BufferIndex b : t.reads)
         if (!plan.buffer(b).persistent)
           return "reduce_scatter of activations (sequence parallelism) has no real kernel; ZeRO's "
@@ -231,6 +260,7 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
       return "";
     case TaskKind::allgather:
       if (t.attr_string("compression").value_or("") == "topk") return "";
+      if (per_buffer(t)) return per_buffer_problem(plan, t);
       for (TaskIndex d : t.data_deps)  // the step, or offload's copy of its weights back
         if (plan.task(d).kind != TaskKind::optimizer_step &&
             !(plan.task(d).kind == TaskKind::host_copy && plan.task(d).attr_int("to_host").value_or(1) == 0))
@@ -291,6 +321,66 @@ std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Ta
   return parts;
 }
 
+bool per_buffer(const Task& collective) { return collective.attr_int("per_buffer").value_or(0) != 0; }
+
+std::vector<std::vector<BufferPair>> buffer_pairs_by_rank(const Plan& plan, const Task& t) {
+  STRATA_ASSERT(t.reads.size() == t.writes.size(),
+                std::string(to_string(t.kind)) + " " + t.id + ": per_buffer pairs each read with a write");
+  const std::size_t n = t.group.size();
+  std::vector<std::vector<BufferPair>> pairs(n);
+  for (std::size_t i = 0; i < t.reads.size(); ++i) {
+    const WorkerId owner = plan.buffer(t.reads[i]).worker;
+    const auto rank =
+        static_cast<std::size_t>(std::find(t.group.begin(), t.group.end(), owner) - t.group.begin());
+    STRATA_ASSERT(rank < n && plan.buffer(t.writes[i]).worker == owner,
+                  std::string(to_string(t.kind)) + " " + t.id + " pairs buffers of different workers");
+    pairs[rank].push_back({t.reads[i], t.writes[i]});
+  }
+  for (std::size_t r = 1; r < n; ++r) {
+    bool same = pairs[r].size() == pairs[0].size();
+    for (std::size_t j = 0; same && j < pairs[r].size(); ++j)
+      same = plan.buffer(pairs[r][j].read).bytes == plan.buffer(pairs[0][j].read).bytes &&
+             plan.buffer(pairs[r][j].write).bytes == plan.buffer(pairs[0][j].write).bytes;
+    STRATA_ASSERT(same, std::string(to_string(t.kind)) + " " + t.id + ": ranks hold different sizes");
+  }
+  return pairs;
+}
+
+template <typename T>
+std::vector<T> per_buffer_ring_input(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                                     Workspace<T>& ws) {
+  const T* read = ws.data(pair.read);
+  if (kind == TaskKind::reduce_scatter || pair.read == pair.write)
+    return std::vector<T>(read, read + ws.size(pair.read));
+  std::vector<T> data(static_cast<std::size_t>(ws.size(pair.write)), T{0});
+  const RingChunk c = shard_chunk(position, data.size(), n);
+  std::copy(read, read + (c.end - c.begin), data.begin() + static_cast<std::ptrdiff_t>(c.begin));
+  return data;
+}
+
+template <typename T>
+void per_buffer_ring_output(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                            const std::vector<T>& data, Workspace<T>& ws) {
+  if (kind != TaskKind::reduce_scatter) {
+    std::copy(data.begin(), data.end(), ws.data(pair.write));
+    return;
+  }
+  const RingChunk c = shard_chunk(position, data.size(), n);
+  T* shard = ws.data(pair.write);
+  for (std::size_t i = c.begin; i < c.end; ++i) shard[i - c.begin] += data[i];
+  T* consumed = ws.data(pair.read);
+  std::fill(consumed, consumed + ws.size(pair.read), T{0});
+}
+
+#define STRATA_PER_BUFFER(T)                                                                       \
+  template std::vector<T> per_buffer_ring_input<T>(TaskKind, BufferPair, std::size_t, std::size_t, \
+                                                   Workspace<T>&);                                 \
+  template void per_buffer_ring_output<T>(TaskKind, BufferPair, std::size_t, std::size_t,          \
+                                          const std::vector<T>&, Workspace<T>&);
+STRATA_PER_BUFFER(float)
+STRATA_PER_BUFFER(double)
+#undef STRATA_PER_BUFFER
+
 std::optional<OffloadCopies> offload_copies(const Plan& plan, const Task& step) {
   OffloadCopies copies;
   const auto d2h = std::find_if(step.data_deps.begin(), step.data_deps.end(), [&](TaskIndex d) {
@@ -316,10 +406,13 @@ void check_cuda_kernels(const Plan& plan, const std::string& source) {
       case TaskKind::compress:
         break;
       default:
-        if (!t.attr_string("compression").has_value() && !t.attr_string("encoding").has_value()) continue;
+        if (!t.attr_string("compression").has_value() && !t.attr_string("encoding").has_value() &&
+            !per_buffer(t))
+          continue;
     }
     throw InputError(source + ": task " + t.id + " (" + std::string(to_string(t.kind)) +
                      (t.attr_string("compression") ? ", compression " + *t.attr_string("compression") : "") +
+                     (per_buffer(t) ? ", ZeRO-2/3 shards" : "") +
                      ") has no CUDA kernel; run it with --device cpu");
   }
 }
@@ -334,7 +427,7 @@ void check_kernels(const Plan& plan, const std::string& source) {
                                                "2x2 max pool, softmax cross-entropy, sgd/adam, "
                                                "grad_accumulate, ADMM layer updates, GCN spmm, "
                                                "GIST's extract/write_back/average, send/recv, "
-                                               "allreduce, ZeRO-1's reduce_scatter and allgather and "
+                                               "allreduce, ZeRO's reduce_scatter and allgather and "
                                                "fixed (busy-waits duration_s)"));
   }
 }
@@ -565,19 +658,37 @@ OptimizerWork optimizer_work(const Plan& plan, const Task& t, Workspace<T>& ws,
   }
   STRATA_ASSERT(grads.size() == weights.size() && t.writes.size() == t.reads.size(),
                 "task " + t.id + ": one weight per gradient, then the state");
-  std::unordered_map<BufferIndex, std::pair<std::int64_t, std::int64_t>> sharded;  // ZeRO: owned ranges
-  for (TaskIndex d : producers)
-    if (plan.task(d).kind == TaskKind::reduce_scatter)
+  std::unordered_map<BufferIndex, std::pair<std::int64_t, std::int64_t>> sharded;  // ZeRO-1: owned ranges
+  std::unordered_map<BufferIndex, RingChunk> shards;  // ZeRO-2, -3: a shard's chunk of its layer
+  for (TaskIndex d : producers) {
+    const Task& rs = plan.task(d);
+    if (rs.kind != TaskKind::reduce_scatter) continue;
+    if (!per_buffer(rs)) {
       owned_ranges(
-          plan, plan.task(d), t.worker, [&](BufferIndex b) { return ws.size(b); }, sharded);
+          plan, rs, t.worker, [&](BufferIndex b) { return ws.size(b); }, sharded);
+      continue;
+    }
+    const auto me =
+        static_cast<std::size_t>(std::find(rs.group.begin(), rs.group.end(), t.worker) - rs.group.begin());
+    const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, rs);
+    for (const BufferPair& pair : pairs[me])
+      shards[pair.write] = shard_chunk(me, static_cast<std::size_t>(ws.size(pair.read)), rs.group.size());
+  }
   std::int64_t params = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const BufferIndex grad = grads[i];
     w.grads.push_back(grad);
-    const auto it = sharded.find(grad);
-    const std::int64_t begin = it == sharded.end() ? 0 : it->second.first;
-    const std::int64_t end = it == sharded.end() ? ws.size(grad) : it->second.second;
-    if (end > begin) w.slices.push_back(OptimizerSlice{grad, weights[i], begin, end - begin, params, 0});
+    std::int64_t begin = 0, end = ws.size(grad), weight_begin = 0;
+    if (const auto it = sharded.find(grad); it != sharded.end()) {
+      begin = weight_begin = it->second.first;
+      end = it->second.second;
+    } else if (const auto shard = shards.find(grad); shard != shards.end()) {
+      end = static_cast<std::int64_t>(shard->second.end - shard->second.begin);
+      // ZeRO-2 steps the chunk of the whole weights, ZeRO-3 the weight shard itself.
+      if (ws.size(weights[i]) > ws.size(grad)) weight_begin = static_cast<std::int64_t>(shard->second.begin);
+    }
+    if (end > begin)
+      w.slices.push_back(OptimizerSlice{grad, weights[i], begin, weight_begin, end - begin, params, 0});
     params += std::max<std::int64_t>(0, end - begin);
   }
   for (OptimizerSlice& slice : w.slices) slice.second = params + slice.first;
@@ -603,7 +714,7 @@ void TaskRunner<T>::run_optimizer(const Task& t) {
   if (w.fresh_state) std::fill(state, state + elems(w.state), T{0});
   for (const OptimizerSlice& s : w.slices) {
     T* grad = buf(s.grad) + s.begin;
-    T* weight = buf(s.weight) + s.begin;
+    T* weight = buf(s.weight) + s.weight_begin;
     const std::int64_t n = s.elements;
     if (w.adam)
       adam_step(w.adam_config, w.step, n, grad, state + s.first, state + s.second, weight);

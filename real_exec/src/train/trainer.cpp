@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <unordered_map>
 
 #include "strata/traces/error.hpp"
 
@@ -29,9 +30,29 @@ bool is_forward(const Task& t) {
     case TaskKind::send:
     case TaskKind::recv:
       return t.coords.phase == TaskPhase::fwd;
+    case TaskKind::allgather:  // ZeRO-3's gathers of the weights a forward reads
+      return per_buffer(t) && t.coords.phase == TaskPhase::fwd;
     default:
       return false;
   }
+}
+
+// ZeRO-3: the shard each gathered (unsharded) weight buffer is filled from, with the rank's
+// position in the gather's group and the group's size.
+struct ShardSource {
+  BufferIndex shard = 0;
+  std::size_t position = 0, members = 0;
+};
+std::unordered_map<BufferIndex, ShardSource> shard_sources(const Plan& plan) {
+  std::unordered_map<BufferIndex, ShardSource> out;
+  for (const Task& t : plan.tasks()) {
+    if (t.kind != TaskKind::allgather || !per_buffer(t)) continue;
+    const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
+    for (std::size_t r = 0; r < pairs.size(); ++r)
+      for (const BufferPair& pair : pairs[r])
+        if (pair.read != pair.write) out[pair.write] = ShardSource{pair.read, r, t.group.size()};
+  }
+  return out;
 }
 
 // Samples in one microbatch's input buffer of `input_size` elements: the Plan's input width says
@@ -141,6 +162,7 @@ Trainer<T>::~Trainer() = default;
 
 template <typename T>
 void Trainer<T>::initialise_weights(std::uint64_t seed) {
+  const std::unordered_map<BufferIndex, ShardSource> sources = shard_sources(plan_);
   for (TaskIndex i = 0; i < plan_.size(); ++i) {
     const Task& t = plan_.task(i);
     std::int64_t fan_in = 0;
@@ -156,19 +178,27 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
     }
     const BufferIndex w = t.reads[1];
     const std::string& id = plan_.buffer(w).id;
-    const std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
+    std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
+    if (layer.size() > 5 && layer.compare(layer.size() - 5, 5, "/full") == 0) layer.resize(layer.size() - 5);
     std::mt19937_64 rng(fnv1a(layer, seed));
+    std::vector<T> values(static_cast<std::size_t>(ws_->size(w)), T{0});
     if (config_.init == WeightInit::he_normal) {
-      he_normal_init(rng, fan_in, weights, ws_->data(w));
-      std::fill(ws_->data(w) + weights, ws_->data(w) + ws_->size(w), T{0});
+      he_normal_init(rng, fan_in, weights, values.data());
     } else {
       // Uniform from the top 53 bits of raw mt19937_64 outputs (fixed by the standard), so every
       // standard library draws the same weights.
       const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
-      T* p = ws_->data(w);
-      for (std::int64_t i = 0; i < ws_->size(w); ++i)
-        p[i] = static_cast<T>((static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound);
+      for (T& v : values) v = static_cast<T>((static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound);
     }
+    // ZeRO-3: the forward reads a gathered copy; the rank keeps its chunk in the shard.
+    const auto source = sources.find(w);
+    if (source == sources.end()) {
+      std::copy(values.begin(), values.end(), ws_->data(w));
+      continue;
+    }
+    const RingChunk c = shard_chunk(source->second.position, values.size(), source->second.members);
+    std::copy(values.begin() + static_cast<std::ptrdiff_t>(c.begin),
+              values.begin() + static_cast<std::ptrdiff_t>(c.end), ws_->data(source->second.shard));
   }
 }
 

@@ -128,6 +128,16 @@ template <typename T>
 void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
+  if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards
+    const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
+    std::vector<std::vector<T>> data(n);
+    for (std::size_t i = 0; i < pairs[0].size(); ++i) {
+      for (std::size_t r = 0; r < n; ++r) data[r] = per_buffer_ring_input(t.kind, pairs[r][i], r, n, ws);
+      ring(t.kind, data);
+      for (std::size_t r = 0; r < n; ++r) per_buffer_ring_output(t.kind, pairs[r][i], r, n, data[r], ws);
+    }
+    return;
+  }
   // Each rank's part of the bucket: its buffers among the task's reads, in order, gathered.
   const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
   std::vector<std::vector<T>> data(n);

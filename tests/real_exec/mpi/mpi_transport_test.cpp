@@ -337,6 +337,19 @@ TEST(MpiTransportCli, ZeroOneOverTwoProcessesReportsWhatPlainDataParallelismRepo
   expect_same_report(args, mpirun(2) + args + " --set zero=1 --transport mpi", dir);
 }
 
+// ZeRO-2 and -3 over two processes (one ring per layer into each rank's shard, ZeRO-3's gathers
+// of every layer before its use) report what the same runs report over threads.
+TEST(MpiTransportCli, ZeroTwoAndThreeOverTwoProcessesReportWhatTheThreadsReport) {
+  for (const char* zero : {"2", "3"}) {
+    SCOPED_TRACE(std::string("zero=") + zero);
+    const auto dir = scratch(std::string("zero") + zero);
+    const std::string args =
+        std::string(STRATA_BINARY) +
+        " run --model mlp --strategy dp=2 --optimizer adam --epochs 1 --no-pin --set zero=" + zero;
+    expect_same_report(args, mpirun(2) + args + " --transport mpi", dir);
+  }
+}
+
 // Gradient compression over two processes: the compressed ring (int8: codes and a scale per
 // message), top-k's all-gathered selections and PowerSGD's two allreduces give the loss,
 // accuracy and bytes the same run gives over threads.

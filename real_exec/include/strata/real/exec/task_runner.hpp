@@ -41,14 +41,18 @@
 // - send / recv / allreduce: Transport (allreduce sums: gradients are already scaled).
 // - reduce_scatter / allgather: Transport, the two halves of the ring allreduce over the same
 //                   chunks (ZeRO-1: the gradients' reduce-scatter before the sharded step, the
-//                   parameters' all-gather after it). Only these are run: a reduce_scatter of
-//                   activations (sequence parallelism) or an allgather that does not follow the
-//                   optimizer step (ZeRO-3's gathers before use) is refused by check_kernels, as
-//                   is a linear or conv task whose weight or gradient buffer is smaller than the
-//                   layer (ZeRO-2 and -3 shard them).
+//                   parameters' all-gather after it), or, with attribute per_buffer, one ring per
+//                   layer between unsharded buffers and shards (ZeRO-2 and -3, below). Only these
+//                   are run: a reduce_scatter of activations (sequence parallelism) or an
+//                   allgather before a use that is not per_buffer is refused by check_kernels,
+//                   as is a linear or conv task whose weight or gradient buffer is smaller than
+//                   the layer.
 // - optimizer_step after a reduce_scatter (a data dependency): the step runs on this rank's ring
 //                   chunk of each reduce-scattered bucket only (owned_chunk), its state holding
-//                   that shard's moments; every gradient is zeroed whole.
+//                   that shard's moments; every gradient is zeroed whole. After a per_buffer
+//                   reduce_scatter (ZeRO-2, -3: per_buffer below) each gradient is a shard: the
+//                   step updates the layer's chunk of the whole weights (ZeRO-2) or the weight
+//                   shard itself (ZeRO-3).
 // - host_copy       offload's copies (lowering_offload.cpp): `<step>/d2h` moves the gradients to
 //                   host memory, `<step>/h2d` the updated weights back; the step between them
 //                   (on_host = 1) runs on the CPU. On the CPU executor host and device memory
@@ -158,6 +162,36 @@ inline bool runs_allgather(TaskKind kind) {
 // whose buffers differ in number, size or dtype, so the executors need not check them again.
 std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Task& collective);
 
+// ZeRO-2 and -3 (lowering.cpp): a collective with attribute per_buffer = 1 runs one ring per
+// buffer position instead of one over each rank's buffers concatenated, and each rank's i-th
+// read pairs with its i-th write. The rank at group position p holds chunk owned_chunk(p, n)
+// of each layer (shard_chunk) in a shard of ceil(elements / n) elements:
+// - reduce_scatter: reads an unsharded gradient, adds the rank's reduced chunk into the shard
+//   it writes, and zeroes the gradient it consumed (what a framework frees);
+// - allgather: reads the rank's shard (ZeRO-3) or the whole weights whose chunk the optimizer
+//   step updated (ZeRO-2's gather after the step) and writes the unsharded weights.
+bool per_buffer(const Task& collective);
+struct BufferPair {
+  BufferIndex read = 0;
+  BufferIndex write = 0;
+};
+// A per_buffer collective's pairs by the position of their worker in its group. Checked
+// (internal errors) as buffers_by_rank.
+std::vector<std::vector<BufferPair>> buffer_pairs_by_rank(const Plan& plan, const Task& collective);
+inline RingChunk shard_chunk(std::size_t position, std::size_t elements, std::size_t n) {
+  return ring_chunk(owned_chunk(position, n), elements, n);
+}
+// The ring input of one pair at group position p: the unsharded values (an allgather from a
+// shard: zeros but for the rank's chunk).
+template <typename T>
+std::vector<T> per_buffer_ring_input(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                                     Workspace<T>& ws);
+// Writes a ring's result back: the rank's reduced chunk added into its shard (and the consumed
+// gradient zeroed), or the gathered values.
+template <typename T>
+void per_buffer_ring_output(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                            const std::vector<T>& data, Workspace<T>& ws);
+
 // Told that tasks run by other processes have completed (see Transport::begin_run).
 class RemoteCompletions {
  public:
@@ -251,7 +285,8 @@ std::int64_t loss_divisor(const Plan& plan, const Task& task, std::int64_t batch
 struct OptimizerSlice {
   BufferIndex grad = 0;
   BufferIndex weight = 0;
-  std::int64_t begin = 0;  // the slice is elements [begin, begin + elements) of grad and weight
+  std::int64_t begin = 0;         // the slice is elements [begin, begin + elements) of grad and
+  std::int64_t weight_begin = 0;  // [weight_begin, weight_begin + elements) of weight
   std::int64_t elements = 0;
   std::int64_t first = 0;   // offset of its velocity or first moments in the state
   std::int64_t second = 0;  // offset of its second moments (Adam)
