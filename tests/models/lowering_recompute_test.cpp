@@ -30,39 +30,45 @@ std::vector<std::string> started_ids(const Plan& plan, const RunResult& run, con
 
 // 8 fixed layers (one per block) saving 300 fp32 elements (1,200 B) each, with 100-element
 // (400 B) inputs and outputs, one sample, one microbatch: without recomputation the forward
-// holds all 8 x 1,200 = 9,600 B when the backward starts.
+// holds all 8 x 1,200 = 9,600 B when the backward starts, and the last layer's backward (which
+// reads no gradient) writes its input's gradient, 400 B: 10,000 B. Every peak below is at such
+// a backward: what is kept, plus one 400 B gradient.
 TEST(LoweringRecompute, FullKeepsOnlyEachChunkInputAndReRunsOneChunkAtATime) {
   const Model model = fixed_model(8, 1000, 300);
   const RunResult none = run_unit_durations(lower(model, config_of(1, 1, 1, 1)));
-  EXPECT_DOUBLE_EQ(none.peak_memory[0], 9600);
+  EXPECT_DOUBLE_EQ(none.peak_memory[0], 9600 + 400);
 
   // uniform, 1 block per chunk: 8 chunk inputs of 400 B, plus one chunk re-run (1,200 B) while
-  // its backward runs: 3,200 + 1,200 = 4,400 B, i.e. 9,600 - 8 x (1,200 - 400) + 1,200.
+  // its backward runs: 3,200 + 1,200 = 4,400 B, i.e. 9,600 - 8 x (1,200 - 400) + 1,200, and
+  // the gradient.
   const Plan one = lower(model, full(RecomputeMethod::uniform, 1));
   EXPECT_EQ(count_ids(one, R"(it0/dp0/pp0/tp0/mb0/rfwd/l\d)"), 8u);
   const RunResult one_run = run_unit_durations(one);
   ASSERT_TRUE(one_run.finished);
-  EXPECT_DOUBLE_EQ(one_run.peak_memory[0], 4400);
+  EXPECT_DOUBLE_EQ(one_run.peak_memory[0], 4400 + 400);
   EXPECT_NEAR(one_run.net_memory[0], 0, 1e-9);
 
-  // uniform, 2 blocks per chunk: 4 inputs (1,600 B) + a 2-layer re-run (2,400 B) = 4,000 B.
+  // uniform, 2 blocks per chunk: 4 inputs (1,600 B) + a 2-layer re-run (2,400 B) = 4,000 B, and
+  // the gradient.
   const Plan two = lower(model, full(RecomputeMethod::uniform, 2));
-  EXPECT_DOUBLE_EQ(run_unit_durations(two).peak_memory[0], 4000);
+  EXPECT_DOUBLE_EQ(run_unit_durations(two).peak_memory[0], 4000 + 400);
   // The chunk's first forward keeps its input, the others keep nothing; the re-runs allocate the
-  // saved activations and the backward frees them (and the input for the first layer).
+  // saved activations and the backward frees them (and the input for the first layer, and the
+  // 400 B gradient it read: l7 wrote it, l6 is its last reader).
   const Task& fwd6 = two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/fwd/l6"));
   const Task& fwd7 = two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/fwd/l7"));
   EXPECT_DOUBLE_EQ(fwd6.mem_alloc, 400);
   EXPECT_DOUBLE_EQ(fwd7.mem_alloc, 0);
   EXPECT_DOUBLE_EQ(two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/rfwd/l7")).mem_alloc, 1200);
-  EXPECT_DOUBLE_EQ(two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/bwd/l6")).mem_free, 1600);
+  EXPECT_DOUBLE_EQ(two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/bwd/l6")).mem_free, 1600 + 400);
   EXPECT_DOUBLE_EQ(two.task(index_of(two, "it0/dp0/pp0/tp0/mb0/bwd/l7")).mem_free, 1200);
 
-  // block, 3 blocks: l0, l1, l2 re-run one by one, l3..l7 keep theirs: 3 x 400 + 5 x 1,200.
+  // block, 3 blocks: l0, l1, l2 re-run one by one, l3..l7 keep theirs: 3 x 400 + 5 x 1,200, and
+  // the gradient.
   const Plan block = lower(model, full(RecomputeMethod::block, 3));
   EXPECT_EQ(count_ids(block, R"(.*/rfwd/l\d)"), 3u);
   EXPECT_EQ(count_ids(block, R"(.*/rfwd/l[0-2])"), 3u);
-  EXPECT_DOUBLE_EQ(run_unit_durations(block).peak_memory[0], 7200);
+  EXPECT_DOUBLE_EQ(run_unit_durations(block).peak_memory[0], 7200 + 400);
 }
 
 TEST(LoweringRecompute, AChunkIsReRunWhenItsOutputGradientArrivesRightBeforeItsBackward) {
@@ -102,9 +108,11 @@ TEST(LoweringRecompute, FullReRunsTheTransformerBlocksWithTheirTensorParallelAll
     const std::string p = cat("it0/dp0/pp0/tp", t) + "/mb0/";
     EXPECT_TRUE(has(plan.task(ar).data_deps, index_of(plan, p + "rfwd/l1/proj")));
     EXPECT_TRUE(has(plan.task(index_of(plan, p + "rfwd/l1/res1")).data_deps, ar));
-    // Block 1's input (l0's output, 8 x 8 x 64 fp32 = 16,384 B) is kept until ln1's backward.
+    // Block 1's input (l0's output, 8 x 8 x 64 fp32 = 16,384 B) is kept until ln1's backward,
+    // which also frees the re-run's saved input and the gradient of ln1's output it read (both
+    // 16,384 B).
     EXPECT_DOUBLE_EQ(plan.task(index_of(plan, p + "fwd/l1/ln1")).mem_alloc, 16384);
-    EXPECT_DOUBLE_EQ(plan.task(index_of(plan, p + "bwd/l1/ln1")).mem_free, 16384 + 16384);
+    EXPECT_DOUBLE_EQ(plan.task(index_of(plan, p + "bwd/l1/ln1")).mem_free, 16384 + 16384 + 16384);
   }
   const RunResult run = run_unit_durations(plan);
   EXPECT_TRUE(run.finished);
@@ -128,7 +136,8 @@ TEST(LoweringRecompute, SelectiveReRunsTheAttentionCoreAndKeepsOnlyItsInputs) {
   EXPECT_DOUBLE_EQ(fwd.mem_alloc, 34816);
   EXPECT_DOUBLE_EQ(fwd.mem_free, 10240);
   EXPECT_DOUBLE_EQ(rerun.mem_alloc, 10240);
-  EXPECT_DOUBLE_EQ(bwd.mem_free, 34816);
+  // And the gradient of its output it read (8 x 8 x 64 / 2 x 4 B = 8,192 B per rank).
+  EXPECT_DOUBLE_EQ(bwd.mem_free, 34816 + 8192);
   EXPECT_TRUE(has(rerun.control_deps, index_of(plan, w + "bwd/l1/proj")));
   EXPECT_TRUE(has(bwd.data_deps, index_of(plan, w + "rfwd/l1/attn")));
   const auto prio = [&](const std::string& id) { return plan.task(index_of(plan, w + id)).priority; };
@@ -186,7 +195,7 @@ TEST(LoweringRecompute, FlashAttentionKeepsItsStatisticsNotTheScores) {
   EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * fwd.flops);  // five s x s x d matmuls for the forward's two
   EXPECT_DOUBLE_EQ(fwd.mem_alloc, 25088);
   EXPECT_DOUBLE_EQ(fwd.mem_free, 0);
-  EXPECT_DOUBLE_EQ(bwd.mem_free, 25088);
+  EXPECT_DOUBLE_EQ(bwd.mem_free, 25088 + 8192);  // and the 8,192 B gradient of its output
   EXPECT_EQ(count_ids(plan, R"(.*/rfwd/.*)"), 0u);
 
   // With selective recomputation the flash forward is re-run; between its forward and the re-run

@@ -2,6 +2,8 @@
 // Pipeline Parallelism"), its weight-gradient (W) tasks deferred into the cool-down bubbles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "lowering_test_support.hpp"
@@ -34,10 +36,15 @@ TEST(LoweringSchedule, ZeroBubbleDefersTheWeightGradientsIntoTheBubble) {
   EXPECT_EQ(plan.size(), one_f_one_b.size());
   EXPECT_TRUE(
       has(plan.task(index_of(plan, s0 + "mb2/fwd/fc0")).control_deps, index_of(plan, s0 + "mb0/bwd/fc0")));
-  // A deferred W still reads its layer's input: the backward data keeps it, W frees it.
+  // A deferred W still reads its layer's input and its output's gradient: the backward data
+  // keeps them, W frees them.
   const Task& fwd = plan.task(index_of(plan, s0 + "mb0/fwd/fc1"));
+  const auto output_grad = std::find_if(plan.buffers().begin(), plan.buffers().end(),
+                                        [](const Buffer& b) { return b.id == "dp0/pp0/tp0/mb0/grad/fc1"; });
+  ASSERT_NE(output_grad, plan.buffers().end());
   EXPECT_DOUBLE_EQ(plan.task(index_of(plan, s0 + "mb0/bwd/fc1")).mem_free, 0);
-  EXPECT_DOUBLE_EQ(plan.task(index_of(plan, s0 + "mb0/bwdw/fc1")).mem_free, fwd.mem_alloc);
+  EXPECT_DOUBLE_EQ(plan.task(index_of(plan, s0 + "mb0/bwdw/fc1")).mem_free,
+                   fwd.mem_alloc + output_grad->bytes);
   const RunResult zb = run_unit_durations(plan);
   const RunResult base = run_unit_durations(one_f_one_b);
   ASSERT_TRUE(zb.finished);

@@ -432,12 +432,15 @@ TEST(Lowering, OneFOneBHoldsAtMostPpMicrobatchesGPipeHoldsAll) {
   ASSERT_TRUE(gpipe.finished);
   EXPECT_EQ(one_f_one_b.max_in_flight, pp);
   EXPECT_EQ(gpipe.max_in_flight, m);
-  // Stage 0 holds 2 layers x 100 elements x fp32 per microbatch in flight.
+  // Stage 0 holds 2 layers x 100 elements x fp32 per microbatch in flight, and in a backward
+  // the gradient a layer reads and the one it writes (100 elements each).
   const double per_microbatch = 2 * 100 * 4;
-  EXPECT_DOUBLE_EQ(one_f_one_b.peak_memory[0], pp * per_microbatch);
-  EXPECT_DOUBLE_EQ(gpipe.peak_memory[0], m * per_microbatch);
-  // The last stage of 1F1B holds a single microbatch.
-  EXPECT_DOUBLE_EQ(one_f_one_b.peak_memory[pp - 1], per_microbatch);
+  const double gradient = 100 * 4;
+  EXPECT_DOUBLE_EQ(one_f_one_b.peak_memory[0], pp * per_microbatch + 2 * gradient);
+  EXPECT_DOUBLE_EQ(gpipe.peak_memory[0], m * per_microbatch + 2 * gradient);
+  // The last stage of 1F1B holds a single microbatch; its first backward (the last layer's,
+  // which reads no gradient) writes one while the microbatch's activations are held.
+  EXPECT_DOUBLE_EQ(one_f_one_b.peak_memory[pp - 1], per_microbatch + gradient);
   // Without PP, microbatches accumulate one at a time.
   const RunResult accumulate = run_unit_durations(lower(fixed_model(8), config_of(1, 1, 1, m)));
   EXPECT_EQ(accumulate.max_in_flight, 1);

@@ -160,6 +160,7 @@ void PlanBuilder::add_buffers() {
 }
 
 void PlanBuilder::add_iteration(int iteration) {
+  const TaskIndex first = static_cast<TaskIndex>(plan_.size());
   for (WorkerTasks& w : tasks_) w.prev_opt = w.opt;
   std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
@@ -188,6 +189,51 @@ void PlanBuilder::add_iteration(int iteration) {
         wire_codec_tasks(s, t);
         if (layout_.config->zero == 3) wire_unit_gathers(s, t);
       }
+  account_gradient_buffers(first);
+}
+
+// Gradient tensors (".../mb<m>/grad/<layer>", the gradient w.r.t. a layer's output): a framework
+// holds one from the task that first writes it (the backward data of the layer after it, a
+// recv/bwd) to the last task that reads it (this layer's backward data and weight gradient, a TP
+// collective, a send/bwd), in the worker's dispatch order (priority, then plan order): the
+// first writer allocates it, the last reader frees it, or the writer itself when nothing reads
+// it (the model input's gradient). A collective's allocation counts once for each member, so it
+// is charged the size of one member's buffer.
+void PlanBuilder::account_gradient_buffers(TaskIndex first) {
+  std::vector<char> is_grad(plan_.buffers().size(), 0);
+  for (std::size_t rank = 0; rank < buffers_.size(); ++rank) {
+    const int n = stage(layout_.stage_of(static_cast<WorkerId>(rank))).size();
+    for (int j = 0; j < layout_.microbatches; ++j)
+      for (int slot = 0; slot <= n; ++slot) is_grad[grad(static_cast<WorkerId>(rank), j, slot)] = 1;
+  }
+  struct Use {
+    TaskIndex writer = kNoTask, reader = kNoTask;
+  };
+  std::vector<Use> uses(plan_.buffers().size());
+  auto earlier = [this](TaskIndex a, TaskIndex b) {
+    const std::int64_t pa = plan_.task(a).priority, pb = plan_.task(b).priority;
+    return pa != pb ? pa < pb : a < b;
+  };
+  for (TaskIndex t = first; t < plan_.size(); ++t) {
+    const Task& task = plan_.task(t);
+    for (BufferIndex b : task.writes)
+      if (is_grad[b] != 0 && (uses[b].writer == kNoTask || earlier(t, uses[b].writer))) uses[b].writer = t;
+    for (BufferIndex b : task.reads)
+      if (is_grad[b] != 0 && (uses[b].reader == kNoTask || earlier(uses[b].reader, t))) uses[b].reader = t;
+  }
+  for (BufferIndex b = 0; b < uses.size(); ++b) {
+    const Use& use = uses[b];
+    if (use.writer == kNoTask) continue;
+    const Buffer& buffer = plan_.buffer(b);
+    const TaskIndex last = use.reader != kNoTask ? use.reader : use.writer;
+    // A collective touches every member's buffer: charge it for its first member's only.
+    auto charged = [&](TaskIndex t) {
+      const Task& task = plan_.task(t);
+      return task.group.empty() || task.group.front() == buffer.worker;
+    };
+    if (charged(use.writer)) plan_.mutable_task(use.writer).mem_alloc += buffer.bytes;
+    if (charged(last)) plan_.mutable_task(last).mem_free += buffer.bytes;
+  }
 }
 
 namespace {

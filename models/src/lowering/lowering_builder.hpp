@@ -141,6 +141,8 @@ class PlanBuilder {
   void wire_bucket_allreduces(int s, int t);
   void wire_param_gathers(int s, int t);
   void wire_unit_gathers(int s, int t);  // lowering_zero3.cpp
+  // The memory of the gradient tensors of the iteration whose tasks start at `first`.
+  void account_gradient_buffers(TaskIndex first);
   void wire_unit_users(WorkerId rank, int j, const ParamUnit& unit, TaskIndex fwd_gather,
                        TaskIndex bwd_gather);
   TaskIndex bwd_first_user(WorkerId rank, int j, const ParamUnit& unit) const;

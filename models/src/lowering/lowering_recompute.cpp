@@ -132,7 +132,12 @@ void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
   stage.rerun_of.assign(static_cast<std::size_t>(n), -1);
   stage.memory.assign(static_cast<std::size_t>(n), {});
   for (int k = 0; k < n; ++k) {
-    const double saved = layout.layers[static_cast<std::size_t>(stage.first_layer + k)].saved_bytes;
+    double saved = layout.layers[static_cast<std::size_t>(stage.first_layer + k)].saved_bytes;
+    // A stage's first layer keeps the input it received when the layer before (on another
+    // stage) would have kept it.
+    if (k == 0 && stage.first_layer > 0 &&
+        model.layers[static_cast<std::size_t>(stage.first_layer)].input_kept_before)
+      saved += input_bytes(model, layout, stage, 0);
     stage.memory[static_cast<std::size_t>(k)] = {saved, 0, 0, saved};
   }
   for (std::size_t r = 0; r < stage.reruns.size(); ++r) {
@@ -157,8 +162,8 @@ void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
     const LayerPlan& plan = layout.layers[static_cast<std::size_t>(stage.first_layer + k)];
     if (!plan.has_bwdw) continue;
     LayerMemory& memory = stage.memory[static_cast<std::size_t>(k)];
-    memory.wgrad_free = plan.saved_bytes;
-    memory.bwd_free -= plan.saved_bytes;
+    memory.wgrad_free = memory.bwd_free;  // what it saved is its input (and a chunk's kept input)
+    memory.bwd_free = 0;
   }
   plan_backward_positions(stage);
 }

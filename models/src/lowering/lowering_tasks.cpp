@@ -139,7 +139,12 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     Task& bwd_ref = plan_.mutable_task(bwd);
     bwd_ref.mem_free = st.memory[ks].bwd_free;
     if (has_output_grad) bwd_ref.reads.push_back(grad(rank, j, k + 1));
-    bwd_ref.reads.push_back(act(rank, j, k));
+    // ReLU's and tanh's backward read their output, which they keep (as PyTorch's do): the
+    // layer before need not keep its own (GELU's needs its input).
+    const std::string fn = bwd_ref.attr_string("fn").value_or("");
+    const bool from_output = bwd_ref.kind == TaskKind::activation_bwd && (fn == "relu" || fn == "tanh");
+    if (from_output) bwd_ref.attrs["saved"] = std::string("output");
+    bwd_ref.reads.push_back(act(rank, j, from_output ? k + 1 : k));
     if (b.weight_full[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight_full[ks]);
     bwd_ref.writes = {grad(rank, j, k)};
     if (l.writes_wgrad && !l.has_bwdw) bwd_ref.writes.push_back(b.wgrad_full[ks]);

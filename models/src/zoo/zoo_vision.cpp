@@ -1,10 +1,12 @@
 // Vision presets: MLP, LeNet-5, VGG-16 and ResNet-50 as layer sequences.
 //
 // Activation accounting (saved_elems): a layer counts the input tensor its backward reads
-// (conv, linear, batch norm, ReLU), plus what it makes for backward (max-pool argmax indices,
-// the loss's softmax probabilities). Each tensor is counted once, by its first reader: a
-// ResNet downsample conv reads the bottleneck's input, already counted by the bottleneck's
-// first conv. Residual adds and average pools keep nothing. Masks and indices count one element
+// (conv, linear, batch norm), plus what it makes for backward (max-pool argmax indices, the
+// loss's softmax probabilities); ReLU counts its output, which its backward reads (as PyTorch's
+// ReLU keeps its result; Y > 0 exactly where X > 0). Each tensor is counted once, by its first
+// reader: a ResNet downsample conv reads the bottleneck's input, already counted by the
+// bottleneck's first conv, and a conv, linear or batch norm after a ReLU reads the ReLU's kept
+// output. Residual adds and average pools keep nothing. Masks and indices count one element
 // each, an upper bound where frameworks keep a byte; batch-norm statistics (2 per channel) are
 // ignored. Dropout (VGG's classifier) is left out: no parameters, negligible FLOPs.
 #include "strata/models/zoo/zoo.hpp"
@@ -56,27 +58,30 @@ class VisionBuilder {
     layer.bwd_data_flops = layer.fwd_flops;
     layer.bwd_weight_flops = layer.fwd_flops;
     layer.out_elems = static_cast<double>(out.elems());
-    layer.saved_elems = saves_input ? static_cast<double>(x_.elems()) : 0;
+    layer.saved_elems = saves_input ? input_saved() : 0;
+    layer.input_kept_before = saves_input && output_kept_;
     layer.shape = {{"c_in", x_.c},   {"c_out", c_out}, {"h_in", x_.h}, {"w_in", x_.w},     {"h_out", h_out},
                    {"w_out", w_out}, {"kh", k},        {"kw", k},      {"stride", stride}, {"pad", pad}};
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
     x_ = out;
   }
 
   void batch_norm(std::string name) {
     Layer layer = make_pointwise(std::move(name), LayerOp::norm, block_, elems(), kNormFlopsPerElem,
                                  2.0 * static_cast<double>(x_.c));
-    layer.saved_elems = elems();
+    layer.saved_elems = input_saved();
+    layer.input_kept_before = output_kept_;
     layer.shape["fn"] = std::string("batch");
     layer.shape["channels"] = x_.c;
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
   }
 
   void relu(std::string name) {
     Layer layer = make_pointwise(std::move(name), LayerOp::activation, block_, elems(), kReluFlopsPerElem);
-    layer.saved_elems = elems();
+    layer.saved_elems = elems();  // its output
     layer.shape["fn"] = std::string("relu");
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
+    output_kept_ = true;
   }
 
   void max_pool(std::string name, std::int64_t k, std::int64_t stride, std::int64_t pad) {
@@ -88,7 +93,7 @@ class VisionBuilder {
     layer.shape = {{"fn", std::string("max")}, {"channels", x_.c}, {"h_out", out.h},
                    {"w_out", out.w},           {"kh", k},          {"kw", k},
                    {"stride", stride},         {"pad", pad}};
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
     x_ = out;
   }
 
@@ -103,18 +108,20 @@ class VisionBuilder {
                    {"kw", x_.w},
                    {"stride", std::int64_t{1}},
                    {"pad", std::int64_t{0}}};
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
     x_ = {x_.c, 1, 1};
   }
 
   void add(std::string name) {
-    model_.layers.push_back(
-        make_pointwise(std::move(name), LayerOp::elementwise, block_, elems(), kAddFlopsPerElem));
+    push(make_pointwise(std::move(name), LayerOp::elementwise, block_, elems(), kAddFlopsPerElem));
   }
 
   // Flattens the current activation into k features.
   void linear(std::string name, std::int64_t n) {
-    model_.layers.push_back(make_linear(std::move(name), block_, 1, x_.elems(), n));
+    Layer layer = make_linear(std::move(name), block_, 1, x_.elems(), n);
+    layer.saved_elems = input_saved();
+    layer.input_kept_before = output_kept_;
+    push(std::move(layer));
     x_ = {n, 1, 1};
   }
 
@@ -123,15 +130,22 @@ class VisionBuilder {
     layer.saved_elems = elems();  // softmax probabilities
     layer.out_elems = 1;          // one loss value per sample
     layer.shape["classes"] = x_.elems();
-    model_.layers.push_back(std::move(layer));
+    push(std::move(layer));
   }
 
  private:
   double elems() const { return static_cast<double>(x_.elems()); }
+  // The current tensor, if no layer keeps it already (a ReLU's output is kept by the ReLU).
+  double input_saved() const { return output_kept_ ? 0 : elems(); }
+  void push(Layer layer) {
+    model_.layers.push_back(std::move(layer));
+    output_kept_ = false;
+  }
 
   Model& model_;
   Tensor x_;
   std::int32_t block_ = 0;
+  bool output_kept_ = false;  // the current tensor is a ReLU's output, which the ReLU keeps
 };
 
 Model vision_model(std::string name, std::string family) {

@@ -63,7 +63,7 @@ void CudaTaskRunner<T>::allocate_scratch(TaskIndex index) {
   Scratch& s = scratch_[index];
   switch (t.kind) {
     case TaskKind::activation_bwd:
-      if (!is_relu(t)) s.values = DeviceArray<T>(elems(t.writes[0]));
+      if (!is_relu(t) && !reads_activation_output(t)) s.values = DeviceArray<T>(elems(t.writes[0]));
       break;
     case TaskKind::pool_fwd:
       s.argmax = DeviceArray<std::int64_t>(elems(t.writes[0]));
@@ -181,8 +181,10 @@ void CudaTaskRunner<T>::run_activation(TaskIndex index, CudaBackend& s) {
       gpu::relu_forward(s, n, buf(t.reads[0]), buf(t.writes[0]));
     else
       gpu::tanh_forward(s, n, buf(t.reads[0]), buf(t.writes[0]));
-  } else if (is_relu(t)) {
+  } else if (is_relu(t)) {  // Y > 0 exactly where X > 0: either serves
     gpu::relu_backward(s, n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
+  } else if (reads_activation_output(t)) {
+    gpu::tanh_backward(s, n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
   } else {
     T* y = scratch_[index].values.data();  // the Plan keeps X; tanh' needs Y
     gpu::tanh_forward(s, n, buf(t.reads[1]), y);

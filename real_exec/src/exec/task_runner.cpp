@@ -321,6 +321,8 @@ std::vector<std::vector<BufferIndex>> buffers_by_rank(const Plan& plan, const Ta
   return parts;
 }
 
+bool reads_activation_output(const Task& task) { return task.attr_string("saved").value_or("") == "output"; }
+
 bool per_buffer(const Task& collective) { return collective.attr_int("per_buffer").value_or(0) != 0; }
 
 std::vector<std::vector<BufferPair>> buffer_pairs_by_rank(const Plan& plan, const Task& t) {
@@ -538,10 +540,13 @@ void TaskRunner<T>::run_activation(const Task& t) {
       tanh_forward(n, buf(t.reads[0]), buf(t.writes[0]));
     return;
   }
+  // Y > 0 exactly where X > 0, so ReLU's backward reads either; tanh' needs Y.
   if (relu) {
     relu_backward(n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
+  } else if (reads_activation_output(t)) {
+    tanh_backward(n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
   } else {
-    std::vector<T> y(static_cast<std::size_t>(n));  // the Plan keeps X; tanh' needs Y
+    std::vector<T> y(static_cast<std::size_t>(n));  // the Plan keeps X
     tanh_forward(n, buf(t.reads[1]), y.data());
     tanh_backward(n, y.data(), buf(t.reads[0]), buf(t.writes[0]));
   }

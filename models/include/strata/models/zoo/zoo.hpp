@@ -86,9 +86,12 @@ struct Layer {
   double bwd_weight_flops = 0;  // FLOP per sample (gradient w.r.t. the weights)
   double out_elems = 0;         // output activation elements per sample
   double saved_elems = 0;       // elements kept from forward for backward, per sample
-  double fixed_fwd_s = 0;       // LayerOp::fixed: forward time per microbatch (s)
-  double fixed_bwd_s = 0;       // LayerOp::fixed: backward time per microbatch (s)
-  Attributes shape;             // op-specific shape attributes (see LayerOp)
+  // Its backward reads its input, which the layer before keeps (a ReLU's output) and so
+  // saved_elems leaves out: a pipeline stage that starts with this layer keeps it itself.
+  bool input_kept_before = false;
+  double fixed_fwd_s = 0;  // LayerOp::fixed: forward time per microbatch (s)
+  double fixed_bwd_s = 0;  // LayerOp::fixed: backward time per microbatch (s)
+  Attributes shape;        // op-specific shape attributes (see LayerOp)
 };
 
 struct Model {

@@ -7,7 +7,8 @@
 // - linear_bwd_data reads [dY, X, W]    writes [dX]
 // - linear_bwd_weight reads [dY, X]     writes [dW]      adds into dW (microbatches accumulate)
 // - conv_*          as linear, attrs n, c_in, c_out, h_in, w_in, kh, kw, pad, stride
-// - activation_fwd/bwd  attr fn relu | tanh; bwd reads [dY, X]
+// - activation_fwd/bwd  attr fn relu | tanh; bwd reads [dY, X], or, with attr saved = "output"
+//                   (the backprop lowering: what a framework keeps), [dY, Y]
 // - pool_fwd/bwd    attr fn max, 2×2 stride 2; bwd reads [dY, X]
 // - loss_fwd        reads [logits] writes [loss]: softmax cross-entropy on the labels bound to
 //                   the task's (dp, mb); loss[0] = the microbatch's mean loss
@@ -273,6 +274,9 @@ void run_fixed_task(const Task& task);
 // What the executors share of a task's meaning (their kernels differ, the operands do not).
 // A conv task's shape from its attributes.
 Conv2dShape conv_shape(const Task& task);
+// Whether an activation_bwd task reads its forward's output Y (attribute saved = "output")
+// rather than its input X.
+bool reads_activation_output(const Task& task);
 // A 2x2 max pooling task's shape: channels and output size from its attributes, the batch from
 // its input's element count (checked to be exactly twice the output in each dimension).
 Pool2dShape pool_shape(const Task& task, std::int64_t input_elements);
