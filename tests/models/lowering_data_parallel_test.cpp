@@ -175,11 +175,13 @@ TEST(LoweringDataParallel, ZeroThreeGathersEachBlockBeforeItsUseOneAheadAndRelea
   // It writes the copy the previous microbatch's backward read: after that backward (control).
   EXPECT_TRUE(has(gather.control_deps, index_of(plan, "it0/dp1/pp0/tp0/mb0/bwd/fc1")));
   // Every member holds the whole unit (16,640 B) from the gather's start to its last use; fc0
-  // keeps its input (64 x 16 samples x 4 B = 4,096 B).
+  // keeps its input (64 x 16 samples x 4 B = 4,096 B a microbatch), both microbatches' from the
+  // first forward (the host binds the batch before the iteration).
   EXPECT_DOUBLE_EQ(gather.mem_alloc, 16640);
   const Task& fwd0 = plan.task(index_of(plan, w + "fwd/fc0"));
-  EXPECT_DOUBLE_EQ(fwd0.mem_alloc, 4096);
+  EXPECT_DOUBLE_EQ(fwd0.mem_alloc, 0);
   EXPECT_DOUBLE_EQ(fwd0.mem_free, 16640);
+  EXPECT_DOUBLE_EQ(plan.task(index_of(plan, "it0/dp1/pp0/tp0/mb0/fwd/fc0")).mem_alloc, 2 * 4096);
   // The weight gradient accumulates unsharded (after its backward data) and the bucket's
   // reduce-scatter adds it into the shard and frees it.
   const Task& bwdw0 = plan.task(index_of(plan, "it0/dp1/pp0/tp0/mb0/bwdw/fc1"));

@@ -99,6 +99,26 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
     task_ref.writes = {act(rank, j, k + 1)};
     w.fwd[static_cast<std::size_t>(j * n + k)] = task;
   }
+  // The stage's input, when its first layer keeps it (as a linear, conv, norm or embedding keeps
+  // its input), is held from when it is there: its recv, or, on the first stage, the start of
+  // the iteration, when the host binds every microbatch's input (strata's Trainer does, as a
+  // data loader that hands over the whole batch).
+  const LayerOp first_op = layout_.model->layers[static_cast<std::size_t>(st.first_layer)].op;
+  const bool keeps_input = first_op == LayerOp::linear || first_op == LayerOp::conv ||
+                           first_op == LayerOp::norm || first_op == LayerOp::embedding;
+  const double input =
+      s > 0 ? layer(st.first_layer - 1).out_bytes
+            : layout_.model->input_elems * layout_.microbatch_size * bytes_per_element(layout_.config->dtype);
+  Task& first = plan_.mutable_task(w.fwd[static_cast<std::size_t>(j * n)]);
+  if (keeps_input && first.mem_alloc >= input) {
+    if (s > 0) {
+      first.mem_alloc -= input;
+      plan_.mutable_task(w.recv_fwd[mb]).mem_alloc = input;
+    } else if (st.first_layer == 0 && j > 0) {
+      first.mem_alloc -= input;
+      plan_.mutable_task(w.fwd[0]).mem_alloc += input;  // microbatch 0's, the worker's first forward
+    }
+  }
   if (s + 1 < layout_.stage_count()) {
     w.send_fwd[mb] =
         add_p2p(TaskKind::send, prefix + "send/fwd" + chunk_suffix(s), rank, layout_.rank(d, s + 1, t), it,
