@@ -1,7 +1,7 @@
 // strata compare-solvers: every solver that applies to the model, and backprop under DP and
 // PP-1F1B, DP with each memory option the real executor runs (recompute=full, zero=1, zero=1
-// with offload=1) and DP with each gradient compression (compression=int8, fp8, topk, powersgd),
-// on the same workers: predicted time per epoch on a platform, measured time per epoch and
+// with offload=1, zero=2, zero=3) and DP with each gradient compression (compression=int8, fp8, topk,
+// powersgd), on the same workers: predicted time per epoch on a platform, measured time per epoch and
 // accuracy on this machine, time to a target accuracy, bytes per iteration predicted and
 // measured, and peak memory per worker; an SVG of accuracy against wall-clock time.
 //
@@ -85,13 +85,15 @@ std::vector<Row> rows_for(const CompareOptions& o) {
   rows.back().flags.schedule = "1f1b";
   add("backprop pp=" + std::to_string(w) + " 1f1b", "backprop", "pp=" + std::to_string(w));
   // The memory options the real executor runs, on the data-parallel row (docs/memory.md, "Run
-  // for real"): activation recomputation, ZeRO-1 and ZeRO-1 with its optimizer on the host (a
-  // row whose platform has no pcie_bw says why it has no Plan); then the gradient codecs
+  // for real"): activation recomputation, ZeRO-1, ZeRO-1 with its optimizer on the host (a row
+  // whose platform has no pcie_bw says why it has no Plan), ZeRO-2 and ZeRO-3; then the gradient codecs
   // (docs/compression.md) with their default topk_ratio and powersgd_rank.
   for (const std::vector<std::string>& options :
        std::vector<std::vector<std::string>>{{"recompute=full"},
                                              {"zero=1"},
                                              {"zero=1", "offload=1"},
+                                             {"zero=2"},
+                                             {"zero=3"},
                                              {"compression=int8"},
                                              {"compression=fp8"},
                                              {"compression=topk"},

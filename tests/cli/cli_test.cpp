@@ -497,8 +497,9 @@ TEST_F(Cli, CompareSolversPredictsEveryRowAndSaysWhyARowIsMissing) {
   const Outcome r =
       run("compare-solvers --model mlp --workers 2 --epochs 0 --platform " + kPlatforms + "a100-node-8.xml");
   ASSERT_EQ(r.rc, 0) << r.err;
-  for (const char* row : {"backprop dp=2 ", "backprop pp=2 1f1b ", "backprop dp=2 recompute=full ",
-                          "backprop dp=2 zero=1 ", "ampnet ", "local "}) {
+  for (const char* row :
+       {"backprop dp=2 ", "backprop pp=2 1f1b ", "backprop dp=2 recompute=full ", "backprop dp=2 zero=1 ",
+        "backprop dp=2 zero=2 ", "backprop dp=2 zero=3 ", "ampnet ", "local "}) {
     const auto at = r.out.find(std::string("\n") + row);
     ASSERT_NE(at, std::string::npos) << row << "\n" << r.out;
     const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
