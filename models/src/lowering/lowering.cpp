@@ -141,15 +141,12 @@ void PlanBuilder::add_buffers() {
                                    std::ceil(st.params / shards(1)) * opt_per_param, DType::fp32, true,
                                    layout_.config->offload});
         add_codec_buffers(rank, s, prefix);
-        const double input_bytes = st.first_layer == 0
-                                       ? layout_.model->input_elems * layout_.microbatch_size * elem
-                                       : layer(st.first_layer - 1).out_bytes;
+        const double input = input_bytes(*layout_.model, layout_, st, 0);
         for (const char* kind : {"act/", "grad/"}) {
           BufferIndex base = 0;
           for (int j = 0; j < layout_.microbatches; ++j) {
             const std::string mb = prefix + "mb" + std::to_string(j) + "/" + kind;
-            const BufferIndex first =
-                plan_.add_buffer({mb + input_name(s), worker, input_bytes, dtype, false});
+            const BufferIndex first = plan_.add_buffer({mb + input_name(s), worker, input, dtype, false});
             if (j == 0) base = first;
             for (int i = st.first_layer; i < st.end_layer; ++i)
               plan_.add_buffer({mb + layer_name(i), worker, layer(i).out_bytes, dtype, false});
@@ -192,19 +189,24 @@ void PlanBuilder::add_iteration(int iteration) {
   account_gradient_buffers(first);
 }
 
-// Gradient tensors (".../mb<m>/grad/<layer>", the gradient w.r.t. a layer's output): a framework
-// holds one from the task that first writes it (the backward data of the layer after it, a
-// recv/bwd) to the last task that reads it (this layer's backward data and weight gradient, a TP
-// collective, a send/bwd), in the worker's dispatch order (priority, then plan order): the
-// first writer allocates it, the last reader frees it, or the writer itself when nothing reads
-// it (the model input's gradient). A collective's allocation counts once for each member, so it
-// is charged the size of one member's buffer.
+// Gradient tensors (".../mb<m>/grad/<layer>", the gradient w.r.t. a layer's output, and with
+// ZeRO-2/3 ".../wgrad/<layer>/full", a layer's unsharded weight gradient): a framework holds one
+// from the task that first writes it (the backward data of the layer after it, a recv/bwd; the
+// first microbatch's weight gradient) to the last task that reads it (this layer's backward
+// data and weight gradient, a TP collective, a send/bwd; the bucket's reduce-scatter), in the
+// worker's dispatch order (priority, then plan order): the first writer allocates it, the last
+// reader frees it, or the writer itself when nothing reads it (the model input's gradient). A
+// collective's allocation counts once for each member, so it is charged the size of one
+// member's buffer.
 void PlanBuilder::account_gradient_buffers(TaskIndex first) {
   std::vector<char> is_grad(plan_.buffers().size(), 0);
   for (std::size_t rank = 0; rank < buffers_.size(); ++rank) {
     const int n = stage(layout_.stage_of(static_cast<WorkerId>(rank))).size();
     for (int j = 0; j < layout_.microbatches; ++j)
       for (int slot = 0; slot <= n; ++slot) is_grad[grad(static_cast<WorkerId>(rank), j, slot)] = 1;
+    const WorkerBuffers& b = buffers_[rank];
+    for (std::size_t k = 0; k < b.wgrad.size(); ++k)
+      if (b.wgrad_full[k] != b.wgrad[k]) is_grad[b.wgrad_full[k]] = 1;
   }
   struct Use {
     TaskIndex writer = kNoTask, reader = kNoTask;

@@ -93,20 +93,16 @@ void PlanBuilder::wire_worker(int d, int s, int t) {
     }
     previous = j;
   }
-  // ZeRO-2 and -3: the unsharded gradient lives from the layer's first gradient of the
-  // iteration to its bucket's reduce-scatter (which frees it); later microbatches add into it.
+  // ZeRO-2 and -3: later microbatches add into the unsharded gradient the first one wrote
+  // (its memory: account_gradient_buffers).
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerBuffers& b = buffers_[static_cast<std::size_t>(rank)];
   for (int k = 0; k < st.size(); ++k) {
     const auto ks = static_cast<std::size_t>(k);
     if (b.wgrad_full[ks] == b.wgrad[ks]) continue;
-    for (int j : st.bwd_order) {
-      Task& producer = plan_.mutable_task(wgrad_producer(rank, j, k));
-      if (j == st.bwd_order.front())
-        producer.mem_alloc += layer(st.first_layer + k).weight_bytes;
-      else
-        producer.reads.push_back(b.wgrad_full[ks]);
-    }
+    for (int j : st.bwd_order)
+      if (j != st.bwd_order.front())
+        plan_.mutable_task(wgrad_producer(rank, j, k)).reads.push_back(b.wgrad_full[ks]);
   }
   wire_optimizer(d, s, t);
 }

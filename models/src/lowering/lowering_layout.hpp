@@ -183,6 +183,9 @@ Layout make_layout(const Model& model, const StrategyConfig& config);
 // Fills stage.reruns, rerun_of, memory, bwd_pos and send_bwd_pos from the configuration's
 // recomputation (lowering_recompute.cpp). REQUIRES: the stage's layers and layout.layers set.
 void plan_recompute(const Model& model, const Layout& layout, Stage& stage);
+// The activation entering stage layer k (the stage's input for k = 0), bytes per microbatch
+// (lowering_recompute.cpp).
+double input_bytes(const Model& model, const Layout& layout, const Stage& stage, int k);
 
 // Fills stage.units and bwd_units when config.zero == 3 (lowering_zero3.cpp).
 // REQUIRES: plan_recompute(stage) done.

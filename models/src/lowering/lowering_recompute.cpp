@@ -90,13 +90,6 @@ double attention_core_bytes(const Layer& layer, const LayerPlan& plan, const Lay
   return std::min(per_sample * layout.microbatch_size / static_cast<double>(layout.tp), plan.saved_bytes);
 }
 
-// The activation entering stage layer k (the stage's input for k = 0), per microbatch.
-double input_bytes(const Model& model, const Layout& layout, const Stage& stage, int k) {
-  const int i = stage.first_layer + k;
-  if (i == 0) return model.input_elems * layout.microbatch_size * bytes_per_element(layout.config->dtype);
-  return layout.layers[static_cast<std::size_t>(i - 1)].out_bytes;
-}
-
 void plan_backward_positions(Stage& stage) {
   const int n = stage.size();
   stage.bwd_pos.assign(static_cast<std::size_t>(n), {});
@@ -122,6 +115,13 @@ void plan_backward_positions(Stage& stage) {
 }
 
 }  // namespace
+
+// The activation entering stage layer k (the stage's input for k = 0), per microbatch.
+double input_bytes(const Model& model, const Layout& layout, const Stage& stage, int k) {
+  const int i = stage.first_layer + k;
+  if (i == 0) return model.input_elems * layout.microbatch_size * bytes_per_element(layout.config->dtype);
+  return layout.layers[static_cast<std::size_t>(i - 1)].out_bytes;
+}
 
 void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
   const StrategyConfig& config = *layout.config;

@@ -106,9 +106,7 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   const LayerOp first_op = layout_.model->layers[static_cast<std::size_t>(st.first_layer)].op;
   const bool keeps_input = first_op == LayerOp::linear || first_op == LayerOp::conv ||
                            first_op == LayerOp::norm || first_op == LayerOp::embedding;
-  const double input =
-      s > 0 ? layer(st.first_layer - 1).out_bytes
-            : layout_.model->input_elems * layout_.microbatch_size * bytes_per_element(layout_.config->dtype);
+  const double input = input_bytes(*layout_.model, layout_, st, 0);
   Task& first = plan_.mutable_task(w.fwd[static_cast<std::size_t>(j * n)]);
   if (keeps_input && first.mem_alloc >= input) {
     if (s > 0) {
@@ -260,7 +258,7 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
     Task& ref = plan_.mutable_task(task);
     if (sharded) ref.kind = TaskKind::reduce_scatter;
     // ZeRO-2 and -3: each layer's unsharded gradient is reduce-scattered into the rank's shard
-    // of it (one ring per layer), and given back.
+    // of it (one ring per layer), and given back (account_gradient_buffers).
     const bool into_shards = shards(2) > 1;
     if (into_shards) ref.attrs["per_buffer"] = std::int64_t{1};
     for (WorkerId rank : group)
@@ -270,8 +268,6 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
         ref.reads.push_back(wb.wgrad_full[k_in_stage]);
         ref.writes.push_back(wb.wgrad[k_in_stage]);
       }
-    if (into_shards)
-      for (int i : st.buckets[k]) ref.mem_free += layer(i).weight_bytes;
     out.push_back(task);
   }
 }
