@@ -177,9 +177,11 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
       continue;
     }
     const BufferIndex w = t.reads[1];
-    const std::string& id = plan_.buffer(w).id;
-    std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
-    if (layer.size() > 5 && layer.compare(layer.size() - 5, 5, "/full") == 0) layer.resize(layer.size() - 5);
+    // ZeRO-3: the forward reads a gathered copy; the rank keeps its chunk in the shard, named
+    // as plain data parallelism's weights are.
+    const auto source = sources.find(w);
+    const std::string& id = plan_.buffer(source == sources.end() ? w : source->second.shard).id;
+    const std::string layer = id.substr(std::min(id.size(), id.find("/w/")));  // same on every rank
     std::mt19937_64 rng(fnv1a(layer, seed));
     std::vector<T> values(static_cast<std::size_t>(ws_->size(w)), T{0});
     if (config_.init == WeightInit::he_normal) {
@@ -190,8 +192,6 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
       const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
       for (T& v : values) v = static_cast<T>((static_cast<double>(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound);
     }
-    // ZeRO-3: the forward reads a gathered copy; the rank keeps its chunk in the shard.
-    const auto source = sources.find(w);
     if (source == sources.end()) {
       std::copy(values.begin(), values.end(), ws_->data(w));
       continue;
