@@ -100,7 +100,7 @@ class ReplayEngine {
     for (WorkerId w : task.participants()) {
       spans_.push_back(Span{t, w, now, now});
       auto& live = live_memory_[static_cast<std::size_t>(w)];
-      live += task.mem_alloc;
+      live += task.mem_alloc + task.mem_temp;
       peak_memory_[static_cast<std::size_t>(w)] = std::max(peak_memory_[static_cast<std::size_t>(w)], live);
     }
     if (is_collective(task.kind)) {
@@ -241,7 +241,7 @@ class ReplayEngine {
     const double now = sg::Engine::get_clock();
     std::size_t span = first_span_[t];
     for (WorkerId w : task.participants()) {
-      live_memory_[static_cast<std::size_t>(w)] -= task.mem_free;
+      live_memory_[static_cast<std::size_t>(w)] -= task.mem_free + task.mem_temp;
       spans_[span++].end = now;
     }
     dispatcher_.complete(t);

@@ -279,14 +279,17 @@ TEST_F(Cli, CalibrateWritesWhatSimulateReadsAndThePlatformOfThisMachine) {
   EXPECT_NE(r.out.find("iteration"), std::string::npos) << r.out;
 }
 
-// ZeRO-2 and -3 run for real: the replay's memory model (the unsharded gradients until the
-// reduce-scatter, the gathered weights from each gather to their last use, the gradient tensors
-// of the backward) against each worker's measured peak, within 5 % for every worker.
-TEST_F(Cli, ValidateMeasuresShardedRunsWithinFivePercentOfTheMemoryModel) {
+// ZeRO-2 and -3 and full recomputation run for real: the replay's memory model (the unsharded
+// gradients until the reduce-scatter, the gathered weights from each gather to their last use,
+// the gradient tensors of the backward, each chunk's kept input and its re-run, the kernels'
+// temporaries as Task::mem_temp) against each worker's measured peak (the Plan's buffers and
+// every temporary the kernels and transports allocate), within 5 % for every worker.
+TEST_F(Cli, ValidateMeasuresMemoryOptionsWithinFivePercentOfTheMemoryModel) {
   write("c.json", kCalibration);
   for (const char* args :
        {"--model mlp --strategy dp=2 --set zero=2", "--model mlp --strategy dp=2 --set zero=3",
-        "--model lenet5 --strategy dp=2 --set zero=3"}) {
+        "--model lenet5 --strategy dp=2 --set zero=3", "--model mlp --strategy dp=2 --set recompute=full",
+        "--model lenet5 --strategy dp=2 --set recompute=full"}) {
     SCOPED_TRACE(args);
     const Outcome r = run(std::string("validate ") + args + " --calibration " + path("c.json") +
                           " --runs 2 --warmup 1 --no-pin");

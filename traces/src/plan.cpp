@@ -67,6 +67,7 @@ void check_task_bounds(const Task& t, const std::string& source, std::size_t i) 
   check_bound(source, i, "comm_bytes", t.comm_bytes, t.id);
   check_bound(source, i, "mem_alloc", t.mem_alloc, t.id);
   check_bound(source, i, "mem_free", t.mem_free, t.id);
+  check_bound(source, i, "mem_temp", t.mem_temp, t.id);
   if (t.kind == TaskKind::fixed)
     if (const std::optional<double> seconds = t.attr_real("duration_s"))
       check_bound(source, i, "attrs/duration_s", *seconds, t.id, kMaxFixedSeconds, "s", "1e7 s");
@@ -89,6 +90,7 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   check_size(source, i, "comm_bytes", t.comm_bytes);
   check_size(source, i, "mem_alloc", t.mem_alloc);
   check_size(source, i, "mem_free", t.mem_free);
+  check_size(source, i, "mem_temp", t.mem_temp);
   const bool comm = is_communication(t.kind);
   if (comm != (t.stream == Stream::comm))
     throw InvalidPlanError(input_error_message(source, pointer(i, "stream"),

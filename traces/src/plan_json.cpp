@@ -62,6 +62,7 @@ void put_sizes(const Task& task, OrderedJson& j) {
   put("comm_bytes", task.comm_bytes, comm);
   put("mem_alloc", task.mem_alloc, false);
   put("mem_free", task.mem_free, false);
+  put("mem_temp", task.mem_temp, false);
 }
 
 void put_references(const Plan& plan, const Task& task, OrderedJson& j) {

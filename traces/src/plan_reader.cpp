@@ -82,6 +82,7 @@ void read_sizes(const JsonNode& node, Task& task) {
   task.comm_bytes = optional_size(node, "comm_bytes");
   task.mem_alloc = optional_size(node, "mem_alloc");
   task.mem_free = optional_size(node, "mem_free");
+  task.mem_temp = optional_size(node, "mem_temp");
 }
 
 AttrValue read_attr(const JsonNode& node) {
@@ -111,10 +112,11 @@ std::vector<BufferIndex> read_buffer_refs(const JsonNode& task, std::string_view
 
 // Everything but the dependencies, which may name tasks further down the file.
 Task read_task(const JsonNode& node, const BufferIds& buffer_ids) {
-  node.reject_unknown_fields(
-      {"id",        "kind",      "stream",   "worker", "group",      "peer",          "algo",
-       "dtype",     "iteration", "priority", "flops",  "bytes_read", "bytes_written", "comm_bytes",
-       "mem_alloc", "mem_free",  "reads",    "writes", "data_deps",  "control_deps",  "attrs"});
+  node.reject_unknown_fields({"id",           "kind",       "stream",        "worker",     "group",
+                              "peer",         "algo",       "dtype",         "iteration",  "priority",
+                              "flops",        "bytes_read", "bytes_written", "comm_bytes", "mem_alloc",
+                              "mem_free",     "mem_temp",   "reads",         "writes",     "data_deps",
+                              "control_deps", "attrs"});
   Task task;
   task.id = node.at("id").as_string();
   task.kind = read_enum<TaskKind>(node.at("kind"), parse_task_kind, "task kind");

@@ -144,6 +144,7 @@ std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& 
   std::vector<bool> has_checkpoint(blocks.size(), false);
   std::vector<double> core(blocks.size(), 0.0);   // selective: the core's re-made bytes
   std::vector<double> after(blocks.size(), 0.0);  // kept by the block's layers after its core
+  std::vector<double> input(blocks.size(), 0.0);  // the checkpoint, as its first layer keeps it
   for (const Layer& layer : model.layers) {
     const auto b = static_cast<std::size_t>(layer.block);
     BlockMemory& block = blocks[b];
@@ -158,10 +159,12 @@ std::vector<BlockMemory> block_memory(const Model& model, const StrategyConfig& 
     } else if (!has_checkpoint[b]) {  // the block's first checkpointed layer: its input
       has_checkpoint[b] = true;
       block.checkpoint = checkpoint_bytes(layer, config);
+      if (keeps_input(layer.op)) input[b] = std::min(kept, block.checkpoint);
     }
   }
+  // A full re-run makes what the block kept again, less its input: the checkpoint is there.
   for (std::size_t b = 0; b < blocks.size(); ++b)
-    blocks[b].rerun = config.recompute == Recompute::full ? blocks[b].kept - blocks[b].outside
+    blocks[b].rerun = config.recompute == Recompute::full ? blocks[b].kept - blocks[b].outside - input[b]
                                                           : std::max(0.0, core[b] - after[b]);
   return blocks;
 }

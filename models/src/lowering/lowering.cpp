@@ -301,6 +301,7 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   lowering::PlanBuilder builder(layout, plan);
   builder.add_buffers();
   for (int it = 0; it < config.iterations; ++it) builder.add_iteration(it);
+  add_temporaries(plan);
   plan.validate();
   return plan;
 }

@@ -151,8 +151,12 @@ void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
         const double core = attention_core_bytes(model.layers[i], plan, layout);
         memory = {plan.saved_bytes, core, core, plan.saved_bytes};
       } else {
+        // A segment's first layer keeps its input through the forward; when its saved
+        // activations are that input, the re-run has it already and makes only the rest.
         const double kept = k == rerun.first ? input_bytes(model, layout, stage, k) : 0.0;
-        memory = {kept, 0, plan.saved_bytes, plan.saved_bytes + kept};
+        const double again =
+            keeps_input(model.layers[i].op) ? std::max(0.0, plan.saved_bytes - kept) : plan.saved_bytes;
+        memory = {kept, 0, again, again + kept};
       }
     }
   }

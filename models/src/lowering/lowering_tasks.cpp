@@ -104,11 +104,10 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   // the iteration, when the host binds every microbatch's input (strata's Trainer does, as a
   // data loader that hands over the whole batch).
   const LayerOp first_op = layout_.model->layers[static_cast<std::size_t>(st.first_layer)].op;
-  const bool keeps_input = first_op == LayerOp::linear || first_op == LayerOp::conv ||
-                           first_op == LayerOp::norm || first_op == LayerOp::embedding;
+  const bool first_keeps_input = keeps_input(first_op);
   const double input = input_bytes(*layout_.model, layout_, st, 0);
   Task& first = plan_.mutable_task(w.fwd[static_cast<std::size_t>(j * n)]);
-  if (keeps_input && first.mem_alloc >= input) {
+  if (first_keeps_input && first.mem_alloc >= input) {
     if (s > 0) {
       first.mem_alloc -= input;
       plan_.mutable_task(w.recv_fwd[mb]).mem_alloc = input;

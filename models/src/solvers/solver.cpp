@@ -142,19 +142,23 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
 
 Plan lower_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {
   check_solver(model, config, solver);
+  auto with_temporaries = [](Plan plan) {
+    add_temporaries(plan);
+    return plan;
+  };
   switch (solver.solver) {
     case Solver::backprop:
       return lower(model, config);
     case Solver::ampnet:
-      return lower_ampnet(model, config, solver);
+      return with_temporaries(lower_ampnet(model, config, solver));
     case Solver::local:
-      return lower_local(model, config, solver);
+      return with_temporaries(lower_local(model, config, solver));
     case Solver::dladmm:
     case Solver::pdadmm:
     case Solver::pdadmm_g_q:
-      return lower_admm(model, config, solver);
+      return with_temporaries(lower_admm(model, config, solver));
     case Solver::gist:
-      return lower_gist(model, config, solver);
+      return with_temporaries(lower_gist(model, config, solver));
   }
   throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
 }

@@ -22,6 +22,11 @@ namespace {
 // were all within the noise of a shared machine.
 constexpr std::chrono::microseconds kIdlePoll{20};
 
+// Elements per ring message: a chunk larger than this goes as several MPI_Sendrecv calls, so
+// the ring's own buffers stay at two slices however large the bucket (NCCL also moves a chunk
+// in slices through fixed buffers). 4,096 values: 16 KiB in fp32, 32 KiB in fp64.
+constexpr std::size_t kRingSlice = 4096;
+
 template <typename T>
 MPI_Datatype datatype() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
@@ -92,9 +97,17 @@ void MpiTransport<T>::progress_loop() {
       int count = 0;  // bytes: point-to-point messages travel as MPI_BYTE (values or int8 codes)
       MPI_Get_count(&status, MPI_BYTE, &count);
       std::vector<char> wire(static_cast<std::size_t>(count));
+      std::shared_ptr<MemoryMeter> meter;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        meter = meter_;
+      }
+      const Held wire_held(meter, rank_, allocated_bytes(wire));
       MPI_Mrecv(wire.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
       if (status.MPI_TAG == 2 * tasks_) return;
-      take_message(status.MPI_TAG, decode(status.MPI_TAG, wire));
+      Payload payload{decode(status.MPI_TAG, wire), Held{}};
+      payload.held = Held(meter, rank_, allocated_bytes(payload.values));
+      take_message(status.MPI_TAG, std::move(payload));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata: rank %d: internal error in the MPI progress thread: %s\n", rank_, e.what());
@@ -121,7 +134,7 @@ std::vector<T> MpiTransport<T>::decode(int tag, const std::vector<char>& wire) c
 }
 
 template <typename T>
-void MpiTransport<T>::take_message(int tag, std::vector<T> payload) {
+void MpiTransport<T>::take_message(int tag, Payload payload) {
   if (tag >= tasks_) {  // a forward-only pass: a payload, nothing to tell
     std::lock_guard<std::mutex> lock(mutex_);
     staged_outside_[static_cast<TaskIndex>(tag - tasks_)].push_back(std::move(payload));
@@ -173,16 +186,17 @@ void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
   const TaskIndex from = matching_send(plan, t);
-  std::vector<T> payload;
+  Payload staged;
   {
     // During a run the payload is already here (the recv started because it arrived); in a
     // forward-only pass the recv waits for it.
     std::unique_lock<std::mutex> lock(mutex_);
-    std::deque<std::vector<T>>& queue = (in_run_.load() ? staged_run_ : staged_outside_)[from];
+    std::deque<Payload>& queue = (in_run_.load() ? staged_run_ : staged_outside_)[from];
     arrived_.wait(lock, [&] { return !queue.empty(); });
-    payload = std::move(queue.front());
+    staged = std::move(queue.front());
     queue.pop_front();
   }
+  const std::vector<T>& payload = staged.values;
   STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
                 "recv " + t.id + ": payload size differs from the receiving buffer");
   std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
@@ -198,50 +212,90 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
   const std::size_t prev = (me + n - 1) % n;
   const int to = t.group[(me + 1) % n];
   const int from = t.group[prev];
-  std::vector<T> incoming;
-  std::vector<T> data;
-  // One ring step: send chunk `out` to the next rank, receive chunk `in` from the previous one.
-  auto step = [&](RingChunk out, RingChunk in) {
-    incoming.resize(in.end - in.begin);
-    MPI_Sendrecv(data.data() + out.begin, count_of(out.end - out.begin, "allreduce " + t.id), datatype<T>(),
-                 to, static_cast<int>(task), incoming.data(), count_of(incoming.size(), "allreduce " + t.id),
-                 datatype<T>(), from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
-    bytes_ += (out.end - out.begin) * sizeof(T);
+  const std::string what = std::string(to_string(t.kind)) + " " + t.id;
+
+  // The plain ring in place over this rank's arrays: each step sends chunk `out` to the next
+  // rank and receives chunk `in` from the previous one, kRingSlice elements per message; a
+  // received slice is added (reduce-scatter) or copied (allgather) where it belongs.
+  std::vector<T> incoming, packed;
+  Held incoming_held, packed_held;
+  auto slice_of = [](RingChunk c, std::size_t s) {
+    const std::size_t b = std::min(c.end, c.begin + s * kRingSlice);
+    return RingChunk{b, std::min(c.end, b + kRingSlice)};
   };
-  // The plain ring's phases over `data` (ThreadTransport::ring): own + received.
-  auto plain_ring = [&] {
-    const std::size_t size = data.size();
-    for (std::size_t s = 0; runs_reduce_scatter(t.kind) && s + 1 < n; ++s) {
-      const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
-      step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in);
-      for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
+  // Every rank sends and receives the same number of messages per step: enough slices for the
+  // widest chunk, ceil(S/n), some of them empty.
+  auto in_place_step = [&](const RingPieces<T>& mine, RingChunk out, RingChunk in, bool reduce) {
+    const std::size_t widest = (ring_size(mine) + n - 1) / n;
+    const std::size_t slices = (widest + kRingSlice - 1) / kRingSlice;
+    for (std::size_t s = 0; s < slices; ++s) {
+      const RingChunk o = slice_of(out, s), i = slice_of(in, s);
+      const T* send = nullptr;
+      std::size_t runs = 0;
+      for_each_run(mine, o.begin, o.end,
+                   [&](T* p, std::size_t, std::size_t) { send = runs++ == 0 ? p : send; });
+      if (runs > 1) {  // the slice spans two arrays: packed into one message
+        if (packed.empty()) {
+          packed.resize(kRingSlice);
+          packed_held = Held(ws.meter(), rank_, allocated_bytes(packed));
+        }
+        for_each_run(mine, o.begin, o.end, [&](T* p, std::size_t at, std::size_t len) {
+          std::copy(p, p + len, packed.data() + at);
+        });
+        send = packed.data();
+      }
+      if (incoming.empty()) {
+        incoming.resize(kRingSlice);
+        incoming_held = Held(ws.meter(), rank_, allocated_bytes(incoming));
+      }
+      MPI_Sendrecv(send, count_of(o.end - o.begin, what), datatype<T>(), to, static_cast<int>(task),
+                   incoming.data(), count_of(i.end - i.begin, what), datatype<T>(), from,
+                   static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
+      bytes_ += (o.end - o.begin) * sizeof(T);
+      for_each_run(mine, i.begin, i.end, [&](T* p, std::size_t at, std::size_t len) {
+        const T* src = incoming.data() + at;
+        if (reduce)
+          for (std::size_t k = 0; k < len; ++k) p[k] += src[k];
+        else
+          std::copy(src, src + len, p);
+      });
     }
-    for (std::size_t s = 0; runs_allgather(t.kind) && s + 1 < n; ++s) {
-      const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
-      step(ring_chunk(allgather_chunk(me, s, n), size, n), in);
-      std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
-    }
+  };
+  auto plain_ring = [&](const RingPieces<T>& mine) {
+    const std::size_t size = ring_size(mine);
+    for (std::size_t s = 0; runs_reduce_scatter(t.kind) && s + 1 < n; ++s)
+      in_place_step(mine, ring_chunk(reduce_scatter_chunk(me, s, n), size, n),
+                    ring_chunk(reduce_scatter_chunk(prev, s, n), size, n), true);
+    for (std::size_t s = 0; runs_allgather(t.kind) && s + 1 < n; ++s)
+      in_place_step(mine, ring_chunk(allgather_chunk(me, s, n), size, n),
+                    ring_chunk(allgather_chunk(prev, s, n), size, n), false);
   };
   if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards
     const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
     for (const BufferPair& pair : pairs[me]) {
-      data = per_buffer_ring_input(t.kind, pair, me, n, ws);
-      plain_ring();
-      per_buffer_ring_output(t.kind, pair, me, n, data, ws);
+      plain_ring(per_buffer_ring_prepare(t.kind, pair, me, n, ws));
+      per_buffer_ring_finish(t.kind, pair, me, n, ws);
     }
     return;
   }
-  // This rank's part of the bucket: its buffers among the task's reads, in order, gathered.
+  // This rank's part of the bucket: its buffers among the task's reads, in order.
   std::vector<BufferIndex> part;
   for (BufferIndex b : t.reads)
-    if (plan.buffer(b).worker == rank_) {
-      part.push_back(b);
-      data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
-    }
-  const std::size_t size = data.size();
+    if (plan.buffer(b).worker == rank_) part.push_back(b);
   ByteCodec codec{};
-  const bool compressed = parse_byte_codec(t.attr_string("compression").value_or(""), codec);
-  // A compressed ring (ThreadTransport::compressed_ring): messages of codes and a scale.
+  if (!parse_byte_codec(t.attr_string("compression").value_or(""), codec)) {
+    plain_ring(ring_pieces(part, ws));
+    return;
+  }
+  // A compressed ring (ThreadTransport::compressed_ring) on a copy of the part, messages of
+  // codes and a scale; the copy and the messages are charged to this rank.
+  std::vector<T> data;
+  for (BufferIndex b : part) data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
+  const std::size_t size = data.size();
+  const std::size_t widest = (size + n - 1) / n;
+  const Held held(
+      ws.meter(), rank_,
+      allocated_bytes(data) + static_cast<std::int64_t>(2 * message_bytes(widest) + widest * sizeof(T)));
   std::vector<std::uint8_t> out_message, in_message;
   auto coded_step = [&](RingChunk out, RingChunk in, bool encode) {
     if (encode) {
@@ -249,31 +303,29 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
       encode_message(data.data() + out.begin, out.end - out.begin, codec, out_message);
     }
     in_message.resize(message_bytes(in.end - in.begin));
-    MPI_Sendrecv(out_message.data(), count_of(out_message.size(), "allreduce " + t.id), MPI_BYTE, to,
-                 static_cast<int>(task), in_message.data(), count_of(in_message.size(), "allreduce " + t.id),
-                 MPI_BYTE, from, static_cast<int>(task), ring_, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(out_message.data(), count_of(out_message.size(), what), MPI_BYTE, to, static_cast<int>(task),
+                 in_message.data(), count_of(in_message.size(), what), MPI_BYTE, from, static_cast<int>(task),
+                 ring_, MPI_STATUS_IGNORE);
     bytes_ += out_message.size();
     incoming.resize(in.end - in.begin);
     decode_message(in_message.data(), incoming.size(), codec, incoming.data());
   };
-  for (std::size_t s = 0; compressed && s + 1 < n; ++s) {
+  for (std::size_t s = 0; s + 1 < n; ++s) {
     const RingChunk in = ring_chunk(reduce_scatter_chunk(prev, s, n), size, n);
     coded_step(ring_chunk(reduce_scatter_chunk(me, s, n), size, n), in, true);
     for (std::size_t i = in.begin; i < in.end; ++i) data[i] += incoming[i - in.begin];
   }
-  if (compressed) {  // the owned chunk encoded once; each allgather step forwards what it received
-    const RingChunk own = ring_chunk(owned_chunk(me, n), size, n);
-    out_message.clear();
-    encode_message(data.data() + own.begin, own.end - own.begin, codec, out_message);
-    decode_message(out_message.data(), own.end - own.begin, codec, data.data() + own.begin);
-    for (std::size_t s = 0; s + 1 < n; ++s) {
-      const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
-      coded_step(ring_chunk(allgather_chunk(me, s, n), size, n), in, false);
-      std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
-      std::swap(out_message, in_message);
-    }
+  // The owned chunk encoded once; each allgather step forwards what it received.
+  const RingChunk own = ring_chunk(owned_chunk(me, n), size, n);
+  out_message.clear();
+  encode_message(data.data() + own.begin, own.end - own.begin, codec, out_message);
+  decode_message(out_message.data(), own.end - own.begin, codec, data.data() + own.begin);
+  for (std::size_t s = 0; s + 1 < n; ++s) {
+    const RingChunk in = ring_chunk(allgather_chunk(prev, s, n), size, n);
+    coded_step(ring_chunk(allgather_chunk(me, s, n), size, n), in, false);
+    std::copy(incoming.begin(), incoming.end(), data.begin() + static_cast<std::ptrdiff_t>(in.begin));
+    std::swap(out_message, in_message);
   }
-  if (!compressed) plain_ring();
   std::size_t offset = 0;
   for (BufferIndex b : part) {
     std::copy(data.begin() + static_cast<std::ptrdiff_t>(offset),
@@ -281,6 +333,12 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
               ws.data(b));
     offset += static_cast<std::size_t>(ws.size(b));
   }
+}
+
+template <typename T>
+void MpiTransport<T>::set_meter(std::shared_ptr<MemoryMeter> meter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  meter_ = std::move(meter);
 }
 
 template <typename T>

@@ -1,5 +1,7 @@
 #include "strata/real/core/grad_codec.hpp"
 
+#include "strata/real/core/memory_meter.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -94,6 +96,7 @@ template <typename T>
 void round_trip(T* values, std::size_t n, ByteCodec codec) {
   std::vector<std::uint8_t> message;
   encode_message(values, n, codec, message);
+  const Held held = Held::here(allocated_bytes(message));
   decode_message(message.data(), n, codec, values);
 }
 

@@ -18,9 +18,31 @@ std::int64_t element_count(const Shape& shape) {
 }
 
 template <typename T>
-Tensor<T>::Tensor(Shape shape, std::vector<T> values) : shape_(std::move(shape)), values_(std::move(values)) {
+Tensor<T>::Tensor(Shape shape, std::vector<T> values)
+    : shape_(std::move(shape)), values_(std::move(values)), held_(Held::here(allocated_bytes(values_))) {
   STRATA_ASSERT(element_count(shape_) == size(), std::to_string(values_.size()) + " values for a shape of " +
                                                      std::to_string(element_count(shape_)) + " elements");
+}
+
+template <typename T>
+Tensor<T> Tensor<T>::borrowed(Shape shape, std::vector<T> values) {
+  Tensor t(std::move(shape), std::move(values));
+  t.held_.release();
+  return t;
+}
+
+template <typename T>
+Tensor<T>::Tensor(const Tensor& other)
+    : shape_(other.shape_), values_(other.values_), held_(Held::here(allocated_bytes(values_))) {}
+
+template <typename T>
+Tensor<T>& Tensor<T>::operator=(const Tensor& other) {
+  if (this != &other) {
+    shape_ = other.shape_;
+    values_ = other.values_;
+    held_ = Held::here(allocated_bytes(values_));
+  }
+  return *this;
 }
 
 template <typename T>
@@ -56,6 +78,7 @@ void Tensor<T>::fill(T value) {
 template <typename T>
 std::vector<T> Tensor<T>::release() {
   shape_ = {0};
+  held_.release();
   return std::move(values_);
 }
 

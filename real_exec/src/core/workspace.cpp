@@ -9,8 +9,7 @@ Workspace<T>::Workspace(const Plan& plan)
     : plan_(&plan),
       releasable_(plan.buffers().size(), 0),
       is_held_(std::make_unique<std::atomic<bool>[]>(plan.buffers().size())),
-      live_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(plan.num_workers()))),
-      peak_(std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(plan.num_workers()))),
+      meter_(std::make_shared<MemoryMeter>(static_cast<std::size_t>(plan.num_workers()))),
       allocation_(std::make_unique<std::mutex>()),
       steps_(plan.buffers().size(), 0) {
   arrays_.reserve(plan.buffers().size());
@@ -32,11 +31,7 @@ Workspace<T>::Workspace(Workspace&&) noexcept = default;
 
 template <typename T>
 void Workspace<T>::charge(BufferIndex b, std::int64_t bytes) const {
-  const auto w = static_cast<std::size_t>(plan_->buffer(b).worker);
-  const std::int64_t now = live_[w].fetch_add(bytes) + bytes;
-  std::int64_t peak = peak_[w].load();
-  while (now > peak && !peak_[w].compare_exchange_weak(peak, now)) {
-  }
+  meter_->add(plan_->buffer(b).worker, bytes);
 }
 
 template <typename T>
@@ -76,18 +71,17 @@ void Workspace<T>::release_all() {
 
 template <typename T>
 std::int64_t Workspace<T>::live_bytes(WorkerId w) const {
-  return live_[static_cast<std::size_t>(w)].load();
+  return meter_->live(w);
 }
 
 template <typename T>
 std::int64_t Workspace<T>::peak_bytes(WorkerId w) const {
-  return peak_[static_cast<std::size_t>(w)].load();
+  return meter_->peak(w);
 }
 
 template <typename T>
 void Workspace<T>::reset_peaks() {
-  for (WorkerId w = 0; w < plan_->num_workers(); ++w)
-    peak_[static_cast<std::size_t>(w)].store(live_[static_cast<std::size_t>(w)].load());
+  meter_->reset_peaks();
 }
 
 template <typename T>

@@ -18,6 +18,7 @@ PlanExecution<T> assemble_execution(const Plan& plan, const ExecutorFactory<T>& 
                                     bool pin_workers) {
   PlanExecution<T> e;
   e.workspace = std::make_unique<Workspace<T>>(plan);
+  transport.set_meter(e.workspace->meter());
   e.executor = executor(plan, *e.workspace, transport, optimizer);
   e.interpreter = std::make_unique<Interpreter<T>>(plan, *e.executor, pin_workers);
   return e;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -349,36 +350,34 @@ std::vector<std::vector<BufferPair>> buffer_pairs_by_rank(const Plan& plan, cons
 }
 
 template <typename T>
-std::vector<T> per_buffer_ring_input(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
-                                     Workspace<T>& ws) {
-  const T* read = ws.data(pair.read);
+RingPieces<T> per_buffer_ring_prepare(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                                      Workspace<T>& ws) {
   if (kind == TaskKind::reduce_scatter || pair.read == pair.write)
-    return std::vector<T>(read, read + ws.size(pair.read));
-  std::vector<T> data(static_cast<std::size_t>(ws.size(pair.write)), T{0});
-  const RingChunk c = shard_chunk(position, data.size(), n);
-  std::copy(read, read + (c.end - c.begin), data.begin() + static_cast<std::ptrdiff_t>(c.begin));
-  return data;
+    return {{ws.data(pair.read), static_cast<std::size_t>(ws.size(pair.read))}};
+  T* full = ws.data(pair.write);
+  const auto size = static_cast<std::size_t>(ws.size(pair.write));
+  const RingChunk c = shard_chunk(position, size, n);
+  const T* shard = ws.data(pair.read);
+  std::copy(shard, shard + (c.end - c.begin), full + c.begin);
+  return {{full, size}};
 }
 
 template <typename T>
-void per_buffer_ring_output(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
-                            const std::vector<T>& data, Workspace<T>& ws) {
-  if (kind != TaskKind::reduce_scatter) {
-    std::copy(data.begin(), data.end(), ws.data(pair.write));
-    return;
-  }
-  const RingChunk c = shard_chunk(position, data.size(), n);
-  T* shard = ws.data(pair.write);
-  for (std::size_t i = c.begin; i < c.end; ++i) shard[i - c.begin] += data[i];
+void per_buffer_ring_finish(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                            Workspace<T>& ws) {
+  if (kind != TaskKind::reduce_scatter) return;
   T* consumed = ws.data(pair.read);
-  std::fill(consumed, consumed + ws.size(pair.read), T{0});
+  const auto size = static_cast<std::size_t>(ws.size(pair.read));
+  const RingChunk c = shard_chunk(position, size, n);
+  T* shard = ws.data(pair.write);
+  for (std::size_t i = c.begin; i < c.end; ++i) shard[i - c.begin] += consumed[i];
+  std::fill(consumed, consumed + size, T{0});
 }
 
-#define STRATA_PER_BUFFER(T)                                                                       \
-  template std::vector<T> per_buffer_ring_input<T>(TaskKind, BufferPair, std::size_t, std::size_t, \
-                                                   Workspace<T>&);                                 \
-  template void per_buffer_ring_output<T>(TaskKind, BufferPair, std::size_t, std::size_t,          \
-                                          const std::vector<T>&, Workspace<T>&);
+#define STRATA_PER_BUFFER(T)                                                                        \
+  template RingPieces<T> per_buffer_ring_prepare<T>(TaskKind, BufferPair, std::size_t, std::size_t, \
+                                                    Workspace<T>&);                                 \
+  template void per_buffer_ring_finish<T>(TaskKind, BufferPair, std::size_t, std::size_t, Workspace<T>&);
 STRATA_PER_BUFFER(float)
 STRATA_PER_BUFFER(double)
 #undef STRATA_PER_BUFFER
@@ -442,6 +441,7 @@ TaskRunner<T>::TaskRunner(const Plan& plan, Backend& backend, Workspace<T>& ws, 
 template <typename T>
 void TaskRunner<T>::run(TaskIndex index) {
   const Task& t = plan_.task(index);
+  const MeterScope scope(ws_.meter(), t.worker);  // the task's temporaries are its worker's
   switch (t.kind) {
     case TaskKind::linear_fwd:
     case TaskKind::linear_bwd_data:
@@ -488,6 +488,13 @@ void TaskRunner<T>::run(TaskIndex index) {
     default:
       STRATA_ASSERT(false, "task " + t.id + ": no kernel (check_kernels was not called)");
   }
+}
+
+template <typename T>
+void TaskRunner<T>::discard_saved() {
+  const std::lock_guard<std::mutex> lock(saved_mutex_);
+  saved_argmax_.clear();
+  saved_probs_.clear();
 }
 
 template <typename T>
@@ -547,6 +554,7 @@ void TaskRunner<T>::run_activation(const Task& t) {
     tanh_backward(n, buf(t.reads[1]), buf(t.reads[0]), buf(t.writes[0]));
   } else {
     std::vector<T> y(static_cast<std::size_t>(n));  // the Plan keeps X
+    const Held y_held = Held::here(allocated_bytes(y));
     tanh_forward(n, buf(t.reads[1]), y.data());
     tanh_backward(n, y.data(), buf(t.reads[0]), buf(t.writes[0]));
   }
@@ -556,13 +564,33 @@ template <typename T>
 void TaskRunner<T>::run_pool(const Task& t) {
   const BufferIndex x = t.kind == TaskKind::pool_fwd ? t.reads[0] : t.reads[1];
   const Pool2dShape s = pool_shape(t, elems(x));
-  std::vector<std::int64_t> argmax(static_cast<std::size_t>(s.output_size()));
+  STRATA_ASSERT(s.input_size() <= std::numeric_limits<std::int32_t>::max(),
+                "task " + t.id + ": pool input too large for 32-bit argmax indices");
+  std::vector<std::int64_t> argmax(static_cast<std::size_t>(s.output_size()));  // the kernels' indices
+  const Held argmax_held = Held::here(allocated_bytes(argmax));
   if (t.kind == TaskKind::pool_fwd) {
     maxpool2x2_forward(s, buf(x), buf(t.writes[0]), argmax.data());
+    Saved<std::vector<std::int32_t>> saved{std::vector<std::int32_t>(argmax.begin(), argmax.end()), Held{}};
+    saved.held = Held::here(allocated_bytes(saved.values));
+    const std::lock_guard<std::mutex> lock(saved_mutex_);
+    saved_argmax_[x] = std::move(saved);
     return;
   }
-  std::vector<T> y(static_cast<std::size_t>(s.output_size()));  // recompute the argmax
-  maxpool2x2_forward(s, buf(x), y.data(), argmax.data());
+  Saved<std::vector<std::int32_t>> saved;
+  {
+    const std::lock_guard<std::mutex> lock(saved_mutex_);
+    if (auto it = saved_argmax_.find(x); it != saved_argmax_.end()) {
+      saved = std::move(it->second);
+      saved_argmax_.erase(it);
+    }
+  }
+  if (static_cast<std::int64_t>(saved.values.size()) == s.output_size()) {
+    std::copy(saved.values.begin(), saved.values.end(), argmax.begin());
+  } else {  // no forward saved it (a Plan run from its backward): the forward again
+    std::vector<T> y(static_cast<std::size_t>(s.output_size()));
+    const Held y_held = Held::here(allocated_bytes(y));
+    maxpool2x2_forward(s, buf(x), y.data(), argmax.data());
+  }
   maxpool2x2_backward(s, buf(t.reads[0]), argmax.data(), buf(t.writes[0]));
 }
 
@@ -574,14 +602,31 @@ void TaskRunner<T>::run_loss(const Task& t) {
   const auto& labels = ws_.labels(t.coords.dp, std::max<std::int64_t>(0, t.coords.mb));
   STRATA_ASSERT(static_cast<std::int64_t>(labels.size()) == batch,
                 "task " + t.id + ": labels do not match the batch");
-  std::vector<T> probs(static_cast<std::size_t>(batch * classes));
-  const T loss = softmax_cross_entropy_forward(batch, classes, buf(logits), labels.data(), probs.data());
+  const auto n = static_cast<std::size_t>(batch * classes);
   if (t.kind == TaskKind::loss_fwd) {
-    buf(t.writes[0])[0] = loss;
+    Saved<std::vector<T>> saved{std::vector<T>(n), Held{}};
+    saved.held = Held::here(allocated_bytes(saved.values));
+    buf(t.writes[0])[0] =
+        softmax_cross_entropy_forward(batch, classes, buf(logits), labels.data(), saved.values.data());
+    const std::lock_guard<std::mutex> lock(saved_mutex_);
+    saved_probs_[logits] = std::move(saved);
     return;
   }
+  Saved<std::vector<T>> saved;
+  {
+    const std::lock_guard<std::mutex> lock(saved_mutex_);
+    if (auto it = saved_probs_.find(logits); it != saved_probs_.end()) {
+      saved = std::move(it->second);
+      saved_probs_.erase(it);
+    }
+  }
+  if (saved.values.size() != n) {  // no forward saved them: the forward again
+    saved.values.assign(n, T{0});
+    saved.held = Held::here(allocated_bytes(saved.values));
+    softmax_cross_entropy_forward(batch, classes, buf(logits), labels.data(), saved.values.data());
+  }
   T* dlogits = buf(t.writes[0]);
-  softmax_cross_entropy_backward(batch, classes, probs.data(), labels.data(), dlogits);
+  softmax_cross_entropy_backward(batch, classes, saved.values.data(), labels.data(), dlogits);
   backend_.scale(batch * classes, static_cast<T>(batch) / static_cast<T>(loss_divisor(plan_, t, batch)),
                  dlogits);
 }

@@ -28,7 +28,7 @@ class Lent {
   Lent& operator=(const Lent&) = delete;
 
   void take(BufferIndex buffer, Tensor<T>& into, Shape shape) {
-    into = Tensor<T>(std::move(shape), std::move(ws_.array(buffer)));
+    into = Tensor<T>::borrowed(std::move(shape), std::move(ws_.array(buffer)));
     lent_.emplace_back(buffer, &into);
   }
 

@@ -78,6 +78,7 @@ struct Gradients {
 template <typename T>
 void encode_bytes(const Gradients<T>& g, std::vector<T>& m, T* err, ByteCodec codec, std::size_t members) {
   std::vector<T> rounded = m;
+  const Held rounded_held = Held::here(allocated_bytes(rounded));
   for (std::size_t c = 0; c < members; ++c) {
     const RingChunk r = ring_chunk(c, static_cast<std::size_t>(g.size), members);
     round_trip(rounded.data() + r.begin, r.end - r.begin, codec);
@@ -90,6 +91,7 @@ void encode_bytes(const Gradients<T>& g, std::vector<T>& m, T* err, ByteCodec co
 template <typename T>
 void encode_top_k(std::vector<T>& m, T* err, T* wire, std::int64_t k, std::size_t slot) {
   const std::vector<std::int64_t> idx = top_k_indices(m.data(), static_cast<std::int64_t>(m.size()), k);
+  const Held idx_held = Held::here(allocated_bytes(idx));  // top_k_indices held n of them
   T* out = wire + slot * static_cast<std::size_t>(2 * k);
   for (std::int64_t j = 0; j < k; ++j) {
     const auto i = static_cast<std::size_t>(idx[static_cast<std::size_t>(j)]);
@@ -104,6 +106,7 @@ void encode_top_k(std::vector<T>& m, T* err, T* wire, std::int64_t k, std::size_
 template <typename T>
 void decode_top_k(const Gradients<T>& g, const T* wire, std::int64_t k, std::size_t members) {
   std::vector<T> sum(static_cast<std::size_t>(g.size), T{0});
+  const Held sum_held = Held::here(allocated_bytes(sum));
   for (std::size_t s = 0; s < members; ++s) {
     const T* slot = wire + s * static_cast<std::size_t>(2 * k);
     for (std::int64_t j = 0; j < k; ++j) sum[static_cast<std::size_t>(slot[j])] += slot[k + j];
@@ -141,6 +144,7 @@ template <typename T>
 void decode_power(Backend& backend, const Gradients<T>& g, const T* wire, const T* q, T* err, std::int64_t r,
                   std::size_t members, const std::vector<CodecMatrix>& matrices) {
   std::vector<T> out(static_cast<std::size_t>(g.size), T{0});
+  const Held out_held = Held::here(allocated_bytes(out));
   const T inv = T{1} / static_cast<T>(members);
   std::int64_t at = 0;
   for (const CodecMatrix& mat : matrices) {
@@ -179,6 +183,7 @@ void TaskRunner<T>::run_codec(const Task& t) {
   const BufferIndex e = t.reads[g.buffers.size()];
   STRATA_ASSERT(elems(e) == g.size, "codec task " + t.id + ": residual and gradients differ in size");
   std::vector<T> m = g.gather();
+  const Held m_held = Held::here(allocated_bytes(m));
   T* err = buf(e);
   for (std::size_t i = 0; i < m.size(); ++i) m[i] += err[i];
   if (ByteCodec byte{}; parse_byte_codec(codec, byte)) return encode_bytes(g, m, err, byte, members);

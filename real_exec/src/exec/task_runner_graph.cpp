@@ -106,6 +106,7 @@ void TaskRunner<T>::run_graph_loss(const Task& t) {
                 "task " + t.id + ": logits are not [nodes, classes] or no training nodes");
   std::vector<T> gathered(static_cast<std::size_t>(rows * classes)), probs(gathered.size());
   std::vector<std::int32_t> labels(train.size());
+  const Held held = Held::here(allocated_bytes(gathered) + allocated_bytes(probs) + allocated_bytes(labels));
   const T* logits = buf(t.reads[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     std::copy_n(logits + train[r] * classes, classes, gathered.data() + r * classes);

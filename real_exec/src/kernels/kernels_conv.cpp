@@ -1,13 +1,15 @@
 // conv2d as im2col + GEMM, one image at a time: the column matrix of one image is
 // [in_channels * kernel_h * kernel_w, out_height * out_width], small enough for LeNet-sized
 // layers to stay in cache, and the per-image GEMMs are the unit a later batched or GPU
-// backend replaces.
+// backend replaces. That one matrix is each conv task's workspace (charged to its worker,
+// memory_meter.hpp; the lowering's Task::mem_temp predicts it).
 #include "strata/real/kernels/kernels.hpp"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "strata/real/core/memory_meter.hpp"
 #include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
 
@@ -72,6 +74,7 @@ void conv2d_forward(Backend& backend, const Conv2dShape& shape, const T* x, cons
   const std::int64_t image_size = shape.in_channels * shape.height * shape.width;
   const std::int64_t out_image_size = shape.out_channels * cols_n;
   std::vector<T> cols(static_cast<std::size_t>(rows * cols_n));
+  const Held cols_held = Held::here(allocated_bytes(cols));  // the conv's workspace
   for (std::int64_t n = 0; n < shape.batch; ++n) {
     im2col(shape, x + n * image_size, cols.data());
     T* y_n = y + n * out_image_size;
@@ -95,6 +98,7 @@ void conv2d_backward_data(Backend& backend, const Conv2dShape& shape, const T* d
   const std::int64_t out_image_size = shape.out_channels * cols_n;
   if (!accumulate) std::fill(dx, dx + shape.input_size(), T{0});
   std::vector<T> dcols(static_cast<std::size_t>(rows * cols_n));
+  const Held dcols_held = Held::here(allocated_bytes(dcols));
   for (std::int64_t n = 0; n < shape.batch; ++n) {
     // dcols[C*KH*KW, OH*OW] = W^T dy_n, then scattered back onto the pixels it came from.
     backend.gemm(Transpose::yes, Transpose::no, rows, cols_n, shape.out_channels, T{1}, w, rows,
@@ -116,6 +120,7 @@ void conv2d_backward_weight(Backend& backend, const Conv2dShape& shape, const T*
     if (db != nullptr) std::fill(db, db + shape.out_channels, T{0});
   }
   std::vector<T> cols(static_cast<std::size_t>(rows * cols_n));
+  const Held cols_held = Held::here(allocated_bytes(cols));  // the conv's workspace
   for (std::int64_t n = 0; n < shape.batch; ++n) {
     const T* dy_n = dy + n * out_image_size;
     im2col(shape, x + n * image_size, cols.data());

@@ -290,6 +290,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
       indices[static_cast<std::size_t>(i)] = first + i < test.count ? first + i : first;
     bind(test, indices);
     for (TaskIndex t : forward_order_) runner_->run(t);
+    runner_->discard_saved();
     for (const Slot& s : slots_) {
       if (!s.local) continue;
       runner_->download(s.logits);

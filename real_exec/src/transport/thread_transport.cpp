@@ -26,14 +26,16 @@ void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws
     std::vector<std::int8_t> codes(static_cast<std::size_t>(ws.size(t.reads[0])));
     quantize_into(src, ws.size(t.reads[0]), QuantGrid{step}, codes.data());
     bytes_ += codes.size();
+    Held held(ws.meter(), t.peer, allocated_bytes(codes));
     std::lock_guard<std::mutex> lock(mutex_);
-    codes_[task] = std::move(codes);
+    codes_[task] = {std::move(codes), std::move(held)};
     return;
   }
   std::vector<T> payload(src, src + ws.size(t.reads[0]));
   bytes_ += payload.size() * sizeof(T);
+  Held held(ws.meter(), t.peer, allocated_bytes(payload));
   std::lock_guard<std::mutex> lock(mutex_);
-  staged_[task] = std::move(payload);
+  staged_[task] = {std::move(payload), std::move(held)};
 }
 
 template <typename T>
@@ -42,50 +44,59 @@ void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws
   STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
   const TaskIndex from = matching_send(plan, t);
   if (const double step = int8_encoding(plan.task(from)); step > 0) {
-    std::vector<std::int8_t> codes;
+    Staged<std::vector<std::int8_t>> staged;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = codes_.find(from);
       STRATA_ASSERT(it != codes_.end(), "recv " + t.id + " ran before its send");
-      codes = std::move(it->second);
+      staged = std::move(it->second);
       codes_.erase(it);
     }
+    const std::vector<std::int8_t>& codes = staged.payload;
     STRATA_ASSERT(static_cast<std::int64_t>(codes.size()) == ws.size(t.writes[0]),
                   "recv " + t.id + ": payload size differs from the receiving buffer");
     dequantize_into(codes.data(), ws.size(t.writes[0]), QuantGrid{step}, ws.data(t.writes[0]));
     return;
   }
-  std::vector<T> payload;
+  Staged<std::vector<T>> staged;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = staged_.find(from);
     STRATA_ASSERT(it != staged_.end(), "recv " + t.id + " ran before its send");
-    payload = std::move(it->second);
+    staged = std::move(it->second);
     staged_.erase(it);
   }
+  const std::vector<T>& payload = staged.payload;
   STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
                 "recv " + t.id + ": payload size differs from the receiving buffer");
   std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
 }
 
 template <typename T>
-void ThreadTransport<T>::ring(TaskKind kind, std::vector<std::vector<T>>& data) {
-  const std::size_t n = data.size(), size = data[0].size();
+void ThreadTransport<T>::ring(TaskKind kind, const std::vector<RingPieces<T>>& data) {
+  const std::size_t n = data.size(), size = ring_size(data[0]);
+  // Rank r's chunk c into rank r+1's: the ranks' pieces have the same sizes (buffers_by_rank),
+  // so a run of one lies within one piece of the other at the same offset.
+  auto each = [&](std::size_t r, RingChunk c, auto&& f) {
+    const RingPieces<T>& to = data[(r + 1) % n];
+    std::size_t piece = 0, at = 0;
+    for_each_run(data[r], c.begin, c.end, [&](T* src, std::size_t offset, std::size_t len) {
+      const std::size_t begin = c.begin + offset;
+      while (at + to[piece].size <= begin) at += to[piece++].size;
+      f(src, to[piece].data + (begin - at), len);
+    });
+    bytes_ += (c.end - c.begin) * sizeof(T);
+  };
   for (std::size_t step = 0; runs_reduce_scatter(kind) && step + 1 < n; ++step)  // reduce-scatter
-    for (std::size_t r = 0; r < n; ++r) {
-      const RingChunk c = ring_chunk(reduce_scatter_chunk(r, step, n), size, n);
-      auto& to = data[(r + 1) % n];
-      for (std::size_t i = c.begin; i < c.end; ++i) to[i] += data[r][i];
-      bytes_ += (c.end - c.begin) * sizeof(T);
-    }
+    for (std::size_t r = 0; r < n; ++r)
+      each(r, ring_chunk(reduce_scatter_chunk(r, step, n), size, n),
+           [](const T* src, T* dst, std::size_t len) {
+             for (std::size_t i = 0; i < len; ++i) dst[i] += src[i];
+           });
   for (std::size_t step = 0; runs_allgather(kind) && step + 1 < n; ++step)  // allgather
-    for (std::size_t r = 0; r < n; ++r) {
-      const RingChunk c = ring_chunk(allgather_chunk(r, step, n), size, n);
-      std::copy(data[r].begin() + static_cast<std::ptrdiff_t>(c.begin),
-                data[r].begin() + static_cast<std::ptrdiff_t>(c.end),
-                data[(r + 1) % n].begin() + static_cast<std::ptrdiff_t>(c.begin));
-      bytes_ += (c.end - c.begin) * sizeof(T);
-    }
+    for (std::size_t r = 0; r < n; ++r)
+      each(r, ring_chunk(allgather_chunk(r, step, n), size, n),
+           [](const T* src, T* dst, std::size_t len) { std::copy(src, src + len, dst); });
 }
 
 // The same ring with every message sent as codes (grad_codec.hpp): a reduce-scatter message is
@@ -130,28 +141,37 @@ void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<
   const std::size_t n = t.group.size();
   if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards
     const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
-    std::vector<std::vector<T>> data(n);
+    std::vector<RingPieces<T>> data(n);
     for (std::size_t i = 0; i < pairs[0].size(); ++i) {
-      for (std::size_t r = 0; r < n; ++r) data[r] = per_buffer_ring_input(t.kind, pairs[r][i], r, n, ws);
+      for (std::size_t r = 0; r < n; ++r) data[r] = per_buffer_ring_prepare(t.kind, pairs[r][i], r, n, ws);
       ring(t.kind, data);
-      for (std::size_t r = 0; r < n; ++r) per_buffer_ring_output(t.kind, pairs[r][i], r, n, data[r], ws);
+      for (std::size_t r = 0; r < n; ++r) per_buffer_ring_finish(t.kind, pairs[r][i], r, n, ws);
     }
     return;
   }
-  // Each rank's part of the bucket: its buffers among the task's reads, in order, gathered.
   const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
+  ByteCodec codec{};
+  if (!parse_byte_codec(t.attr_string("compression").value_or(""), codec)) {
+    std::vector<RingPieces<T>> data(n);
+    for (std::size_t r = 0; r < n; ++r) data[r] = ring_pieces(parts[r], ws);
+    ring(t.kind, data);
+    return;
+  }
+  // Compressed: each rank's part of the bucket gathered into a copy, charged to it with one
+  // chunk's outgoing message, incoming values and owned message (what it holds as a ring rank).
   std::vector<std::vector<T>> data(n);
+  std::vector<Held> held;
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t elems = 0;
     for (BufferIndex b : parts[r]) elems += static_cast<std::size_t>(ws.size(b));
     data[r].reserve(elems);  // one allocation: the bucket can be megabytes
     for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
+    const std::size_t chunk = (elems + n - 1) / n;
+    held.emplace_back(
+        ws.meter(), t.group[r],
+        allocated_bytes(data[r]) + static_cast<std::int64_t>(2 * message_bytes(chunk) + chunk * sizeof(T)));
   }
-  ByteCodec codec{};
-  if (parse_byte_codec(t.attr_string("compression").value_or(""), codec))
-    compressed_ring(data, codec);
-  else
-    ring(t.kind, data);
+  compressed_ring(data, codec);
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t offset = 0;
     for (BufferIndex b : parts[r]) {

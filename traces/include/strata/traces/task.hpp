@@ -162,6 +162,7 @@ struct Task {
   double comm_bytes = 0;     // B: send payload, or the per-rank buffer of a collective
   double mem_alloc = 0;      // B allocated when the task starts (held until a mem_free)
   double mem_free = 0;       // B released when the task ends
+  double mem_temp = 0;       // B held only while the task runs (its kernels' workspace, a staged message)
 
   std::vector<BufferIndex> reads;
   std::vector<BufferIndex> writes;

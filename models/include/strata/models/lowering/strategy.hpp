@@ -152,6 +152,12 @@ std::int64_t default_global_batch(const Model& model, const StrategyConfig& conf
 // chunks in Megatron-LM's interleaved order (docs/plan-format.md).
 Plan lower(const Model& model, const StrategyConfig& config);
 
+// Sets each task's mem_temp: the bytes its kernels hold only while it runs, as strata's real
+// executor allocates them (lowering_temporaries.cpp lists them: a conv's one-image column
+// matrix, a pool's argmax, the loss's probabilities, a staged received message, a compressed
+// ring's copy and messages, the gradient codecs' scratch). Every lowering calls it last.
+void add_temporaries(Plan& plan);
+
 // The pipeline partition: first block of each stage (size pp + 1, last = blocks), balancing the
 // stages' training FLOPs (contiguous, greedy on prefix sums).
 std::vector<int> partition_blocks(const Model& model, int pp);

@@ -61,6 +61,11 @@ enum class LayerOp : std::uint8_t {
   aggregate,    // a GCN's neighbourhood aggregation Â·H: attrs width, nnz_per_node
 };
 std::string_view to_string(LayerOp op);
+// Whether a layer's backward reads its input, so that its saved activations include it
+// (linear, conv, norm, embedding; ReLU and tanh keep their output instead).
+inline bool keeps_input(LayerOp op) {
+  return op == LayerOp::linear || op == LayerOp::conv || op == LayerOp::norm || op == LayerOp::embedding;
+}
 
 // How Megatron tensor parallelism splits a layer across tp ranks.
 enum class TensorSplit : std::uint8_t {

@@ -10,11 +10,17 @@
 // checks the element count. Violations are bugs in the caller and trip STRATA_ASSERT.
 // Ownership: a Tensor owns its std::vector; copies are deep, moves are cheap. data() stays
 // valid until the Tensor is resized, reassigned or destroyed.
+// Memory: a Tensor made inside a MeterScope (a task of the real executor) charges its values'
+// bytes to that scope's worker for as long as it holds them (memory_meter.hpp), so the ADMM,
+// GCN and GIST kernels' temporaries count; one that borrows a Workspace array (borrowed())
+// does not, the Workspace already counts it.
 // Thread safety: none of its own; concurrent readers are fine, writers need exclusion.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "strata/real/core/memory_meter.hpp"
 
 namespace strata::real {
 
@@ -29,6 +35,13 @@ class Tensor {
   Tensor() = default;  // shape {0}: no elements (a scalar needs an explicit shape {})
   // REQUIRES: values.size() == element_count(shape).
   Tensor(Shape shape, std::vector<T> values);
+  // The same, charging nothing: `values` are an array someone else already counts.
+  static Tensor borrowed(Shape shape, std::vector<T> values);
+  ~Tensor() = default;
+  Tensor(const Tensor& other);
+  Tensor& operator=(const Tensor& other);
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
 
   static Tensor zeros(Shape shape);
   static Tensor filled(Shape shape, T value);
@@ -55,6 +68,7 @@ class Tensor {
  private:
   Shape shape_ = {0};
   std::vector<T> values_;
+  Held held_;  // values_'s bytes, charged to the scope's worker (none when borrowed)
 };
 
 extern template class Tensor<float>;

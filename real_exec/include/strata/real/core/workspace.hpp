@@ -14,7 +14,8 @@
 // exec/interpreter.hpp). Every array's bytes (elements x sizeof(T)) are charged to its
 // buffer's worker while it is held: live_bytes() and peak_bytes() are that worker's allocator
 // figures, counted from the arrays themselves, not from the Plan's mem_alloc/mem_free (which
-// the simulator's memory model reads). Kernel and transport temporaries are not counted.
+// the simulator's memory model reads), and from the temporaries the kernels and transports
+// charge to the same meter (meter(), memory_meter.hpp).
 //
 // Ownership: the Workspace owns every array; pointers into an array stay valid until it is
 // released (persistent arrays: for the Workspace's lifetime; without release mode, every
@@ -32,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/real/core/memory_meter.hpp"
 #include "strata/traces/plan.hpp"
 
 namespace strata::real {
@@ -66,6 +68,8 @@ class Workspace {
   std::int64_t live_bytes(WorkerId w) const;
   std::int64_t peak_bytes(WorkerId w) const;
   void reset_peaks();
+  // The meter those figures come from: kernels and transports charge their temporaries to it.
+  const std::shared_ptr<MemoryMeter>& meter() const { return meter_; }
 
   // Labels of the samples bound to (data-parallel rank, microbatch), set before a run.
   void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);
@@ -88,10 +92,9 @@ class Workspace {
   mutable std::vector<std::vector<T>> arrays_;
   std::vector<std::int64_t> sizes_;  // elements per buffer, held or not
   bool releasing_ = false;
-  std::vector<char> releasable_;                       // per buffer: non-persistent and not kept
-  std::unique_ptr<std::atomic<bool>[]> is_held_;       // per buffer (release mode)
-  std::unique_ptr<std::atomic<std::int64_t>[]> live_;  // per worker
-  std::unique_ptr<std::atomic<std::int64_t>[]> peak_;  // per worker
+  std::vector<char> releasable_;                  // per buffer: non-persistent and not kept
+  std::unique_ptr<std::atomic<bool>[]> is_held_;  // per buffer (release mode)
+  std::shared_ptr<MemoryMeter> meter_;
   std::unique_ptr<std::mutex> allocation_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> labels_;
   std::vector<std::int64_t> steps_;  // per buffer

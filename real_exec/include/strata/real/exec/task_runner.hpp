@@ -69,9 +69,11 @@
 // (set_graph only between runs).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -182,16 +184,52 @@ std::vector<std::vector<BufferPair>> buffer_pairs_by_rank(const Plan& plan, cons
 inline RingChunk shard_chunk(std::size_t position, std::size_t elements, std::size_t n) {
   return ring_chunk(owned_chunk(position, n), elements, n);
 }
-// The ring input of one pair at group position p: the unsharded values (an allgather from a
-// shard: zeros but for the rank's chunk).
+
+// A rank's ring data, in place: its buffers' arrays one after another (the collective's S
+// elements are their concatenation). The transports run the ring on the arrays themselves, as
+// NCCL does, so a collective holds no copy of its bucket.
 template <typename T>
-std::vector<T> per_buffer_ring_input(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
-                                     Workspace<T>& ws);
-// Writes a ring's result back: the rank's reduced chunk added into its shard (and the consumed
-// gradient zeroed), or the gathered values.
+struct RingPiece {
+  T* data = nullptr;
+  std::size_t size = 0;
+};
 template <typename T>
-void per_buffer_ring_output(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
-                            const std::vector<T>& data, Workspace<T>& ws);
+using RingPieces = std::vector<RingPiece<T>>;
+// Calls f(pointer, offset from `begin`, length) for each run of [begin, end) within one piece.
+template <typename T, typename F>
+void for_each_run(const RingPieces<T>& pieces, std::size_t begin, std::size_t end, F&& f) {
+  std::size_t at = 0;
+  for (const RingPiece<T>& p : pieces) {
+    const std::size_t lo = std::max(begin, at), hi = std::min(end, at + p.size);
+    if (lo < hi) f(p.data + (lo - at), lo - begin, hi - lo);
+    at += p.size;
+    if (at >= end) return;
+  }
+}
+template <typename T>
+std::size_t ring_size(const RingPieces<T>& pieces) {
+  std::size_t n = 0;
+  for (const RingPiece<T>& p : pieces) n += p.size;
+  return n;
+}
+// The arrays of `buffers`, in order.
+template <typename T>
+RingPieces<T> ring_pieces(const std::vector<BufferIndex>& buffers, Workspace<T>& ws) {
+  RingPieces<T> pieces;
+  for (BufferIndex b : buffers) pieces.push_back({ws.data(b), static_cast<std::size_t>(ws.size(b))});
+  return pieces;
+}
+// A per_buffer pair's ring data at group position p, in place: the unsharded gradient (a
+// reduce_scatter), or the unsharded weights with the rank's shard copied to its chunk (an
+// allgather from a shard; the ring writes every other chunk).
+template <typename T>
+RingPieces<T> per_buffer_ring_prepare(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                                      Workspace<T>& ws);
+// After a reduce_scatter's ring: the rank's reduced chunk added into its shard, the consumed
+// gradient zeroed. Nothing to do after an allgather.
+template <typename T>
+void per_buffer_ring_finish(TaskKind kind, BufferPair pair, std::size_t position, std::size_t n,
+                            Workspace<T>& ws);
 
 // Told that tasks run by other processes have completed (see Transport::begin_run).
 class RemoteCompletions {
@@ -224,6 +262,9 @@ class Transport {
   // Until end_run(), `sink` hears of each remote task this process waits for: a send to one of
   // its workers when the payload has arrived, any other task when announce() says so.
   virtual void begin_run(RemoteCompletions& /*sink*/) {}
+  // The meter this process's staged messages are charged to (the Workspace's), from before the
+  // first run; transports that stage nothing outside a task ignore it.
+  virtual void set_meter(std::shared_ptr<MemoryMeter> /*meter*/) {}
   virtual void end_run() {}
   // Tells `processes` that this process's part of `task` has completed (during a run).
   virtual void announce(TaskIndex /*task*/, const std::vector<int>& /*processes*/) {}
@@ -254,6 +295,9 @@ class TaskExecutor {
   virtual void upload(BufferIndex /*buffer*/) {}
   virtual void download(BufferIndex /*buffer*/) {}
   virtual void upload_labels() {}
+  // Drops what forward tasks saved for their backward (max-pool argmax, loss probabilities)
+  // when no backward will run: after the Trainer's forward-only test passes.
+  virtual void discard_saved() {}
   // The name of the kernels' backend, recorded in reports ("cpu-openblas", "cuda-cublas").
   virtual std::string backend_name() const = 0;
 };
@@ -328,6 +372,7 @@ class TaskRunner final : public TaskExecutor<T> {
   Transport<T>& transport() override { return transport_; }
   std::uint64_t bytes_sent() const override { return transport_.bytes_sent(); }
   std::string backend_name() const override { return backend_.name(); }
+  void discard_saved() override;
 
  private:
   void run_linear(TaskIndex index);
@@ -356,6 +401,18 @@ class TaskRunner final : public TaskExecutor<T> {
   // GCN bias placement (set_graph): for a linear_fwd, its bias is deferred (value unused); for
   // an spmm forward, the weight buffer whose bias it adds; for a linear_bwd_weight, its dZ.
   std::unordered_map<TaskIndex, BufferIndex> bias_routes_;
+  // What a forward keeps for its backward outside the Plan's buffers, as frameworks do: a
+  // 2x2 max pool's argmax (int32, keyed by the pool's input buffer) and the loss's
+  // probabilities (keyed by its logits), each charged to its worker until the backward
+  // consumes it. The Plan counts both as the layer's saved activations (zoo_vision.cpp).
+  template <typename V>
+  struct Saved {
+    V values;
+    Held held;
+  };
+  std::mutex saved_mutex_;
+  std::unordered_map<BufferIndex, Saved<std::vector<std::int32_t>>> saved_argmax_;
+  std::unordered_map<BufferIndex, Saved<std::vector<T>>> saved_probs_;
 };
 
 extern template class TaskRunner<float>;

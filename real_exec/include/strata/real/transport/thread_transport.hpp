@@ -3,8 +3,9 @@
 // Every worker's buffers live in one Workspace, so a transfer is a real copy between two
 // workers' arrays and its bytes are counted:
 // - send copies its buffer into a staging area keyed by the send task; the matching recv
-//   (which data-depends on it) copies it into the receiver's buffer;
-// - allreduce runs the ring algorithm over the group's buffers (ring_chunk() and its steps in
+//   (which data-depends on it) copies it into the receiver's buffer. The staged copy is charged
+//   to the receiver until the recv (a message waiting in its receive queue);
+// - allreduce runs the ring algorithm in place over the group's buffers (ring_chunk() and its steps in
 //   task_runner.hpp, the same as MpiTransport's): n−1 reduce-scatter steps then n−1 allgather
 //   steps, each moving one chunk of S/n elements from rank i to rank i+1, so each rank sends
 //   2(n−1)/n·S elements, as on a network. The steps run one after another in the thread that
@@ -12,7 +13,7 @@
 //   as separate GPUs would. A reduce_scatter runs the first half only, an allgather the second
 //   (ZeRO-1/2's gradients and parameters). An allreduce with attribute compression int8 or fp8
 //   sends each message as codes (compressed_ring; each rank sends 2(n−1) messages of S/n codes
-//   and a 4-byte scale).
+//   and a 4-byte scale); it works on a copy of each rank's bucket, charged to that rank.
 // Thread safety: send/recv/collective may be called from several threads at once.
 #pragma once
 
@@ -36,12 +37,17 @@ class ThreadTransport final : public Transport<T> {
   std::string name() const override { return "threads"; }
 
  private:
-  void ring(TaskKind kind, std::vector<std::vector<T>>& data);
+  void ring(TaskKind kind, const std::vector<RingPieces<T>>& data);
   void compressed_ring(std::vector<std::vector<T>>& data, ByteCodec codec);
 
+  template <typename V>
+  struct Staged {
+    V payload;
+    Held held;  // its bytes, charged to the receiver
+  };
   std::mutex mutex_;
-  std::map<TaskIndex, std::vector<T>> staged_;           // by send task
-  std::map<TaskIndex, std::vector<std::int8_t>> codes_;  // by send task, int8-encoded payloads
+  std::map<TaskIndex, Staged<std::vector<T>>> staged_;           // by send task
+  std::map<TaskIndex, Staged<std::vector<std::int8_t>>> codes_;  // by send task, int8-encoded payloads
   std::atomic<std::uint64_t> bytes_{0};
 };
 

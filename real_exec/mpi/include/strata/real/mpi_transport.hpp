@@ -18,7 +18,12 @@
 // - ring: the allreduce. Each member process runs its own rank's part of the ring of
 //   task_runner.hpp with MPI_Sendrecv (tag = the task's index): the same chunks and the same
 //   order of additions as ThreadTransport, so both give bit-identical sums. A reduce_scatter
-//   runs the ring's first half only, an allgather its second (ZeRO-1/2).
+//   runs the ring's first half only, an allgather its second (ZeRO-1/2). The ring works in
+//   place on the rank's buffers, in slices of at most kRingSlice elements per message, so
+//   what it allocates is one slice received and one sent (when a slice spans two buffers); a
+//   compressed ring works on a copy of the rank's bucket. Both are charged to the rank.
+//   A staged point-to-point payload is charged to the receiving rank from its arrival to its
+//   recv (set_meter).
 // - control: the collectives the Trainer calls from its own thread (barrier at the start of a
 //   run, sums, maxima).
 // Point-to-point messages travel as MPI_BYTE: a payload's values, or, for a send with an int8
@@ -88,15 +93,20 @@ class MpiTransport final : public Transport<T> {
   int process_of(WorkerId worker) const override { return worker; }
   int process() const override { return rank_; }
   void begin_run(RemoteCompletions& sink) override;
+  void set_meter(std::shared_ptr<MemoryMeter> meter) override;
   void end_run() override;
   void announce(TaskIndex task, const std::vector<int>& processes) override;
   double sum_over_processes(double local) override;
   void max_over_processes(std::vector<double>& values) override;
 
  private:
-  using Staged = std::map<TaskIndex, std::deque<std::vector<T>>>;  // payloads by send task, FIFO
+  struct Payload {
+    std::vector<T> values;
+    Held held;  // charged to this rank while staged
+  };
+  using Staged = std::map<TaskIndex, std::deque<Payload>>;  // payloads by send task, FIFO
   void progress_loop();
-  void take_message(int tag, std::vector<T> payload);
+  void take_message(int tag, Payload payload);
   std::vector<T> decode(int tag, const std::vector<char>& wire) const;
   int tag_of(TaskIndex task) const;
 
@@ -108,9 +118,10 @@ class MpiTransport final : public Transport<T> {
   MPI_Comm control_ = MPI_COMM_NULL;
   std::mutex mutex_;
   std::condition_variable arrived_;
-  Staged staged_run_;                  // guarded by mutex_
-  Staged staged_outside_;              // guarded by mutex_
-  RemoteCompletions* sink_ = nullptr;  // guarded by mutex_; set during a run
+  Staged staged_run_;                   // guarded by mutex_
+  Staged staged_outside_;               // guarded by mutex_
+  RemoteCompletions* sink_ = nullptr;   // guarded by mutex_; set during a run
+  std::shared_ptr<MemoryMeter> meter_;  // guarded by mutex_
   std::atomic<bool> in_run_{false};
   std::atomic<std::uint64_t> bytes_{0};
   std::thread progress_;
