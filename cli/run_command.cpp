@@ -92,7 +92,7 @@ class RunLog {
       "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
 };
 
-// Each worker's peak of buffer arrays (the Workspace's counts, first touch to last use) and the
+// Each worker's peak of buffer arrays and temporaries (the Workspace's meter) and the
 // processes' resident high-water mark, their cross-check. Collective under MPI.
 template <typename T>
 void print_memory(const std::vector<std::int64_t>& peaks, real::Transport<T>& transport, bool report) {
@@ -105,8 +105,10 @@ void print_memory(const std::vector<std::int64_t>& peaks, real::Transport<T>& tr
     text += (w == 0 ? "" : ", ") + format_bytes(static_cast<double>(peaks[w]));
     sum += static_cast<double>(peaks[w]);
   }
-  std::printf("peak memory per worker (its buffers, first touch to last use): %s; all workers %s\n",
-              text.c_str(), format_bytes(sum).c_str());
+  std::printf(
+      "peak memory per worker (its buffers from first touch to last use, and every temporary): %s; all "
+      "workers %s\n",
+      text.c_str(), format_bytes(sum).c_str());
   std::printf(
       "process peak resident memory: %s (the largest process; the data set, libraries and temporaries too)\n",
       format_bytes(rss[0]).c_str());

@@ -167,8 +167,9 @@ void print_header(const Plan& plan, const ValidateOptions& o) {
 }
 
 // Simulates the Plan and prints predicted against measured (rank 0 only under MPI).
-// Each worker's peak memory as the replay's memory model predicts it (the lowering's mem_alloc
-// and mem_free) and as the real run held it (the Workspace's arrays, first touch to last use).
+// Each worker's peak memory as the replay's memory model predicts it (the lowering's mem_alloc,
+// mem_free and mem_temp) and as the real run held it (the Workspace's meter: its arrays from
+// first touch to last use and every temporary of the kernels and transports).
 void print_memory(const Report& predicted, const std::vector<std::int64_t>& measured) {
   if (measured.empty()) return;
   std::printf("peak memory per worker: ");
