@@ -1,0 +1,97 @@
+// Task-level list scheduling of a DAG on heterogeneous processors (DESIGN.md, scheduling): the
+// classic static policies as pure functions of a DagProblem, so that the simulator and the real
+// executor place tasks the same way.
+//
+// A DagProblem is what every policy reads: each task's execution time on each processor
+// (infinite where it cannot run), each edge's data, and the time to move data between two
+// processors, latency[p][q] + data / bandwidth[p][q] (nothing on one processor). Averages follow
+// Topcuoglu et al. (TPDS 2002): a task's mean cost is the mean of its finite costs, an edge's
+// mean communication L̄ + data / B̄ over the ordered pairs of distinct processors.
+//
+// Policies (SchedulePolicy) and their documented choices:
+// - heft: upward rank, highest first; each task to the processor of earliest finish time, with
+//   insertion into idle gaps (Topcuoglu et al., section 4.1).
+// - cpop: upward + downward rank; the tasks of the critical path on the one processor that runs
+//   the path fastest, the others to their earliest finish time, highest priority ready first,
+//   with insertion (section 4.2). With several entry tasks the path starts at the entry of
+//   highest priority.
+// - peft: optimistic cost table (OCT); ready tasks by mean OCT, highest first; each to the
+//   processor minimising finish time + OCT, with insertion (Arabnejad and Barbosa, TPDS 2014).
+// - minmin: among the ready tasks (every predecessor placed), the one whose earliest finish time
+//   over the processors is smallest goes there; no insertion (a processor is free after its
+//   last task), as SimGrid's dag-scheduling example decides.
+// - cp: critical-path list scheduling (Wu and Gajski's MCP): tasks by as-late-as-possible start
+//   (critical-path length − upward rank), smallest first; each to the processor where it starts
+//   earliest, with insertion (ties: earlier finish).
+// - rr: round-robin baseline: tasks in topological order (smallest index first among the ready
+//   ones), the k-th to processor k mod P, started when its processor and data are ready.
+// Ties everywhere break to the lower task index, then the lower processor index, so a schedule
+// is a function of its problem. Costs: heft, cpop, peft and cp are O(E·P + V²·P) with insertion
+// (each placement scans its processor's slots), minmin O(V²·P), rr O(V + E).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata {
+inline namespace models {
+
+enum class SchedulePolicy { strategy, heft, cpop, peft, minmin, cp, rr };
+std::string_view to_string(SchedulePolicy policy);
+// strategy | heft | cpop | peft | minmin | cp | rr
+std::optional<SchedulePolicy> parse_schedule_policy(std::string_view name);
+
+struct DagTask {
+  std::string id;
+  std::vector<double> cost;  // s on each processor; infinity: cannot run there
+};
+struct DagEdge {
+  std::size_t from = 0;
+  std::size_t to = 0;
+  double data = 0;  // B (or the paper's communication cost with bandwidth 1)
+};
+struct DagProblem {
+  std::vector<DagTask> tasks;
+  std::vector<DagEdge> edges;
+  std::size_t processors = 0;
+  std::vector<std::vector<double>> latency;    // s, processors x processors (diagonal unused)
+  std::vector<std::vector<double>> bandwidth;  // B/s, processors x processors (diagonal unused)
+
+  // Time to move `data` from processor p to processor q: 0 when p == q.
+  double comm_time(double data, std::size_t p, std::size_t q) const;
+};
+// A problem whose links all have latency 0 and bandwidth 1, so that an edge's data is its
+// communication time between two processors (the convention of Topcuoglu et al.'s examples).
+DagProblem unit_link_problem(std::vector<DagTask> tasks, std::vector<DagEdge> edges, std::size_t processors);
+
+// Checks what the policies assume: at least one processor, a cost per processor for every task
+// (≥ 0 or infinity, never NaN), every task runnable somewhere, edges between existing tasks
+// with data ≥ 0, latency and bandwidth matrices of the right size (bandwidth > 0), and no cycle.
+// Throws InputError "<source>: <place>: <problem>" (a cycle names one of its tasks).
+void check_dag(const DagProblem& problem, const std::string& source);
+
+struct TaskSlot {
+  std::size_t processor = 0;
+  double start = 0;   // s
+  double finish = 0;  // s
+};
+struct DagSchedule {
+  SchedulePolicy policy = SchedulePolicy::heft;
+  std::vector<TaskSlot> slots;     // per task
+  std::vector<std::size_t> order;  // the order the policy placed the tasks (its priorities)
+  double makespan = 0;             // s: the latest finish, the policy's own estimate
+};
+// Schedules a checked problem. REQUIRES: check_dag accepted it; policy is not `strategy`.
+DagSchedule schedule_dag(const DagProblem& problem, SchedulePolicy policy);
+
+// Figures every report of a schedule gives (Topcuoglu et al., section 5.1): the schedule length
+// ratio, makespan / Σ over the critical path (by minimum costs) of each task's minimum cost,
+// and the speedup, the best single processor's serial time / makespan.
+double schedule_length_ratio(const DagProblem& problem, const DagSchedule& schedule);
+double speedup_over_serial(const DagProblem& problem, const DagSchedule& schedule);
+
+}  // namespace models
+}  // namespace strata
