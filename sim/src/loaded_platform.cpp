@@ -196,6 +196,11 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   }
 }
 
+std::unique_ptr<simgrid::s4u::Engine> load_platform_engine(const std::string& path,
+                                                           const NetworkConfig& network) {
+  return load_engine(path, network);
+}
+
 LoadedPlatform::~LoadedPlatform() = default;
 
 double LoadedPlatform::latency(int from, int to) {

@@ -27,6 +27,12 @@ struct NetworkConfig {
 // the children forked after): a platform is verified once per file version and settings.
 void verify_platform(const std::string& path, const NetworkConfig& network);
 
+// The process's SimGrid engine with `path` loaded and `network` applied, and nothing else
+// checked or asked of it (LoadedPlatform asks for routes SimGrid may crash on). For readers that
+// need no host-to-itself route (platform_routes); check_platform_file first.
+std::unique_ptr<simgrid::s4u::Engine> load_platform_engine(const std::string& path,
+                                                           const NetworkConfig& network);
+
 class LoadedPlatform {
  public:
   enum class Verify : std::uint8_t { yes, no };  // no: only in verify_platform's own child

@@ -297,6 +297,32 @@ Workflow read_workflow(const std::string& path) {
   fail(path, "", "neither a DAX (XML) nor a WfFormat (JSON) workflow");
 }
 
+std::vector<WorkflowTransfer> simgrid_transfers(const Workflow& w) {
+  struct File {
+    double bytes = 0;
+    std::set<std::size_t> writers, readers;
+  };
+  std::map<std::string, File> files;
+  auto declare = [&](const WorkflowFile& f) -> File& {
+    auto [it, fresh] = files.try_emplace(f.name);
+    if (fresh) it->second.bytes = f.bytes;  // the first size declared stands
+    return it->second;
+  };
+  for (std::size_t t = 0; t < w.tasks.size(); ++t) {
+    for (const WorkflowFile& f : w.tasks[t].inputs) declare(f).readers.insert(t);
+    for (const WorkflowFile& f : w.tasks[t].outputs) declare(f).writers.insert(t);
+  }
+  const std::size_t root = w.tasks.size(), end = w.tasks.size() + 1;
+  std::vector<WorkflowTransfer> out;
+  for (const auto& [name, f] : files) {
+    const std::set<std::size_t> from = f.writers.empty() ? std::set<std::size_t>{root} : f.writers;
+    const std::set<std::size_t> to = f.readers.empty() ? std::set<std::size_t>{end} : f.readers;
+    for (std::size_t a : from)
+      for (std::size_t b : to) out.push_back({a, b, name, f.bytes});
+  }
+  return out;
+}
+
 double transfer_bytes(const Workflow& w, std::size_t parent, std::size_t child) {
   std::set<std::string> written;
   for (const WorkflowFile& f : w.tasks[parent].outputs) written.insert(f.name);

@@ -19,6 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Link {
   std::size_t task = 0;
   double data = 0;
+  bool control = false;
 };
 
 // The graph around the problem, with the averages every rank uses.
@@ -32,8 +33,8 @@ struct Graph {
   explicit Graph(const DagProblem& problem)
       : p(problem), succ(problem.tasks.size()), pred(problem.tasks.size()) {
     for (const DagEdge& e : p.edges) {
-      succ[e.from].push_back({e.to, e.data});
-      pred[e.to].push_back({e.from, e.data});
+      succ[e.from].push_back({e.to, e.data, e.control});
+      pred[e.to].push_back({e.from, e.data, e.control});
     }
     for (const DagTask& t : p.tasks) {
       double sum = 0;
@@ -51,7 +52,9 @@ struct Graph {
     topo = topological_order();
   }
 
-  double mean_comm(double data) const { return p.processors > 1 ? mean_latency + data / mean_bandwidth : 0; }
+  double mean_comm(const Link& l) const {
+    return p.processors > 1 && !l.control ? mean_latency + l.data / mean_bandwidth : 0;
+  }
 
   std::vector<std::size_t> topological_order() const {
     std::vector<std::size_t> indegree(p.tasks.size(), 0), order;
@@ -74,7 +77,7 @@ struct Graph {
     std::vector<double> rank(p.tasks.size(), 0);
     for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
       double tail = 0;
-      for (const Link& s : succ[*it]) tail = std::max(tail, mean_comm(s.data) + rank[s.task]);
+      for (const Link& s : succ[*it]) tail = std::max(tail, mean_comm(s) + rank[s.task]);
       rank[*it] = mean_cost[*it] + tail;
     }
     return rank;
@@ -85,7 +88,7 @@ struct Graph {
     std::vector<double> rank(p.tasks.size(), 0);
     for (std::size_t t : topo)
       for (const Link& q : pred[t])
-        rank[t] = std::max(rank[t], rank[q.task] + mean_cost[q.task] + mean_comm(q.data));
+        rank[t] = std::max(rank[t], rank[q.task] + mean_cost[q.task] + mean_comm(q));
     return rank;
   }
 };
@@ -105,7 +108,7 @@ class Timeline {
     double ready = 0;
     for (const Link& l : g_.pred[t]) {
       const TaskSlot& s = slots_[l.task];
-      ready = std::max(ready, s.finish + g_.p.comm_time(l.data, s.processor, q));
+      ready = std::max(ready, s.finish + (l.control ? 0 : g_.p.comm_time(l.data, s.processor, q)));
     }
     return ready;
   }
@@ -246,7 +249,7 @@ DagSchedule peft(const Graph& g) {
         for (std::size_t w = 0; w < procs; ++w) {
           const double cost = g.p.tasks[s.task].cost[w];
           if (std::isfinite(cost))
-            best = std::min(best, oct[s.task][w] + cost + (w == q ? 0 : g.mean_comm(s.data)));
+            best = std::min(best, oct[s.task][w] + cost + (w == q ? 0 : g.mean_comm(s)));
         }
         worst = std::max(worst, best);
       }

@@ -16,6 +16,7 @@
 
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/hardware.hpp"
+#include "strata/models/schedule/workflow_problem.hpp"
 
 namespace strata {
 inline namespace sim {
@@ -45,6 +46,12 @@ bool natural_less(const std::string& a, const std::string& b);
 // over-subscribed by an explicit placement.
 std::vector<int> place_workers(const PlatformSummary& platform, int workers,
                                const std::vector<std::string>& hosts_by_worker = {});
+
+// Every host of the platform (natural order) with its speed, and per ordered pair of hosts the
+// route's latency and bottleneck bandwidth, for the schedulers (models/schedule). Loads the
+// platform in a child process (one SimGrid engine per process). Throws InputError naming the
+// file as loading a platform does.
+PlatformRoutes platform_routes(const std::string& path);
 
 // Reads a placement file: JSON {"workers": ["node-0", "node-0", ...]} or one host name per line.
 std::vector<std::string> read_placement(const std::string& path);

@@ -47,6 +47,20 @@ Workflow read_workflow(const std::string& path);
 Workflow parse_dax(const std::string& text, const std::string& source);
 Workflow parse_wfformat(const std::string& text, const std::string& source);
 
+// The transfers SimGrid's DAX loader makes of a workflow (src/dag/loaders.cpp, SimGrid 3.32 and
+// later), so that a schedule can be compared with SimGrid's own examples: one file per name, its
+// size the first one declared (in task order); every task that writes a name sends it to every
+// task that reads it, whether or not the DAX relates them; a file no task writes comes from a
+// root task, one no task reads goes to an end task. Tasks are indices; root is tasks.size(),
+// end tasks.size() + 1. Sorted by file name, then sender, then receiver.
+struct WorkflowTransfer {
+  std::size_t from = 0;
+  std::size_t to = 0;
+  std::string file;
+  double bytes = 0;
+};
+std::vector<WorkflowTransfer> simgrid_transfers(const Workflow& workflow);
+
 // B that `child` reads of what `parent` writes: the sizes (as the child declares them) of the
 // child's input files whose names are among the parent's outputs.
 double transfer_bytes(const Workflow& workflow, std::size_t parent, std::size_t child);

@@ -3,8 +3,8 @@
 // executor place tasks the same way.
 //
 // A DagProblem is what every policy reads: each task's execution time on each processor
-// (infinite where it cannot run), each edge's data, and the time to move data between two
-// processors, latency[p][q] + data / bandwidth[p][q] (nothing on one processor). Averages follow
+// (infinite where it cannot run), each edge's data (or that it only orders two tasks), and the
+// time to move data between two processors, latency[p][q] + data / bandwidth[p][q] (nothing on one processor). Averages follow
 // Topcuoglu et al. (TPDS 2002): a task's mean cost is the mean of its finite costs, an edge's
 // mean communication L̄ + data / B̄ over the ordered pairs of distinct processors.
 //
@@ -51,7 +51,8 @@ struct DagTask {
 struct DagEdge {
   std::size_t from = 0;
   std::size_t to = 0;
-  double data = 0;  // B (or the paper's communication cost with bandwidth 1)
+  double data = 0;       // B (or the paper's communication cost with bandwidth 1)
+  bool control = false;  // an ordering only: no transfer, no latency (a DAX <child>/<parent>)
 };
 struct DagProblem {
   std::vector<DagTask> tasks;
