@@ -4,9 +4,10 @@
 //
 // A DagProblem is what every policy reads: each task's execution time on each processor
 // (infinite where it cannot run), each edge's data (or that it only orders two tasks), and the
-// time to move data between two processors, latency[p][q] + data / bandwidth[p][q] (nothing on one processor). Averages follow
-// Topcuoglu et al. (TPDS 2002): a task's mean cost is the mean of its finite costs, an edge's
-// mean communication L̄ + data / B̄ over the ordered pairs of distinct processors.
+// time to move data between two processors, latency[p][q] + data / bandwidth[p][q] (nothing on
+// one processor). Averages follow Topcuoglu et al. (TPDS 2002): a task's mean cost is the mean
+// of its finite costs, an edge's mean communication L̄ + data / B̄ over the ordered pairs of
+// distinct processors (an ordering-only edge: none).
 //
 // Policies (SchedulePolicy) and their documented choices:
 // - heft: upward rank, highest first; each task to the processor of earliest finish time, with
