@@ -211,7 +211,17 @@ Workflow parse_wfformat(const std::string& text, const std::string& source) {
   const JsonNode wf = root.at("workflow");
   std::map<std::string, std::size_t> ids, names;
   std::vector<std::vector<std::pair<std::string, JsonNode>>> parents;  // by id or name, with the place
-  if (const auto spec = wf.find("specification")) {                    // schema 1.4 and 1.5
+  // Registers a task read at node `t`, its parents resolved once every task is known.
+  auto add = [&](WorkflowTask task, const JsonNode& t) {
+    if (!ids.emplace(task.id, w.tasks.size()).second) t.fail("task " + quote_for_message(task.id) + " twice");
+    names.emplace(task.name, w.tasks.size());
+    parents.emplace_back();
+    if (const auto list = t.find("parents"))
+      for (std::size_t k = 0; k < list->size(); ++k)
+        parents.back().emplace_back(list->at(k).as_string(), list->at(k));
+    w.tasks.push_back(std::move(task));
+  };
+  if (const auto spec = wf.find("specification")) {  // schema 1.4 and 1.5
     std::map<std::string, double> sizes, runtimes;
     if (const auto files = spec->find("files"))
       for (std::size_t i = 0; i < files->size(); ++i)
@@ -233,14 +243,7 @@ Workflow parse_wfformat(const std::string& text, const std::string& source) {
       task.runtime_s = runtime->second;
       if (const auto in = t.find("inputFiles")) task.inputs = files_of(*in, sizes);
       if (const auto out = t.find("outputFiles")) task.outputs = files_of(*out, sizes);
-      if (!ids.emplace(task.id, w.tasks.size()).second)
-        t.at("id").fail("task " + quote_for_message(task.id) + " twice");
-      names.emplace(task.name, w.tasks.size());
-      parents.emplace_back();
-      if (const auto list = t.find("parents"))
-        for (std::size_t k = 0; k < list->size(); ++k)
-          parents.back().emplace_back(list->at(k).as_string(), list->at(k));
-      w.tasks.push_back(std::move(task));
+      add(std::move(task), t);
     }
   } else {  // schema 1.3 and before: one task list, files inline, parents by name
     const JsonNode tasks = wf.at("tasks");
@@ -266,14 +269,7 @@ Workflow parse_wfformat(const std::string& text, const std::string& source) {
           else
             f.at("link").fail("link " + quote_for_message(link) + " is neither input nor output");
         }
-      if (!ids.emplace(task.id, w.tasks.size()).second)
-        t.fail("task " + quote_for_message(task.id) + " twice");
-      names.emplace(task.name, w.tasks.size());
-      parents.emplace_back();
-      if (const auto list = t.find("parents"))
-        for (std::size_t k = 0; k < list->size(); ++k)
-          parents.back().emplace_back(list->at(k).as_string(), list->at(k));
-      w.tasks.push_back(std::move(task));
+      add(std::move(task), t);
     }
   }
   if (w.tasks.empty()) fail(source, "/workflow", "no task: a workflow needs at least one");
