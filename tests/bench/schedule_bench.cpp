@@ -10,6 +10,7 @@
 // 128 layers x 64 stages x 4 TP degrees in <= 1 s.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -37,6 +38,33 @@ DagProblem layered_dag(std::size_t tasks, std::size_t processors, unsigned seed)
     for (std::size_t k = 0; k < 3; ++k) edges.push_back({layer_start + (t + k) % kWidth, t, data(rng)});
   }
   return unit_link_problem(std::move(list), std::move(edges), processors);
+}
+
+// The scale: tasks given as work (1-10 GFLOP) on processors of 1-4 GFLOP/s, links of
+// 10 µs and 1-10 GB/s, so the problem holds O(V + P) costs.
+DagProblem layered_work_dag(std::size_t tasks, std::size_t processors, unsigned seed) {
+  DagProblem p = layered_dag(0, processors, seed);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> work(1e9, 1e10), speed(1e9, 4e9), bw(1e9, 1e10), data(0, 1e8);
+  for (std::size_t q = 0; q < processors; ++q) p.speed.push_back(speed(rng));
+  for (auto& row : p.latency) std::fill(row.begin(), row.end(), 10e-6);
+  for (auto& row : p.bandwidth)
+    for (double& b : row) b = bw(rng);
+  constexpr std::size_t kWidth = 8;
+  for (std::size_t t = 0; t < tasks; ++t) {
+    p.tasks.push_back({"t" + std::to_string(t), {}, work(rng)});
+    if (t < kWidth) continue;
+    const std::size_t layer_start = (t / kWidth - 1) * kWidth;
+    for (std::size_t k = 0; k < 3; ++k) p.edges.push_back({layer_start + (t + k) % kWidth, t, data(rng)});
+  }
+  return p;
+}
+
+void schedule_large(benchmark::State& state) {
+  const DagProblem p = layered_work_dag(static_cast<std::size_t>(state.range(0)), 1024, 7);
+  double makespan = 0;
+  for (auto _ : state) makespan = schedule_dag(p, SchedulePolicy::heft).makespan;
+  state.counters["makespan_s"] = makespan;
 }
 
 void schedule(benchmark::State& state, SchedulePolicy policy) {
@@ -70,6 +98,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("minmin", bench::schedule, SchedulePolicy::minmin)
         ->Arg(1000)
         ->Arg(4000)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("heft_1024_hosts", bench::schedule_large)
+        ->Arg(10000)
+        ->Arg(100000)
+        ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("partition_128x64", bench::partition)->Unit(benchmark::kMillisecond);
     benchmark::RunSpecifiedBenchmarks();

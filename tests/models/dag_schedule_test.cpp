@@ -93,6 +93,25 @@ TEST(DagSchedule, EveryPolicyRespectsDependenciesAndNeverOverlapsAProcessor) {
   EXPECT_LE(schedule_dag(p, SchedulePolicy::peft).makespan, 86);
 }
 
+TEST(DagSchedule, WorkAndSpeedsScheduleAsTheirExplicitCosts) {
+  // Related machines: the same graph given as work over speeds and as the costs that makes.
+  DagProblem work = topcuoglu();
+  work.speed = {1e9, 2e9, 4e9};
+  DagProblem costs = work;
+  for (std::size_t i = 0; i < work.tasks.size(); ++i) {
+    work.tasks[i].work = 1e9 * (1 + static_cast<double>(i % 4));
+    work.tasks[i].cost.clear();
+    for (std::size_t q = 0; q < 3; ++q) costs.tasks[i].cost[q] = work.tasks[i].work / work.speed[q];
+  }
+  check_dag(work, "work");
+  for (SchedulePolicy policy : {SchedulePolicy::heft, SchedulePolicy::cpop, SchedulePolicy::peft,
+                                SchedulePolicy::minmin, SchedulePolicy::cp, SchedulePolicy::rr}) {
+    const DagSchedule a = schedule_dag(work, policy), b = schedule_dag(costs, policy);
+    EXPECT_EQ(a.order, b.order) << to_string(policy);
+    EXPECT_DOUBLE_EQ(a.makespan, b.makespan) << to_string(policy);
+  }
+}
+
 TEST(DagSchedule, PoliciesAreNamedAsTheFlagSpellsThem) {
   for (const char* name : {"strategy", "heft", "cpop", "peft", "minmin", "cp", "rr"}) {
     const auto policy = parse_schedule_policy(name);
@@ -130,7 +149,13 @@ TEST(DagSchedule, BadProblemsAreRefusedInOneLine) {
   DagProblem links = topcuoglu();
   links.bandwidth[0][1] = 0;
   EXPECT_NE(refusal(links).find("bandwidth"), std::string::npos);
-  for (const DagProblem* p : {&cycle, &nowhere, &negative, &nan, &dangling, &links})
+  DagProblem speeds = topcuoglu();
+  speeds.tasks[2].cost.clear();  // given as work, with no speeds
+  EXPECT_NE(refusal(speeds).find("there are 0 speeds for 3 processors"), std::string::npos)
+      << refusal(speeds);
+  speeds.speed = {1e9, 0, 1e9};
+  EXPECT_NE(refusal(speeds).find("/speed/1"), std::string::npos) << refusal(speeds);
+  for (const DagProblem* p : {&cycle, &nowhere, &negative, &nan, &dangling, &links, &speeds})
     EXPECT_EQ(refusal(*p).find('\n'), std::string::npos);
 }
 

@@ -36,7 +36,13 @@ struct Graph {
       succ[e.from].push_back({e.to, e.data, e.control});
       pred[e.to].push_back({e.from, e.data, e.control});
     }
+    double inverse_speed = 0;  // mean of 1 / speed, for tasks given as work
+    for (double v : p.speed) inverse_speed += 1 / v / static_cast<double>(p.speed.size());
     for (const DagTask& t : p.tasks) {
+      if (t.cost.empty()) {
+        mean_cost.push_back(t.work * inverse_speed);
+        continue;
+      }
       double sum = 0;
       int n = 0;
       for (double c : t.cost)
@@ -115,22 +121,26 @@ class Timeline {
   // Earliest start of t on q (infinity where it cannot run): the first gap long enough after its
   // data is ready (insertion), or after q's last task.
   double start_on(std::size_t t, std::size_t q) const {
-    const double cost = g_.p.tasks[t].cost[q];
+    const double cost = g_.p.cost(t, q);
     if (!std::isfinite(cost)) return kInf;
     double start = data_ready(t, q);
     const auto& busy = busy_[q];
     if (!insertion_) return busy.empty() ? start : std::max(start, busy.back().second);
-    for (const auto& [begin, end] : busy) {
-      if (start + cost <= begin) return start;
-      start = std::max(start, end);
+    // Slots are disjoint and sorted, so their ends are too: the gaps before the first slot that
+    // ends after `start` are all too early.
+    auto it = std::partition_point(busy.begin(), busy.end(),
+                                   [&](const auto& slot) { return slot.second <= start; });
+    for (; it != busy.end(); ++it) {
+      if (start + cost <= it->first) return start;
+      start = std::max(start, it->second);
     }
     return start;
   }
-  double finish_on(std::size_t t, std::size_t q) const { return start_on(t, q) + g_.p.tasks[t].cost[q]; }
+  double finish_on(std::size_t t, std::size_t q) const { return start_on(t, q) + g_.p.cost(t, q); }
 
   void place(std::size_t t, std::size_t q) {
     const double start = start_on(t, q);
-    slots_[t] = {q, start, start + g_.p.tasks[t].cost[q]};
+    slots_[t] = {q, start, start + g_.p.cost(t, q)};
     auto& busy = busy_[q];
     busy.insert(std::upper_bound(busy.begin(), busy.end(), std::pair{start, slots_[t].finish}),
                 {start, slots_[t].finish});
@@ -186,7 +196,7 @@ std::size_t best_processor(const Graph& g, std::size_t t, Score score) {
   std::size_t best = 0;
   double best_score = kInf;
   for (std::size_t q = 0; q < g.p.processors; ++q) {
-    if (!std::isfinite(g.p.tasks[t].cost[q])) continue;
+    if (!std::isfinite(g.p.cost(t, q))) continue;
     const double s = score(t, q);
     if (s < best_score) best_score = s, best = q;
   }
@@ -227,7 +237,7 @@ DagSchedule cpop(const Graph& g) {
   for (std::size_t q = 0; q < g.p.processors; ++q) {
     double sum = 0;
     for (std::size_t i = 0; i < up.size(); ++i)
-      if (on_path[i] != 0) sum += g.p.tasks[i].cost[q];
+      if (on_path[i] != 0) sum += g.p.cost(i, q);
     if (sum < fastest) fastest = sum, path_processor = q;
   }
   Timeline timeline(g, true);
@@ -247,7 +257,7 @@ DagSchedule peft(const Graph& g) {
       for (const Link& s : g.succ[*it]) {
         double best = kInf;
         for (std::size_t w = 0; w < procs; ++w) {
-          const double cost = g.p.tasks[s.task].cost[w];
+          const double cost = g.p.cost(s.task, w);
           if (std::isfinite(cost))
             best = std::min(best, oct[s.task][w] + cost + (w == q ? 0 : g.mean_comm(s)));
         }
@@ -260,7 +270,7 @@ DagSchedule peft(const Graph& g) {
     double sum = 0;
     int count = 0;
     for (std::size_t q = 0; q < procs; ++q)
-      if (std::isfinite(g.p.tasks[i].cost[q])) sum += oct[i][q], ++count;
+      if (std::isfinite(g.p.cost(i, q))) sum += oct[i][q], ++count;
     rank[i] = count > 0 ? sum / count : 0;
   }
   Timeline timeline(g, true);
@@ -284,7 +294,7 @@ DagSchedule critical_path(const Graph& g) {
     for (std::size_t q = 0; q < g.p.processors; ++q) {
       const double start = timeline.start_on(t, q);
       if (!std::isfinite(start)) continue;
-      const double finish = start + g.p.tasks[t].cost[q];
+      const double finish = start + g.p.cost(t, q);
       if (start < best_start || (start == best_start && finish < best_finish))
         best = q, best_start = start, best_finish = finish;
     }
@@ -324,11 +334,17 @@ DagSchedule round_robin(const Graph& g) {
   std::size_t next = 0;
   for (std::size_t t : g.topo) {
     std::size_t q = next % g.p.processors;
-    while (!std::isfinite(g.p.tasks[t].cost[q])) q = (q + 1) % g.p.processors;  // check_dag: one exists
+    while (!std::isfinite(g.p.cost(t, q))) q = (q + 1) % g.p.processors;  // check_dag: one exists
     timeline.place(t, q);
     ++next;
   }
   return timeline.result(SchedulePolicy::rr);
+}
+
+double min_cost(const DagProblem& p, std::size_t t) {
+  double best = kInf;
+  for (std::size_t q = 0; q < p.processors; ++q) best = std::min(best, p.cost(t, q));
+  return best;
 }
 
 std::string place_of(std::size_t task, const char* field) {
@@ -384,12 +400,24 @@ void check_dag(const DagProblem& p, const std::string& source) {
     throw InputError(input_error_message(source, place, problem));
   };
   if (p.processors == 0) fail("", "no processor to schedule on");
+  for (std::size_t q = 0; q < p.speed.size(); ++q)
+    if (!std::isfinite(p.speed[q]) || p.speed[q] <= 0)
+      fail("/speed/" + std::to_string(q), "speed must be a finite number > 0 flop/s");
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const DagTask& t = p.tasks[i];
-    if (t.cost.size() != p.processors)
+    bool runnable = false;
+    if (t.cost.empty()) {
+      if (p.speed.size() != p.processors)
+        fail(place_of(i, "work"), "task '" + t.id + "' is given as work, and there are " +
+                                      std::to_string(p.speed.size()) + " speeds for " +
+                                      std::to_string(p.processors) + " processors");
+      if (!std::isfinite(t.work) || t.work < 0)
+        fail(place_of(i, "work"), "task '" + t.id + "': work must be a finite number >= 0 flop");
+      runnable = true;
+    } else if (t.cost.size() != p.processors) {
       fail(place_of(i, "cost"), "task '" + t.id + "' has " + std::to_string(t.cost.size()) + " costs for " +
                                     std::to_string(p.processors) + " processors");
-    bool runnable = false;
+    }
     for (double c : t.cost) {
       if (std::isnan(c) || c < 0) fail(place_of(i, "cost"), "task '" + t.id + "': cost must be >= 0 s");
       runnable = runnable || std::isfinite(c);
@@ -454,7 +482,7 @@ double schedule_length_ratio(const DagProblem& p, const DagSchedule& s) {
   for (std::size_t t : g.topo) {
     double before = 0;
     for (const Link& q : g.pred[t]) before = std::max(before, longest[q.task]);
-    longest[t] = before + *std::min_element(p.tasks[t].cost.begin(), p.tasks[t].cost.end());
+    longest[t] = before + min_cost(p, t);
     path = std::max(path, longest[t]);
   }
   return path > 0 ? s.makespan / path : 0;
@@ -464,12 +492,12 @@ double speedup_over_serial(const DagProblem& p, const DagSchedule& s) {
   double serial = kInf;
   for (std::size_t q = 0; q < p.processors; ++q) {
     double sum = 0;
-    for (const DagTask& t : p.tasks) sum += t.cost[q];
+    for (std::size_t t = 0; t < p.tasks.size(); ++t) sum += p.cost(t, q);
     serial = std::min(serial, sum);
   }
   if (!std::isfinite(serial)) {  // no one processor runs everything: each task at its fastest
     serial = 0;
-    for (const DagTask& t : p.tasks) serial += *std::min_element(t.cost.begin(), t.cost.end());
+    for (std::size_t t = 0; t < p.tasks.size(); ++t) serial += min_cost(p, t);
   }
   return s.makespan > 0 ? serial / s.makespan : 0;
 }

@@ -11,15 +11,13 @@ WorkflowProblem workflow_problem(const Workflow& w, const PlatformRoutes& r, dou
   p.processors = r.hosts.size();
   p.latency = r.latency;
   p.bandwidth = r.bandwidth;
-  for (const WorkflowTask& t : w.tasks) {
-    DagTask task{t.id + "@" + t.name, {}};
-    for (double speed : r.speed) task.cost.push_back(t.runtime_s * flops_per_runtime_s / speed);
-    p.tasks.push_back(std::move(task));
-  }
+  p.speed = r.speed;
+  for (const WorkflowTask& t : w.tasks)
+    p.tasks.push_back({t.id + "@" + t.name, {}, t.runtime_s * flops_per_runtime_s});
   out.root = p.tasks.size();
   out.end = out.root + 1;
-  p.tasks.push_back({"root", std::vector<double>(p.processors, 0.0)});
-  p.tasks.push_back({"end", std::vector<double>(p.processors, 0.0)});
+  p.tasks.push_back({"root", {}, 0});
+  p.tasks.push_back({"end", {}, 0});
   std::vector<char> has_pred(p.tasks.size(), 0), has_succ(p.tasks.size(), 0);
   for (const WorkflowTransfer& t : simgrid_transfers(w)) {
     p.edges.push_back({t.from, t.to, t.bytes, false});

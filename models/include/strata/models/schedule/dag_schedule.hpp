@@ -27,8 +27,10 @@
 // - rr: round-robin baseline: tasks in topological order (smallest index first among the ready
 //   ones), the k-th to processor k mod P, started when its processor and data are ready.
 // Ties everywhere break to the lower task index, then the lower processor index, so a schedule
-// is a function of its problem. Costs: heft, cpop, peft and cp are O(E·P + V²·P) with insertion
-// (each placement scans its processor's slots), minmin O(V²·P), rr O(V + E).
+// is a function of its problem. Costs: heft, cpop and cp are O(E·P + V·P·log V) plus the gaps an
+// insertion scans (from the first slot that ends after the task's data is ready; none when tasks
+// append), minmin O(V²·P), rr O(V + E); peft also keeps a V × P table. A problem given as work
+// and speeds holds O(V + P) costs instead of V × P.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +50,7 @@ std::optional<SchedulePolicy> parse_schedule_policy(std::string_view name);
 struct DagTask {
   std::string id;
   std::vector<double> cost;  // s on each processor; infinity: cannot run there
+  double work = 0;           // flop, when `cost` is empty: the time on q is work / speed[q]
 };
 struct DagEdge {
   std::size_t from = 0;
@@ -61,7 +64,13 @@ struct DagProblem {
   std::size_t processors = 0;
   std::vector<std::vector<double>> latency;    // s, processors x processors (diagonal unused)
   std::vector<std::vector<double>> bandwidth;  // B/s, processors x processors (diagonal unused)
+  std::vector<double> speed;  // flop/s per processor, for tasks given as work (DagTask::work)
 
+  // Task t's execution time on processor q (s): its cost there, or its work at q's speed.
+  double cost(std::size_t t, std::size_t q) const {
+    const DagTask& task = tasks[t];
+    return task.cost.empty() ? task.work / speed[q] : task.cost[q];
+  }
   // Time to move `data` from processor p to processor q: 0 when p == q.
   double comm_time(double data, std::size_t p, std::size_t q) const;
 };
@@ -70,7 +79,8 @@ struct DagProblem {
 DagProblem unit_link_problem(std::vector<DagTask> tasks, std::vector<DagEdge> edges, std::size_t processors);
 
 // Checks what the policies assume: at least one processor, a cost per processor for every task
-// (≥ 0 or infinity, never NaN), every task runnable somewhere, edges between existing tasks
+// (≥ 0 or infinity, never NaN) or its work (≥ 0) with a speed > 0 per processor, every task
+// runnable somewhere, edges between existing tasks
 // with data ≥ 0, latency and bandwidth matrices of the right size (bandwidth > 0), and no cycle.
 // Throws InputError "<source>: <place>: <problem>" (a cycle names one of its tasks).
 void check_dag(const DagProblem& problem, const std::string& source);
