@@ -2,20 +2,28 @@
 // and Min-Min on random layered DAGs (seeded; 8 tasks a layer, each with 3 parents in the layer
 // before, costs uniform in [1, 10] s per processor, edges of 0-5 s at bandwidth 1) at 1,000 and
 // 4,000 tasks on 64 processors; HEFT at the issue's scale, tasks given as work on 1,024
-// processors, at 10,000 and 100,000 tasks; the pipeline partitioner on 128 layers x 64 stages.
+// processors, at 10,000 and 100,000 tasks, and at 10,000 the naive HEFT beside it as the
+// baseline measured in the same run; the pipeline partitioner on 128 layers x 64 stages.
 // The sizes show how the cost grows: 4x the tasks takes 16x the time for a quadratic cost.
 // Measured on the 2-core development machine (2026-11-26, nothing else running):
 //   heft 1.26 ms and 5.72 ms (4.5x); minmin 3.71 ms and 15.6 ms (4.2x);
-//   heft on 1,024 processors 108 ms at 10^4 tasks and 1.09 s at 10^5 (10.1x);
+//   heft on 1,024 processors 108 ms at 10^4 tasks and 1.09 s at 10^5 (10.1x); the naive
+//   baseline (V x P cost matrix, insertion scans from each processor's first slot) 177 ms at
+//   10^4 (1.6x heft's, the same makespan; about 10 slots a processor leave little to skip) and,
+//   at 10^5, a 0.8 GB cost matrix, so it is not run there;
 //   partition 0.35 ms.
 // Goals (issue 17): a 10^5-task Plan on 1,024 hosts with HEFT in <= 10 s (the DAG part: 1.09 s);
 // the partitioner for 128 layers x 64 stages x 4 TP degrees in <= 1 s (one degree: 0.35 ms).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <queue>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_main.hpp"
@@ -62,6 +70,76 @@ DagProblem layered_work_dag(std::size_t tasks, std::size_t processors, unsigned 
   return p;
 }
 
+// The baseline: HEFT as first written, with the V x P cost matrix and each insertion scanning a
+// processor's slots from the first. Same ranks, ties and choices as schedule_dag's, so the two
+// give the same schedule (checked: the same makespan).
+double naive_heft(const DagProblem& p) {
+  const std::size_t n = p.tasks.size(), procs = p.processors;
+  std::vector<std::vector<double>> cost(n, std::vector<double>(procs));
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t q = 0; q < procs; ++q) cost[t][q] = p.cost(t, q);
+  double lat = 0, bw = 0;
+  for (std::size_t a = 0; a < procs; ++a)
+    for (std::size_t b = 0; b < procs; ++b)
+      if (a != b) lat += p.latency[a][b], bw += p.bandwidth[a][b];
+  const double pairs = static_cast<double>(procs * (procs - 1));
+  std::vector<std::vector<std::pair<std::size_t, double>>> succ(n), pred(n);
+  for (const DagEdge& e : p.edges)
+    succ[e.from].push_back({e.to, e.data}), pred[e.to].push_back({e.from, e.data});
+  std::vector<double> rank(n, 0);
+  for (std::size_t i = n; i-- > 0;) {  // layered_work_dag numbers tasks in topological order
+    double mean = 0, tail = 0;
+    for (double c : cost[i]) mean += c / static_cast<double>(procs);
+    for (const auto& [j, d] : succ[i]) tail = std::max(tail, lat / pairs + d / (bw / pairs) + rank[j]);
+    rank[i] = mean + tail;
+  }
+  std::vector<double> key(n);
+  for (std::size_t i = 0; i < n; ++i) key[i] = std::round(rank[i] * 1e9);
+  auto lower = [&](std::size_t a, std::size_t b) { return key[a] != key[b] ? key[a] < key[b] : a > b; };
+  std::priority_queue<std::size_t, std::vector<std::size_t>, decltype(lower)> ready(lower);
+  std::vector<std::size_t> waiting(n, 0), where(n, 0);
+  std::vector<double> finish(n, 0);
+  for (const DagEdge& e : p.edges) ++waiting[e.to];
+  for (std::size_t t = 0; t < n; ++t)
+    if (waiting[t] == 0) ready.push(t);
+  std::vector<std::vector<std::pair<double, double>>> busy(procs);
+  double makespan = 0;
+  while (!ready.empty()) {
+    const std::size_t t = ready.top();
+    ready.pop();
+    std::size_t best = 0;
+    double best_start = 0, best_finish = std::numeric_limits<double>::infinity();
+    for (std::size_t q = 0; q < procs; ++q) {
+      double start = 0;
+      for (const auto& [u, d] : pred[t])
+        start = std::max(
+            start, finish[u] + (where[u] == q ? 0 : p.latency[where[u]][q] + d / p.bandwidth[where[u]][q]));
+      for (const auto& [b, e] : busy[q]) {  // every slot from the first
+        if (start + cost[t][q] <= b) break;
+        start = std::max(start, e);
+      }
+      if (start + cost[t][q] < best_finish) best = q, best_start = start, best_finish = start + cost[t][q];
+    }
+    where[t] = best;
+    finish[t] = best_finish;
+    busy[best].insert(
+        std::upper_bound(busy[best].begin(), busy[best].end(), std::pair{best_start, best_finish}),
+        {best_start, best_finish});
+    makespan = std::max(makespan, best_finish);
+    for (const auto& [j, d] : succ[t])
+      if (--waiting[j] == 0) ready.push(j);
+  }
+  return makespan;
+}
+
+void naive_large(benchmark::State& state) {
+  const DagProblem p = layered_work_dag(static_cast<std::size_t>(state.range(0)), 1024, 7);
+  double makespan = 0;
+  for (auto _ : state) makespan = naive_heft(p);
+  state.counters["makespan_s"] = makespan;
+  state.counters["same_as_heft"] = makespan == schedule_dag(p, SchedulePolicy::heft).makespan ? 1 : 0;
+}
+
 void schedule_large(benchmark::State& state) {
   const DagProblem p = layered_work_dag(static_cast<std::size_t>(state.range(0)), 1024, 7);
   double makespan = 0;
@@ -104,6 +182,10 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("heft_1024_hosts", bench::schedule_large)
         ->Arg(10000)
         ->Arg(100000)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("naive_heft_1024_hosts", bench::naive_large)
+        ->Arg(10000)
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("partition_128x64", bench::partition)->Unit(benchmark::kMillisecond);
