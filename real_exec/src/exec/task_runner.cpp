@@ -491,6 +491,26 @@ void TaskRunner<T>::run(TaskIndex index) {
 }
 
 template <typename T>
+template <typename V>
+void TaskRunner<T>::keep_saved(std::unordered_map<BufferIndex, Saved<V>>& saved, BufferIndex key,
+                               Saved<V> value) {
+  const std::lock_guard<std::mutex> lock(saved_mutex_);
+  saved[key] = std::move(value);
+}
+
+template <typename T>
+template <typename V>
+auto TaskRunner<T>::take_saved(std::unordered_map<BufferIndex, Saved<V>>& saved, BufferIndex key)
+    -> Saved<V> {
+  const std::lock_guard<std::mutex> lock(saved_mutex_);
+  const auto it = saved.find(key);
+  if (it == saved.end()) return {};
+  Saved<V> value = std::move(it->second);
+  saved.erase(it);
+  return value;
+}
+
+template <typename T>
 void TaskRunner<T>::discard_saved() {
   const std::lock_guard<std::mutex> lock(saved_mutex_);
   saved_argmax_.clear();
@@ -572,18 +592,10 @@ void TaskRunner<T>::run_pool(const Task& t) {
     maxpool2x2_forward(s, buf(x), buf(t.writes[0]), argmax.data());
     Saved<std::vector<std::int32_t>> saved{std::vector<std::int32_t>(argmax.begin(), argmax.end()), Held{}};
     saved.held = Held::here(allocated_bytes(saved.values));
-    const std::lock_guard<std::mutex> lock(saved_mutex_);
-    saved_argmax_[x] = std::move(saved);
+    keep_saved(saved_argmax_, x, std::move(saved));
     return;
   }
-  Saved<std::vector<std::int32_t>> saved;
-  {
-    const std::lock_guard<std::mutex> lock(saved_mutex_);
-    if (auto it = saved_argmax_.find(x); it != saved_argmax_.end()) {
-      saved = std::move(it->second);
-      saved_argmax_.erase(it);
-    }
-  }
+  const Saved<std::vector<std::int32_t>> saved = take_saved(saved_argmax_, x);
   if (static_cast<std::int64_t>(saved.values.size()) == s.output_size()) {
     std::copy(saved.values.begin(), saved.values.end(), argmax.begin());
   } else {  // no forward saved it (a Plan run from its backward): the forward again
@@ -608,18 +620,10 @@ void TaskRunner<T>::run_loss(const Task& t) {
     saved.held = Held::here(allocated_bytes(saved.values));
     buf(t.writes[0])[0] =
         softmax_cross_entropy_forward(batch, classes, buf(logits), labels.data(), saved.values.data());
-    const std::lock_guard<std::mutex> lock(saved_mutex_);
-    saved_probs_[logits] = std::move(saved);
+    keep_saved(saved_probs_, logits, std::move(saved));
     return;
   }
-  Saved<std::vector<T>> saved;
-  {
-    const std::lock_guard<std::mutex> lock(saved_mutex_);
-    if (auto it = saved_probs_.find(logits); it != saved_probs_.end()) {
-      saved = std::move(it->second);
-      saved_probs_.erase(it);
-    }
-  }
+  Saved<std::vector<T>> saved = take_saved(saved_probs_, logits);
   if (saved.values.size() != n) {  // no forward saved them: the forward again
     saved.values.assign(n, T{0});
     saved.held = Held::here(allocated_bytes(saved.values));

@@ -410,6 +410,11 @@ class TaskRunner final : public TaskExecutor<T> {
     V values;
     Held held;
   };
+  // Stores what a forward saved under `key`, and takes it back (empty when nothing is saved).
+  template <typename V>
+  void keep_saved(std::unordered_map<BufferIndex, Saved<V>>& saved, BufferIndex key, Saved<V> value);
+  template <typename V>
+  Saved<V> take_saved(std::unordered_map<BufferIndex, Saved<V>>& saved, BufferIndex key);
   std::mutex saved_mutex_;
   std::unordered_map<BufferIndex, Saved<std::vector<std::int32_t>>> saved_argmax_;
   std::unordered_map<BufferIndex, Saved<std::vector<T>>> saved_probs_;
