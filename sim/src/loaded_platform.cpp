@@ -15,6 +15,7 @@
 
 #include "platform_check.hpp"
 #include "strata/sim/process.hpp"
+#include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -194,6 +195,14 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     net.inter_bw = net.intra_bw;
     net.inter_latency = net.intra_latency;
   }
+}
+
+NetworkConfig network_config(const NetworkOptions& options) {
+  NetworkConfig c;
+  c.model = options.model;
+  c.ideal_factors = !options.simgrid_factors;
+  c.crosstraffic = options.simgrid_factors;
+  return c;
 }
 
 std::unique_ptr<simgrid::s4u::Engine> load_platform_engine(const std::string& path,

@@ -20,6 +20,9 @@ struct NetworkConfig {
   bool ideal_factors = true;   // latency-factor = bandwidth-factor = 1
   bool crosstraffic = false;   // network/crosstraffic
 };
+struct NetworkOptions;
+// The SimGrid settings of a replay's network options (replay.hpp).
+NetworkConfig network_config(const NetworkOptions& options);
 
 // Checks the network model and the platform file (platform_check.hpp), then loads the platform
 // once in a child process with its output kept from the terminal, so that whatever SimGrid

@@ -303,14 +303,6 @@ void check_host_links(const Plan& plan, const PlatformSummary& platform, const s
   }
 }
 
-NetworkConfig network_config(const NetworkOptions& options) {
-  NetworkConfig c;
-  c.model = options.model;
-  c.ideal_factors = !options.simgrid_factors;
-  c.crosstraffic = options.simgrid_factors;
-  return c;
-}
-
 CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& options,
                                    const std::vector<int>& host_of) {
   if (options.collectives == CollectiveMode::step) return CollectiveFidelity::step;

@@ -9,6 +9,7 @@
 
 #include "strata/models/schedule/workflow_problem.hpp"
 #include "strata/sim/platform.hpp"
+#include "strata/sim/workflow_run.hpp"
 #include "strata/traces/workflow.hpp"
 
 namespace strata {
@@ -61,6 +62,63 @@ TEST(WorkflowSchedule, StaticMinMinStartsAsSimGridsExampleDecides) {
   std::printf(
       "static Min-Min on Montage_25: estimated makespan %.6f s (SimGrid's online example: 98.135796 s)\n",
       s.makespan);
+}
+
+// SimGrid's own example, decided online while SimGrid runs the DAG with its default network
+// factors: every placement of its expected output (s4u-dag-scheduling.tesh), in its order, and
+// its simulated end, 98.135796 s.
+TEST(WorkflowSchedule, OnlineMinMinEndsWhereSimGridsExampleEnds) {
+  const Workflow w = read_workflow(kData + "Montage_25.xml");
+  const WorkflowProblem wp = workflow_problem(w, platform_routes(kData + "simulacrum_7_hosts.xml"));
+  NetworkOptions network;
+  network.simgrid_factors = true;
+  const WorkflowRun run = run_workflow_online_minmin(wp, kData + "simulacrum_7_hosts.xml", network);
+  const char* expected[][2] = {{"ID00002@mProjectPP", "Host 27"},  {"ID00000@mProjectPP", "Host 26"},
+                               {"ID00003@mProjectPP", "Host 30"},  {"ID00004@mProjectPP", "Host 27"},
+                               {"ID00001@mProjectPP", "Host 32"},  {"ID00010@mDiffFit", "Host 26"},
+                               {"ID00008@mDiffFit", "Host 27"},    {"ID00013@mDiffFit", "Host 26"},
+                               {"ID00009@mDiffFit", "Host 30"},    {"ID00011@mDiffFit", "Host 27"},
+                               {"ID00005@mDiffFit", "Host 26"},    {"ID00006@mDiffFit", "Host 32"},
+                               {"ID00012@mDiffFit", "Host 31"},    {"ID00007@mDiffFit", "Host 28"},
+                               {"ID00014@mConcatFit", "Host 27"},  {"ID00015@mBgModel", "Host 27"},
+                               {"ID00016@mBackground", "Host 27"}, {"ID00017@mBackground", "Host 26"},
+                               {"ID00020@mBackground", "Host 30"}, {"ID00018@mBackground", "Host 27"},
+                               {"ID00019@mBackground", "Host 32"}, {"ID00021@mImgTbl", "Host 27"},
+                               {"ID00022@mAdd", "Host 27"},        {"ID00023@mShrink", "Host 27"},
+                               {"ID00024@mJPEG", "Host 27"},       {"end", "Host 27"}};
+  ASSERT_EQ(run.steps.size(), 27u);  // root, then the 26 of the expected output
+  EXPECT_EQ(run.steps[0].task, "root");
+  for (std::size_t k = 0; k < 26; ++k) {
+    EXPECT_EQ(run.steps[k + 1].task, expected[k][0]) << "decision " << k + 1;
+    EXPECT_EQ(run.steps[k + 1].host, expected[k][1]) << "decision " << k + 1;
+  }
+  EXPECT_NEAR(run.steps[6].decided_s, 14.582104, 1e-6);  // ID00010's decision
+  EXPECT_NEAR(run.makespan_s, 98.135796, 1e-6);
+  std::printf("online Min-Min on Montage_25: simulated makespan %.6f s (SimGrid's example: 98.135796 s)\n",
+              run.makespan_s);
+}
+
+// A static schedule run as SimGrid runs it: every task on its host, each host's tasks in the
+// schedule's order. With strata's ideal network factors the links give the estimate's latency +
+// bytes / bandwidth, so the simulated makespan may exceed the estimate only where transfers
+// share a link, and never falls short of the critical path.
+TEST(WorkflowSchedule, StaticSchedulesRunOnSimGrid) {
+  const Workflow w = read_workflow(kData + "Montage_25.xml");
+  const WorkflowProblem wp = workflow_problem(w, platform_routes(kData + "simulacrum_7_hosts.xml"));
+  for (SchedulePolicy policy : {SchedulePolicy::heft, SchedulePolicy::cpop, SchedulePolicy::peft,
+                                SchedulePolicy::minmin, SchedulePolicy::cp, SchedulePolicy::rr}) {
+    const DagSchedule s = schedule_dag(wp.problem, policy);
+    const WorkflowRun run = run_workflow_schedule(wp, s, kData + "simulacrum_7_hosts.xml", NetworkOptions{});
+    ASSERT_EQ(run.steps.size(), wp.problem.tasks.size());
+    const double path =
+        schedule_length_ratio(wp.problem, s) > 0 ? s.makespan / schedule_length_ratio(wp.problem, s) : 0;
+    EXPECT_GE(run.makespan_s, path * (1 - 1e-9)) << to_string(policy);
+    EXPECT_GE(run.makespan_s, s.makespan * (1 - 1e-6)) << to_string(policy);
+    EXPECT_LE(run.makespan_s, s.makespan * 1.05) << to_string(policy);
+    for (const WorkflowStep& step : run.steps) EXPECT_LE(step.finish_s, run.makespan_s);
+    std::printf("%-6s on Montage_25: estimate %.6f s, simulated %.6f s\n",
+                std::string(to_string(policy)).c_str(), s.makespan, run.makespan_s);
+  }
 }
 
 }  // namespace
