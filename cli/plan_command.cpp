@@ -5,7 +5,10 @@
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
+#include "placement_flags.hpp"
+#include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
+#include "strata/traces/units.hpp"
 
 namespace strata::cli {
 
@@ -13,11 +16,27 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("plan", "lower a model and a strategy to a Plan (task graph)");
   auto flags = std::make_shared<CommonFlags>();
   auto out = std::make_shared<std::string>();
+  auto placement = std::make_shared<PlacementFlags>();
   add_common_flags(*cmd, *flags, true);
   add_output_option(*cmd, "-o,--output", *out, "Plan JSON file to write")->required();
-  cmd->callback([&action, flags, out] {
-    action = [flags, out] {
+  add_placement_flags(*cmd, *placement, false);
+  add_input_option(*cmd, "--platform", flags->platform,
+                   "SimGrid platform XML a --schedule-policy places the workers on");
+  cmd->callback([&action, flags, out, placement] {
+    action = [flags, out, placement] {
       Plan plan = build_plan(*flags);
+      if (placement->policy != "strategy") {
+        if (flags->platform.empty())
+          throw InputError("--schedule-policy: " + placement->policy +
+                           " needs --platform FILE, the hosts it places the workers on");
+        ReplayOptions options;
+        const std::optional<PlacementReport> placed =
+            place_workers_by_policy(plan, *placement, resolve_platform(flags->platform), options);
+        std::printf("placement %s: estimate %s, strategy's placement %s%s\n", placement->policy.c_str(),
+                    format_seconds(placed->policy_estimate_s).c_str(),
+                    format_seconds(placed->strategy_estimate_s).c_str(),
+                    placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
+      }
       write_plan(plan, *out);
       std::printf("plan: %zu tasks, %d workers, %d iteration(s), %.4g model FLOP per iteration -> %s\n",
                   plan.size(), plan.num_workers(), plan.num_iterations(), plan.info.model_flops_per_iteration,

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
+#include "placement_flags.hpp"
 #include "real_run.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/real/core/process_memory.hpp"
@@ -38,7 +39,26 @@ struct RunOptions {
   std::string init = "auto";
   std::string log;            // CSV of accuracy against epoch and wall-clock seconds
   nlohmann::json experiment;  // canonical spec of the run (null for --plan)
+  PlacementFlags placement;
 };
+
+// --schedule-policy: the workers placed on the platform's hosts, the placement recorded in the
+// Plan and said on stdout. Every worker of a run still runs on this machine (threads, or the
+// MPI ranks mpirun started), so the placement changes which host a worker stands for in the
+// Plan, not where its kernels run.
+void place_for_run(Plan& plan, const RunOptions& o) {
+  if (o.placement.policy == "strategy") return;
+  if (o.flags.platform.empty())
+    throw InputError("--schedule-policy: " + o.placement.policy +
+                     " needs --platform FILE, the hosts it places the workers on");
+  ReplayOptions options;
+  const std::optional<PlacementReport> placed =
+      place_workers_by_policy(plan, o.placement, resolve_platform(o.flags.platform), options);
+  std::printf("placement %s: estimate %s, strategy's placement %s%s\n", o.placement.policy.c_str(),
+              format_seconds(placed->policy_estimate_s).c_str(),
+              format_seconds(placed->strategy_estimate_s).c_str(),
+              placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
+}
 
 // A measured trace that records what was run.
 Trace recorded(Trace trace, const RunOptions& o, const Plan& plan) {
@@ -353,6 +373,10 @@ void add_run_command(CLI::App& app, Action& action) {
                   "where the kernels run: cpu (OpenBLAS) or cuda (GPU 0, each worker a pair of streams)");
   cmd->add_option("--precision", o->precision, "element type the kernels compute in: fp32 or fp64");
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
+  add_placement_flags(*cmd, o->placement, false);
+  add_input_option(*cmd, "--platform", o->flags.platform,
+                   "SimGrid platform XML a --schedule-policy places the workers on (this machine's: "
+                   "strata calibrate --emit-platform)");
   cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")
       ->check(CLI::IsMember({"auto", "he", "uniform"}));
   cmd->callback([&action, o] {
@@ -376,6 +400,7 @@ void add_run_command(CLI::App& app, Action& action) {
         o->epochs = o->flags.epochs;
       }
       if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
+      place_for_run(plan, *o);
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

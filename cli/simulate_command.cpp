@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
+#include "placement_flags.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -21,7 +22,8 @@ namespace {
 struct SimulateOptions {
   CommonFlags flags;
   ReplayFlags replay;
-  std::string plan, trace, report, perfetto, placement;
+  PlacementFlags placement;
+  std::string plan, trace, report, perfetto;
 };
 
 void show_progress(std::size_t done, std::size_t all, double now) {
@@ -41,10 +43,12 @@ int simulate(const SimulateOptions& o) {
     plan = lower(*experiment);
   }
   ReplayOptions options = replay_options(o.replay);
-  if (!o.placement.empty()) options.placement = read_placement(o.placement);
+  const std::string platform = resolve_platform(o.flags.platform);
+  const std::optional<PlacementReport> placed = place_workers_by_policy(plan, o.placement, platform, options);
   options.keep_trace = !o.trace.empty() || !o.perfetto.empty();
   if (progress_wanted()) options.progress = show_progress;
-  ReplayResult result = replay(plan, resolve_platform(o.flags.platform), options);
+  ReplayResult result = replay(plan, platform, options);
+  result.report.placement = placed;
   const nlohmann::json spec = experiment ? canonical_json(*experiment) : nlohmann::json();
   result.report.experiment = spec;
   result.trace.experiment = spec;
@@ -68,8 +72,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_output_option(*cmd, "--report", o->report, "write the report (JSON)");
   add_output_option(*cmd, "--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
   add_replay_flags(*cmd, o->replay);
-  add_input_option(*cmd, "--placement", o->placement,
-                   "host per worker: JSON {\"workers\": [...]} or one per line");
+  add_placement_flags(*cmd, o->placement, true);
   cmd->callback([&action, o] { action = [o] { return simulate(*o); }; });
 }
 

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
+#include "placement_flags.hpp"
 #include "real_run.hpp"
 #include "strata/real/train/gcn_plan.hpp"
 #include "strata/real/train/plan_runs.hpp"
@@ -33,6 +34,7 @@ namespace {
 struct ValidateOptions {
   CommonFlags flags;
   ReplayFlags replay;
+  PlacementFlags placement;
   std::string plan;
   std::string transport = "threads";
   std::string device = "cpu";
@@ -200,7 +202,15 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   options.keep_trace = true;
   ReplayResult sim;
   try {
-    sim = replay(plan, platform, options);
+    // A policy places the simulated workers; the measured ones all run on this machine.
+    Plan placed_plan = plan;
+    if (const std::optional<PlacementReport> placed =
+            place_workers_by_policy(placed_plan, o.placement, platform, options))
+      std::printf("placement %s: estimate %s, strategy's placement %s%s\n", placed->policy.c_str(),
+                  format_seconds(placed->policy_estimate_s).c_str(),
+                  format_seconds(placed->strategy_estimate_s).c_str(),
+                  placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
+    sim = replay(placed_plan, platform, options);
   } catch (...) {
     if (generated) std::filesystem::remove(platform);
     throw;
@@ -340,6 +350,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   add_replay_flags(*cmd, o->replay);
   add_input_option(*cmd, "--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   add_platform_flag(*cmd, o->flags, PlatformFlag::this_machine);
+  add_placement_flags(*cmd, o->placement, false);
   cmd->add_option("--transport", o->transport, "threads (default) or mpi");
   cmd->add_option("--device", o->device,
                   "where the kernels run: cpu (default) or cuda (GPU 0; each worker a pair of streams)");

@@ -407,6 +407,20 @@ PlatformSummary load_platform_summary_apart(const std::string& platform_path, co
       run_in_child([&] { return summary_to_json(load_platform_summary(platform_path, network)).dump(); })));
 }
 
+SlotPlatform load_slot_platform(const std::string& platform_path, const NetworkOptions& network) {
+  const PlatformSummary summary = load_platform_summary_apart(platform_path, network);
+  const PlatformRoutes routes = platform_routes(platform_path);
+  SlotPlatform out;
+  out.path = platform_path;
+  out.hosts = summary.hosts;
+  // platform_routes and the summary list the hosts in the same (natural) order.
+  out.latency = routes.latency;
+  out.bandwidth = routes.bandwidth;
+  out.local_latency = summary.network.intra_latency;
+  out.local_bandwidth = summary.network.intra_bw > 0 ? summary.network.intra_bw : 1;
+  return out;
+}
+
 ExploreResult explore(const ExploreOptions& requested) {
   ExploreOptions options = requested;
   const Model model = make_model(options.model, options.model_overrides);

@@ -341,7 +341,8 @@ void check_platform(const std::string& platform_path, const NetworkOptions& netw
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
   check_transfer_sizes(plan);
   LoadedPlatform platform(platform_path, network_config(options.network));
-  std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(), options.placement);
+  std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(),
+                                           options.placement.empty() ? plan.placement : options.placement);
   check_host_links(plan, platform.summary(), host_of);
   const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);
   ReplayEngine engine(plan, platform, options, host_of, fidelity);

@@ -287,6 +287,17 @@ nlohmann::json report_to_json(const Report& r) {
   j["strata_version"] = strata_version();
   j["experiment_hash"] = r.experiment_hash;
   j["experiment"] = r.experiment;
+  if (r.placement) {
+    const PlacementReport& p = *r.placement;
+    j["placement"] = {{"policy", p.policy},
+                      {"estimate_s", p.estimate_s},
+                      {"policy_estimate_s", p.policy_estimate_s},
+                      {"strategy_estimate_s", p.strategy_estimate_s},
+                      {"kept_strategy", p.kept_strategy},
+                      {"schedule_length_ratio", p.schedule_length_ratio},
+                      {"speedup", p.speedup},
+                      {"policy_run_time_s", p.policy_run_time_s}};
+  }
   return nlohmann::json::parse(j.dump());
 }
 
@@ -324,6 +335,17 @@ Report report_from_json(const nlohmann::json& j) {
   r.flows = j.value("flows", std::size_t{0});
   r.experiment_hash = j.value("experiment_hash", "");
   if (j.contains("experiment")) r.experiment = j.at("experiment");
+  if (j.contains("placement")) {
+    const nlohmann::json& p = j.at("placement");
+    r.placement = PlacementReport{p.value("policy", ""),
+                                  p.value("estimate_s", 0.0),
+                                  p.value("policy_estimate_s", 0.0),
+                                  p.value("strategy_estimate_s", 0.0),
+                                  p.value("kept_strategy", false),
+                                  p.value("schedule_length_ratio", 0.0),
+                                  p.value("speedup", 0.0),
+                                  p.value("policy_run_time_s", 0.0)};
+  }
   return r;
 }
 
@@ -360,6 +382,18 @@ std::string format_report(const Report& r) {
        fmt("%.1f %%", 100 * r.hfu) + " (every FLOP executed, recomputation included)\n";
   s += "energy              " + format_si(r.energy_j, "J") + " per iteration, cost " +
        fmt("%.3g USD", r.cost_usd) + " per iteration\n";
+  if (r.placement) {
+    const PlacementReport& p = *r.placement;
+    s += "placement           " + p.policy + ": estimate " + format_seconds(p.policy_estimate_s) +
+         ", strategy's placement " + format_seconds(p.strategy_estimate_s) +
+         (p.policy == "strategy" ? std::string()
+          : p.kept_strategy      ? std::string(" (not better: the strategy's placement is kept)")
+                                 : std::string(" (the policy's placement is followed)")) +
+         "\n";
+    s += "                    schedule length ratio " + fmt("%.3f", p.schedule_length_ratio) +
+         ", speedup over serial " + fmt("%.2f x", p.speedup) + ", policy run time " +
+         format_seconds(p.policy_run_time_s) + "\n";
+  }
   return s;
 }
 

@@ -159,5 +159,41 @@ TEST(DagSchedule, BadProblemsAreRefusedInOneLine) {
     EXPECT_EQ(refusal(*p).find('\n'), std::string::npos);
 }
 
+// Groups bind tasks to one processor each, chosen when the group's first task is placed, and a
+// processor holds one group: Topcuoglu's graph with n1..n5 in group 0 and n6..n10 in group 1
+// runs on exactly two processors, each group on its own, under every policy.
+TEST(DagSchedule, GroupsKeepTheirTasksOnOneProcessorOfTheirOwn) {
+  DagProblem p = topcuoglu();
+  p.group = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  check_dag(p, "topcuoglu");
+  for (SchedulePolicy policy : {SchedulePolicy::heft, SchedulePolicy::cpop, SchedulePolicy::peft,
+                                SchedulePolicy::minmin, SchedulePolicy::cp, SchedulePolicy::rr}) {
+    const DagSchedule s = schedule_dag(p, policy);
+    for (std::size_t t = 1; t < 5; ++t)
+      EXPECT_EQ(s.slots[t].processor, s.slots[0].processor) << to_string(policy);
+    for (std::size_t t = 6; t < 10; ++t)
+      EXPECT_EQ(s.slots[t].processor, s.slots[5].processor) << to_string(policy);
+    EXPECT_NE(s.slots[0].processor, s.slots[5].processor) << to_string(policy);
+  }
+  // Processor classes: the same costs given per class of alike processors schedule alike.
+  DagProblem classes = topcuoglu();
+  classes.processors = 4;
+  classes.processor_class = {0, 1, 2, 2};  // a fourth processor like the third
+  classes.latency.assign(4, std::vector<double>(4, 0));
+  classes.bandwidth.assign(4, std::vector<double>(4, 1));
+  check_dag(classes, "classes");
+  DagProblem explicit_costs = classes;
+  explicit_costs.processor_class.clear();
+  for (DagTask& t : explicit_costs.tasks) t.cost.push_back(t.cost[2]);
+  for (SchedulePolicy policy : {SchedulePolicy::heft, SchedulePolicy::cpop, SchedulePolicy::minmin}) {
+    const DagSchedule a = schedule_dag(classes, policy), b = schedule_dag(explicit_costs, policy);
+    EXPECT_EQ(a.order, b.order) << to_string(policy);
+    EXPECT_DOUBLE_EQ(a.makespan, b.makespan) << to_string(policy);
+  }
+  DagProblem crowded = topcuoglu();
+  crowded.group = {0, 1, 2, 3, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(refusal(crowded), "dag.json: /group: 4 groups need a processor each, there are 3");
+}
+
 }  // namespace
 }  // namespace strata

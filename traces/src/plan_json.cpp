@@ -110,6 +110,11 @@ OrderedJson plan_header(const Plan& plan) {
   doc["format"] = kFormat;
   doc["info"] = plan_json::info_to_json(plan.info);
   doc["num_workers"] = plan.num_workers();
+  if (!plan.placement.empty()) {
+    OrderedJson& placement = doc["placement"];
+    placement["policy"] = plan.placement_policy;
+    placement["workers"] = plan.placement;
+  }
   return doc;
 }
 

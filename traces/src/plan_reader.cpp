@@ -174,9 +174,24 @@ void PlanReader::element(std::string_view array, std::size_t index, const nlohma
 Plan PlanReader::finish(const nlohmann::json& doc) {
   const JsonNode root(doc, source_);
   const std::int64_t version = check_header(root);
-  root.reject_unknown_fields({"schema_version", "format", "info", "num_workers", "buffers", "tasks"});
+  root.reject_unknown_fields(
+      {"schema_version", "format", "info", "num_workers", "placement", "buffers", "tasks"});
   plan_.set_num_workers(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
   if (std::optional<JsonNode> info = root.find("info")) plan_.info = read_info(*info, version);
+  if (std::optional<JsonNode> placement = root.find("placement")) {
+    placement->reject_unknown_fields({"policy", "workers"});
+    if (std::optional<JsonNode> policy = placement->find("policy"))
+      plan_.placement_policy = policy->as_string();
+    const JsonNode workers = placement->at("workers");
+    if (workers.size() != static_cast<std::size_t>(plan_.num_workers()))
+      workers.fail("names " + std::to_string(workers.size()) + " hosts, the plan has " +
+                   std::to_string(plan_.num_workers()) + " workers");
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+      std::string host = workers.at(w).as_string();
+      if (host.empty()) workers.at(w).fail("empty host name");
+      plan_.placement.push_back(std::move(host));
+    }
+  }
   if (std::optional<JsonNode> buffers = root.find("buffers")) buffers->size();  // an array
   root.at("tasks").size();                                                      // an array
   resolve_forward_dependencies();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -38,24 +39,48 @@ struct Graph {
     }
     double inverse_speed = 0;  // mean of 1 / speed, for tasks given as work
     for (double v : p.speed) inverse_speed += 1 / v / static_cast<double>(p.speed.size());
+    // How many processors each cost entry stands for (one each, or a class's members).
+    std::vector<double> weight(p.processor_class.empty() ? p.processors : 0, 1.0);
+    for (std::size_t c : p.processor_class) {
+      if (c >= weight.size()) weight.resize(c + 1, 0.0);
+      weight[c] += 1;
+    }
     for (const DagTask& t : p.tasks) {
       if (t.cost.empty()) {
         mean_cost.push_back(t.work * inverse_speed);
         continue;
       }
-      double sum = 0;
-      int n = 0;
-      for (double c : t.cost)
-        if (std::isfinite(c)) sum += c, ++n;
+      double sum = 0, n = 0;
+      for (std::size_t c = 0; c < t.cost.size() && c < weight.size(); ++c)
+        if (std::isfinite(t.cost[c])) sum += weight[c] * t.cost[c], n += weight[c];
       mean_cost.push_back(n > 0 ? sum / n : 0);
     }
-    double lat = 0, bw = 0;
-    int pairs = 0;
-    for (std::size_t a = 0; a < p.processors; ++a)
-      for (std::size_t b = 0; b < p.processors; ++b)
-        if (a != b) lat += p.latency[a][b], bw += p.bandwidth[a][b], ++pairs;
-    if (pairs > 0) mean_latency = lat / pairs, mean_bandwidth = bw / pairs;
+    mean_links();
     topo = topological_order();
+  }
+
+  // Means over the ordered pairs of distinct processors; with hosts, each pair of hosts weighs
+  // the product of their processor counts.
+  void mean_links() {
+    double lat = 0, bw = 0, pairs = 0;
+    if (p.processor_host.empty()) {
+      for (std::size_t a = 0; a < p.processors; ++a)
+        for (std::size_t b = 0; b < p.processors; ++b)
+          if (a != b) lat += p.latency[a][b], bw += p.bandwidth[a][b], pairs += 1;
+    } else {
+      std::vector<double> count(p.latency.size(), 0.0);
+      for (std::size_t h : p.processor_host) count[h] += 1;
+      for (std::size_t a = 0; a < count.size(); ++a) {
+        const double local = count[a] * (count[a] - 1);
+        lat += local * p.local_latency, bw += local * p.local_bandwidth, pairs += local;
+        for (std::size_t b = 0; b < count.size(); ++b)
+          if (a != b) {
+            const double w = count[a] * count[b];
+            lat += w * p.latency[a][b], bw += w * p.bandwidth[a][b], pairs += w;
+          }
+      }
+    }
+    if (pairs > 0) mean_latency = lat / pairs, mean_bandwidth = bw / pairs;
   }
 
   double mean_comm(const Link& l) const {
@@ -107,7 +132,28 @@ class Timeline {
         insertion_(insertion),
         busy_(g.p.processors),
         slots_(g.p.tasks.size()),
-        placed_(g.p.tasks.size(), 0) {}
+        placed_(g.p.tasks.size(), 0),
+        owner_(g.p.group.empty() ? 0 : g.p.processors, DagProblem::kNoGroup) {
+    std::size_t groups = 0;
+    for (std::size_t k : g.p.group)
+      if (k != DagProblem::kNoGroup) groups = std::max(groups, k + 1);
+    where_.assign(groups, g.p.processors);
+  }
+
+  // The processor t's group is bound to, if its group has one.
+  std::optional<std::size_t> pinned(std::size_t t) const {
+    const std::size_t k = g_.p.group_of(t);
+    if (k == DagProblem::kNoGroup || where_[k] == g_.p.processors) return std::nullopt;
+    return where_[k];
+  }
+  // Whether t may go to q: a free task anywhere, a bound group's task only on its processor, an
+  // unbound group's first task only on a processor no group holds.
+  bool allowed(std::size_t t, std::size_t q) const {
+    const std::size_t k = g_.p.group_of(t);
+    if (k == DagProblem::kNoGroup) return true;
+    if (where_[k] != g_.p.processors) return where_[k] == q;
+    return owner_[q] == DagProblem::kNoGroup;
+  }
 
   // When task t's data is on processor q: the latest arrival from its predecessors.
   double data_ready(std::size_t t, std::size_t q) const {
@@ -146,6 +192,8 @@ class Timeline {
                 {start, slots_[t].finish});
     placed_[t] = 1;
     order_.push_back(t);
+    if (const std::size_t k = g_.p.group_of(t); k != DagProblem::kNoGroup && where_[k] == g_.p.processors)
+      where_[k] = q, owner_[q] = k;
   }
   bool placed(std::size_t t) const { return placed_[t] != 0; }
 
@@ -165,6 +213,8 @@ class Timeline {
   std::vector<TaskSlot> slots_;
   std::vector<char> placed_;
   std::vector<std::size_t> order_;
+  std::vector<std::size_t> owner_;  // per processor: the group it holds
+  std::vector<std::size_t> where_;  // per group: its processor (processors: none yet)
 };
 
 // Places ready tasks highest `priority` first (ties: lower index) on the processor `choose`
@@ -190,13 +240,15 @@ void list_schedule(const Graph& g, Timeline& timeline, const std::vector<double>
   }
 }
 
-// The processor minimising score(t, q) (ties: lower index).
+// The processor minimising score(t, q) among those t may go to (ties: lower index); a bound
+// group's task goes to its group's processor.
 template <typename Score>
-std::size_t best_processor(const Graph& g, std::size_t t, Score score) {
+std::size_t best_processor(const Graph& g, const Timeline& timeline, std::size_t t, Score score) {
+  if (const std::optional<std::size_t> q = timeline.pinned(t)) return *q;
   std::size_t best = 0;
   double best_score = kInf;
   for (std::size_t q = 0; q < g.p.processors; ++q) {
-    if (!std::isfinite(g.p.cost(t, q))) continue;
+    if (!std::isfinite(g.p.cost(t, q)) || !timeline.allowed(t, q)) continue;
     const double s = score(t, q);
     if (s < best_score) best_score = s, best = q;
   }
@@ -206,7 +258,8 @@ std::size_t best_processor(const Graph& g, std::size_t t, Score score) {
 DagSchedule heft(const Graph& g) {
   Timeline timeline(g, true);
   list_schedule(g, timeline, g.upward_rank(), [&](std::size_t t) {
-    return best_processor(g, t, [&](std::size_t u, std::size_t q) { return timeline.finish_on(u, q); });
+    return best_processor(g, timeline, t,
+                          [&](std::size_t u, std::size_t q) { return timeline.finish_on(u, q); });
   });
   return timeline.result(SchedulePolicy::heft);
 }
@@ -242,8 +295,10 @@ DagSchedule cpop(const Graph& g) {
   }
   Timeline timeline(g, true);
   list_schedule(g, timeline, priority, [&](std::size_t t) {
-    if (on_path[t] != 0 && path_processor < g.p.processors) return path_processor;
-    return best_processor(g, t, [&](std::size_t u, std::size_t q) { return timeline.finish_on(u, q); });
+    if (on_path[t] != 0 && path_processor < g.p.processors && timeline.allowed(t, path_processor))
+      return path_processor;
+    return best_processor(g, timeline, t,
+                          [&](std::size_t u, std::size_t q) { return timeline.finish_on(u, q); });
   });
   return timeline.result(SchedulePolicy::cpop);
 }
@@ -275,7 +330,7 @@ DagSchedule peft(const Graph& g) {
   }
   Timeline timeline(g, true);
   list_schedule(g, timeline, rank, [&](std::size_t t) {
-    return best_processor(g, t,
+    return best_processor(g, timeline, t,
                           [&](std::size_t u, std::size_t q) { return timeline.finish_on(u, q) + oct[u][q]; });
   });
   return timeline.result(SchedulePolicy::peft);
@@ -289,9 +344,11 @@ DagSchedule critical_path(const Graph& g) {
   for (std::size_t i = 0; i < up.size(); ++i) priority[i] = -(length - up[i]);
   Timeline timeline(g, true);
   list_schedule(g, timeline, priority, [&](std::size_t t) {
+    if (const std::optional<std::size_t> q = timeline.pinned(t)) return *q;
     std::size_t best = 0;
     double best_start = kInf, best_finish = kInf;
     for (std::size_t q = 0; q < g.p.processors; ++q) {
+      if (!timeline.allowed(t, q)) continue;
       const double start = timeline.start_on(t, q);
       if (!std::isfinite(start)) continue;
       const double finish = start + g.p.cost(t, q);
@@ -315,8 +372,8 @@ DagSchedule min_min(const Graph& g) {
     double soonest = kInf;
     for (std::size_t k = 0; k < ready.size(); ++k) {  // ready stays sorted by index
       const std::size_t t = ready[k];
-      const std::size_t q =
-          best_processor(g, t, [&](std::size_t u, std::size_t r) { return timeline.finish_on(u, r); });
+      const std::size_t q = best_processor(
+          g, timeline, t, [&](std::size_t u, std::size_t r) { return timeline.finish_on(u, r); });
       const double finish = timeline.finish_on(t, q);
       if (finish < soonest) soonest = finish, pick = k, where = q;
     }
@@ -333,10 +390,15 @@ DagSchedule round_robin(const Graph& g) {
   Timeline timeline(g, false);
   std::size_t next = 0;
   for (std::size_t t : g.topo) {
+    if (const std::optional<std::size_t> q = timeline.pinned(t)) {
+      timeline.place(t, *q);
+      continue;
+    }
+    // check_dag: some processor runs it, and a free one is left for a new group.
     std::size_t q = next % g.p.processors;
-    while (!std::isfinite(g.p.cost(t, q))) q = (q + 1) % g.p.processors;  // check_dag: one exists
+    while (!std::isfinite(g.p.cost(t, q)) || !timeline.allowed(t, q)) q = (q + 1) % g.p.processors;
     timeline.place(t, q);
-    ++next;
+    next = q + 1;
   }
   return timeline.result(SchedulePolicy::rr);
 }
@@ -382,7 +444,10 @@ std::optional<SchedulePolicy> parse_schedule_policy(std::string_view name) {
 }
 
 double DagProblem::comm_time(double data, std::size_t p, std::size_t q) const {
-  return p == q ? 0 : latency[p][q] + data / bandwidth[p][q];
+  if (p == q) return 0;
+  if (processor_host.empty()) return latency[p][q] + data / bandwidth[p][q];
+  const std::size_t a = processor_host[p], b = processor_host[q];
+  return a == b ? local_latency + data / local_bandwidth : latency[a][b] + data / bandwidth[a][b];
 }
 
 DagProblem unit_link_problem(std::vector<DagTask> tasks, std::vector<DagEdge> edges, std::size_t processors) {
@@ -400,6 +465,33 @@ void check_dag(const DagProblem& p, const std::string& source) {
     throw InputError(input_error_message(source, place, problem));
   };
   if (p.processors == 0) fail("", "no processor to schedule on");
+  std::size_t classes = p.processors;
+  if (!p.processor_class.empty()) {
+    if (p.processor_class.size() != p.processors) fail("/processor_class", "one class per processor");
+    classes = *std::max_element(p.processor_class.begin(), p.processor_class.end()) + 1;
+  }
+  std::size_t link_ends = p.processors;
+  if (!p.processor_host.empty()) {
+    if (p.processor_host.size() != p.processors) fail("/processor_host", "one host per processor");
+    link_ends = *std::max_element(p.processor_host.begin(), p.processor_host.end()) + 1;
+    if (!std::isfinite(p.local_latency) || p.local_latency < 0)
+      fail("/local_latency", "latency must be a finite number >= 0 s");
+    if (!(p.local_bandwidth > 0) || std::isinf(p.local_bandwidth))
+      fail("/local_bandwidth", "bandwidth must be a finite number > 0 B/s");
+  }
+  if (!p.group.empty()) {
+    if (p.group.size() != p.tasks.size()) fail("/group", "one group (or none) per task");
+    std::vector<char> seen;
+    std::size_t groups = 0;
+    for (std::size_t k : p.group) {
+      if (k == DagProblem::kNoGroup) continue;
+      if (k >= seen.size()) seen.resize(k + 1, 0);
+      if (seen[k] == 0) seen[k] = 1, ++groups;
+    }
+    if (groups > p.processors)
+      fail("/group", std::to_string(groups) + " groups need a processor each, there are " +
+                         std::to_string(p.processors));
+  }
   for (std::size_t q = 0; q < p.speed.size(); ++q)
     if (!std::isfinite(p.speed[q]) || p.speed[q] <= 0)
       fail("/speed/" + std::to_string(q), "speed must be a finite number > 0 flop/s");
@@ -414,9 +506,10 @@ void check_dag(const DagProblem& p, const std::string& source) {
       if (!std::isfinite(t.work) || t.work < 0)
         fail(place_of(i, "work"), "task '" + t.id + "': work must be a finite number >= 0 flop");
       runnable = true;
-    } else if (t.cost.size() != p.processors) {
+    } else if (t.cost.size() != classes) {
       fail(place_of(i, "cost"), "task '" + t.id + "' has " + std::to_string(t.cost.size()) + " costs for " +
-                                    std::to_string(p.processors) + " processors");
+                                    std::to_string(classes) +
+                                    (p.processor_class.empty() ? " processors" : " processor classes"));
     }
     for (double c : t.cost) {
       if (std::isnan(c) || c < 0) fail(place_of(i, "cost"), "task '" + t.id + "': cost must be >= 0 s");
@@ -432,12 +525,13 @@ void check_dag(const DagProblem& p, const std::string& source) {
     if (e.from == e.to) fail(place, "task '" + p.tasks[e.from].id + "' depends on itself");
     if (!std::isfinite(e.data) || e.data < 0) fail(place, "data must be a finite number >= 0");
   }
-  const bool square = p.latency.size() == p.processors && p.bandwidth.size() == p.processors;
-  if (!square) fail("/links", "latency and bandwidth must be processors x processors");
-  for (std::size_t a = 0; a < p.processors; ++a) {
-    if (p.latency[a].size() != p.processors || p.bandwidth[a].size() != p.processors)
-      fail("/links", "latency and bandwidth must be processors x processors");
-    for (std::size_t b = 0; b < p.processors; ++b) {
+  const char* square_error = p.processor_host.empty()
+                                 ? "latency and bandwidth must be processors x processors"
+                                 : "latency and bandwidth must be hosts x hosts";
+  if (p.latency.size() != link_ends || p.bandwidth.size() != link_ends) fail("/links", square_error);
+  for (std::size_t a = 0; a < link_ends; ++a) {
+    if (p.latency[a].size() != link_ends || p.bandwidth[a].size() != link_ends) fail("/links", square_error);
+    for (std::size_t b = 0; b < link_ends; ++b) {
       if (a == b) continue;
       if (!std::isfinite(p.latency[a][b]) || p.latency[a][b] < 0)
         fail("/links", "latency must be a finite number >= 0 s");

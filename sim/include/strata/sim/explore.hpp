@@ -21,6 +21,7 @@
 
 #include "strata/models/cost/analytical.hpp"
 #include "strata/models/experiment.hpp"
+#include "strata/models/schedule/plan_placement.hpp"
 #include "strata/sim/replay.hpp"
 
 namespace strata {
@@ -106,6 +107,12 @@ ClusterSpec cluster_spec(const PlatformSummary& platform);
 // platform into its own SimGrid engine (one per process) afterwards.
 PlatformSummary load_platform_summary_apart(const std::string& platform_path,
                                             const NetworkOptions& network = {});
+
+// The platform's worker slots for the placement policies (models/schedule/plan_placement.hpp):
+// its hosts with their slots (the summary), the routes between hosts (platform_routes), and
+// between two slots of one host the summary's intra-host latency and bandwidth. Both read in
+// child processes.
+SlotPlatform load_slot_platform(const std::string& platform_path, const NetworkOptions& network = {});
 
 ExploreResult explore(const ExploreOptions& options);
 

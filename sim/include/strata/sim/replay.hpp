@@ -55,7 +55,7 @@ struct ReplayOptions {
   NetworkOptions network;
   CommStreams comm_streams = CommStreams::per_group;  // one comm stream per communicator
   Calibration calibration = Calibration::defaults();
-  std::vector<std::string> placement;  // host name per worker; empty = natural order
+  std::vector<std::string> placement;  // host name per worker; empty = the Plan's own, else natural order
   bool keep_trace = true;              // false: the Trace is used for the report, then dropped
   // Called about every 1 % of the tasks with (tasks completed, tasks in all, simulated seconds);
   // the CLI draws a progress line on a terminal.

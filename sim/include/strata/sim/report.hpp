@@ -21,6 +21,7 @@
 //   share of its slots' compute streams; cost: price per host-hour x hosts used x time.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ struct WorkerReport {
   double exposed_comm_s = 0;
   double idle_s = 0;
   double peak_memory_bytes = 0;
+};
+
+// How the workers were placed when a placement policy chose it (plan_placement.hpp): the
+// policy, its estimates (s, before the replay), and what the report compares them with.
+struct PlacementReport {
+  std::string policy;              // strategy | heft | cpop | peft | minmin | cp | rr
+  double estimate_s = 0;           // the placement followed (the strategy's when kept)
+  double policy_estimate_s = 0;    // the policy's own placement
+  double strategy_estimate_s = 0;  // the strategy's placement
+  bool kept_strategy = false;
+  double schedule_length_ratio = 0;
+  double speedup = 0;            // over the best single slot, serial
+  double policy_run_time_s = 0;  // wall time (not part of any comparison of outputs)
 };
 
 struct Report {
@@ -80,6 +94,7 @@ struct Report {
   // version, so `strata spec --from report.json` recovers the spec.
   std::string experiment_hash;
   nlohmann::json experiment;
+  std::optional<PlacementReport> placement;  // set by the CLI when a policy placed the workers
 };
 
 // One task's execution on one of its workers, as the replay records it (a collective has one

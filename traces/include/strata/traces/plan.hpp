@@ -145,6 +145,11 @@ class Plan {
   int num_iterations() const;  // 1 + highest task iteration (0 for an empty plan)
 
   PlanInfo info;
+  // Where the workers run, as a placement policy chose it (models/schedule/plan_placement.hpp):
+  // a host name per worker, and the policy's name. Empty: the natural placement (worker w on the
+  // platform's w-th slot). The replay follows it unless given another placement.
+  std::vector<std::string> placement;
+  std::string placement_policy;
 
  private:
   // validate_graph()'s checks; returns a topological order.

@@ -58,19 +58,36 @@ struct DagEdge {
   double data = 0;       // B (or the paper's communication cost with bandwidth 1)
   bool control = false;  // an ordering only: no transfer, no latency (a DAX <child>/<parent>)
 };
+// Three optional refinements keep large problems (a training Plan on thousands of worker slots)
+// small:
+// - processor classes: with `processor_class` (per processor) a task's `cost` holds one time per
+//   class (processors that are alike share one), O(V · classes) instead of V × P;
+// - hosts: with `processor_host` (per processor) `latency` and `bandwidth` are host x host, and
+//   two processors of one host talk at `local_latency` + data / `local_bandwidth`;
+// - groups: tasks of one `group` (per task; kNoGroup: free) run on one processor, which the policy
+//   chooses when it places the group's first task, and a processor holds at most one group (a
+//   training Plan's worker owns a slot: moving one of its tasks would move its weights).
 struct DagProblem {
+  static constexpr std::size_t kNoGroup = static_cast<std::size_t>(-1);
   std::vector<DagTask> tasks;
   std::vector<DagEdge> edges;
   std::size_t processors = 0;
-  std::vector<std::vector<double>> latency;    // s, processors x processors (diagonal unused)
-  std::vector<std::vector<double>> bandwidth;  // B/s, processors x processors (diagonal unused)
-  std::vector<double> speed;  // flop/s per processor, for tasks given as work (DagTask::work)
+  std::vector<std::vector<double>> latency;    // s, processors (or hosts) squared (diagonal unused)
+  std::vector<std::vector<double>> bandwidth;  // B/s, the same
+  std::vector<double> speed;                 // flop/s per processor, for tasks given as work (DagTask::work)
+  std::vector<std::size_t> processor_class;  // empty: a task's cost is per processor
+  std::vector<std::size_t> processor_host;   // empty: latency and bandwidth are per processor
+  double local_latency = 0;                  // s, between two processors of one host
+  double local_bandwidth = 1;                // B/s
+  std::vector<std::size_t> group;            // per task, or empty: no task is bound
 
   // Task t's execution time on processor q (s): its cost there, or its work at q's speed.
   double cost(std::size_t t, std::size_t q) const {
     const DagTask& task = tasks[t];
-    return task.cost.empty() ? task.work / speed[q] : task.cost[q];
+    if (task.cost.empty()) return task.work / speed[q];
+    return task.cost[processor_class.empty() ? q : processor_class[q]];
   }
+  std::size_t group_of(std::size_t t) const { return group.empty() ? kNoGroup : group[t]; }
   // Time to move `data` from processor p to processor q: 0 when p == q.
   double comm_time(double data, std::size_t p, std::size_t q) const;
 };
@@ -78,10 +95,10 @@ struct DagProblem {
 // communication time between two processors (the convention of Topcuoglu et al.'s examples).
 DagProblem unit_link_problem(std::vector<DagTask> tasks, std::vector<DagEdge> edges, std::size_t processors);
 
-// Checks what the policies assume: at least one processor, a cost per processor for every task
-// (≥ 0 or infinity, never NaN) or its work (≥ 0) with a speed > 0 per processor, every task
-// runnable somewhere, edges between existing tasks
-// with data ≥ 0, latency and bandwidth matrices of the right size (bandwidth > 0), and no cycle.
+// Checks what the policies assume: at least one processor, a cost per processor (or class) for
+// every task (≥ 0 or infinity, never NaN) or its work (≥ 0) with a speed > 0 per processor, every
+// task runnable somewhere, edges between existing tasks with data ≥ 0, latency and bandwidth
+// matrices of the right size (bandwidth > 0), no more groups than processors, and no cycle.
 // Throws InputError "<source>: <place>: <problem>" (a cycle names one of its tasks).
 void check_dag(const DagProblem& problem, const std::string& source);
 

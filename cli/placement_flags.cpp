@@ -1,0 +1,49 @@
+// --schedule-policy and --placement (placement_flags.hpp).
+#include "placement_flags.hpp"
+
+#include "file_flags.hpp"
+#include "strata/models/schedule/plan_placement.hpp"
+#include "strata/sim/explore.hpp"
+#include "strata/sim/platform.hpp"
+#include "strata/traces/error.hpp"
+
+namespace strata::cli {
+
+void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file) {
+  app.add_option("--schedule-policy", flags.policy,
+                 "where the workers run: strategy (worker w on slot w), or a list scheduler that maps "
+                 "workers to hosts keeping the Plan's task order: heft | cpop | peft | minmin | cp | rr")
+      ->check(CLI::IsMember({"strategy", "heft", "cpop", "peft", "minmin", "cp", "rr"}))
+      ->capture_default_str();
+  if (with_file)
+    add_input_option(app, "--placement", flags.placement,
+                     "host per worker: JSON {\"workers\": [...]} or one per line");
+}
+
+std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const PlacementFlags& flags,
+                                                       const std::string& platform, ReplayOptions& options) {
+  const std::optional<SchedulePolicy> policy = parse_schedule_policy(flags.policy);
+  if (!policy) throw InputError("--schedule-policy: unknown policy '" + flags.policy + "'");
+  if (!flags.placement.empty()) {
+    if (*policy != SchedulePolicy::strategy)
+      throw InputError("--schedule-policy: " + flags.policy +
+                       " conflicts with --placement (the policy chooses the placement; give one of them)");
+    options.placement = read_placement(flags.placement);
+    return std::nullopt;
+  }
+  if (*policy == SchedulePolicy::strategy) return std::nullopt;
+  const SlotPlatform slots = load_slot_platform(platform, options.network);
+  const PlanPlacement placed = place_plan(plan, slots, CostModel(options.calibration), *policy);
+  plan.placement = placed.hosts_by_worker;
+  plan.placement_policy = flags.policy;
+  return PlacementReport{flags.policy,
+                         placed.estimate_s,
+                         placed.policy_estimate_s,
+                         placed.strategy_estimate_s,
+                         placed.kept_strategy,
+                         placed.schedule_length_ratio,
+                         placed.speedup,
+                         placed.run_time_s};
+}
+
+}  // namespace strata::cli

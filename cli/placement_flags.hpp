@@ -1,0 +1,30 @@
+// --schedule-policy and --placement: where a Plan's workers run (models/schedule/
+// plan_placement.hpp), the same for plan, simulate, run and validate.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "strata/sim/replay.hpp"
+#include "strata/sim/report.hpp"
+#include "strata/traces/plan.hpp"
+
+namespace strata::cli {
+
+struct PlacementFlags {
+  std::string policy = "strategy";  // strategy | heft | cpop | peft | minmin | cp | rr
+  std::string placement;            // --placement FILE (simulate), or empty
+};
+// Adds --schedule-policy (and --placement FILE when `with_file`).
+void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file);
+
+// A policy other than `strategy` places the Plan's workers on the platform's slots and records
+// the placement (and the policy) in the Plan, which the replay then follows; returns what the
+// report says of it. `strategy` leaves the Plan as it is and returns nothing, as does an
+// explicit --placement, which is read into `options`. A policy beside --placement is refused
+// ("--schedule-policy: heft conflicts with --placement ..."). Throws InputError.
+std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const PlacementFlags& flags,
+                                                       const std::string& platform, ReplayOptions& options);
+
+}  // namespace strata::cli

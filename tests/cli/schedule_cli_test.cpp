@@ -1,0 +1,112 @@
+// --schedule-policy on plan, simulate, run and validate, and `strata schedule`: a policy's
+// placement is written into the Plan and followed by the replay; on hosts twice as fast as
+// others it beats the strategy's placement; a workflow's table has SimGrid's online Min-Min.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using strata_test::Outcome;
+
+class ScheduleCli : public strata_test::CliProcess {
+ protected:
+  ScheduleCli() : CliProcess("strata-schedule-", false) {}
+
+  void expect_one_line_error(const Outcome& r, const std::string& expected, const std::string& output) const {
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
+    EXPECT_FALSE(fs::exists(output)) << output << " was written";
+  }
+  nlohmann::json json_of(const std::string& name) const { return nlohmann::json::parse(slurp(path(name))); }
+};
+
+const std::string kPlatforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";
+const std::string kSimGrid = std::string(STRATA_SOURCE_DIR) + "/tests/data/simgrid/";
+
+// test-hetero-8: node-0, 2, 4, 6 half as fast as node-1, 3, 5, 7. The strategy puts dp=4 on
+// node-0..3, two slow workers; HEFT takes the four fast hosts. The links are alike, so the data-
+// parallel allreduce costs the same and the gain is the slow workers' compute: the replay's
+// iteration time falls to the policy's estimate, which is the strategy's on fast hosts alone.
+TEST_F(ScheduleCli, HeftPlacesWorkersOnTheFastHostsAndTheReplayFollows) {
+  const std::string model = " --model gpt2-small --strategy dp=4 --global-batch 8 ";
+  Outcome r = run("simulate --platform " + kPlatforms + "test-hetero-8.xml" + model + "--report " +
+                  path("strategy.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run("simulate --platform " + kPlatforms + "test-hetero-8.xml" + model +
+          "--schedule-policy heft --report " + path("heft.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("placement           heft"), std::string::npos) << r.out;
+  const nlohmann::json strategy = json_of("strategy.json"), heft = json_of("heft.json");
+  for (const nlohmann::json& w : heft["per_worker"]) {
+    const std::string host = w["host"];
+    EXPECT_EQ((host.back() - '0') % 2, 1) << host;
+  }
+  const double t_strategy = strategy["iteration_time_s"], t_heft = heft["iteration_time_s"];
+  EXPECT_LT(t_heft, 0.75 * t_strategy);  // compute-bound: close to half, the allreduce aside
+  EXPECT_NEAR(heft["placement"]["estimate_s"].get<double>(), t_heft, 0.01 * t_heft);
+  EXPECT_NEAR(heft["placement"]["strategy_estimate_s"].get<double>(), t_strategy, 0.01 * t_strategy);
+  EXPECT_FALSE(heft["placement"]["kept_strategy"].get<bool>());
+  // Written into the Plan, the placement is followed by a replay of the file.
+  r = run("plan" + model + "--schedule-policy heft --platform " + kPlatforms + "test-hetero-8.xml -o " +
+          path("plan.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json plan = json_of("plan.json");
+  EXPECT_EQ(plan["placement"]["policy"], "heft");
+  EXPECT_EQ(plan["placement"]["workers"], nlohmann::json({"node-1", "node-3", "node-5", "node-7"}));
+  r = run("simulate --plan " + path("plan.json") + " --platform " + kPlatforms +
+          "test-hetero-8.xml --report " + path("again.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_DOUBLE_EQ(json_of("again.json")["iteration_time_s"].get<double>(), t_heft);
+}
+
+TEST_F(ScheduleCli, PolicyAndPlacementTogetherAreRefused) {
+  write("hosts.txt", "node-1\nnode-3\n");
+  expect_one_line_error(
+      run("simulate --platform " + kPlatforms +
+          "test-hetero-8.xml --model mlp --strategy dp=2 --schedule-policy heft --placement " +
+          path("hosts.txt") + " --report " + path("r.json")),
+      "--schedule-policy: heft conflicts with --placement", path("r.json"));
+  expect_one_line_error(run("plan --model mlp --strategy dp=2 --schedule-policy cpop -o " + path("p.json")),
+                        "--schedule-policy: cpop needs --platform FILE", path("p.json"));
+  expect_one_line_error(
+      run("simulate --platform " + kPlatforms +
+          "test-hetero-8.xml --model mlp --strategy dp=2 --schedule-policy fastest --report " +
+          path("r.json")),
+      "--schedule-policy", path("r.json"));
+  write("cycle.xml",
+        "<?xml version=\"1.0\"?>\n<adag name=\"c\" jobCount=\"2\">\n"
+        "<job id=\"a\" name=\"x\" runtime=\"1\"/>\n<job id=\"b\" name=\"y\" runtime=\"1\"/>\n"
+        "<child ref=\"a\"><parent ref=\"b\"/></child>\n<child ref=\"b\"><parent "
+        "ref=\"a\"/></child>\n</adag>\n");
+  expect_one_line_error(run("schedule --workflow " + path("cycle.xml") + " --platform " + kSimGrid +
+                            "simulacrum_7_hosts.xml --csv " + path("t.csv")),
+                        "dependency cycle", path("t.csv"));
+}
+
+TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {
+  Outcome r =
+      run("schedule --workflow " + kSimGrid + "Montage_25.xml --platform " + kSimGrid +
+          "simulacrum_7_hosts.xml --simgrid-factors --json " + path("t.json") + " --csv " + path("t.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json t = json_of("t.json");
+  ASSERT_EQ(t["rows"].size(), 7u);  // heft, cpop, peft, minmin, cp, rr, minmin-online
+  const nlohmann::json& online = t["rows"][6];
+  EXPECT_EQ(online["policy"], "minmin-online");
+  EXPECT_NEAR(online["simulated_s"].get<double>(), 98.135796, 98.135796 * 1e-3);
+  for (const nlohmann::json& row : t["rows"]) {
+    EXPECT_GE(row["simulated_s"].get<double>(), row["estimate_s"].get<double>() * (1 - 1e-6)) << row;
+    EXPECT_GE(row["schedule_length_ratio"].get<double>(), 1) << row;
+  }
+  EXPECT_NE(r.out.find("minmin-online"), std::string::npos);
+  EXPECT_EQ(slurp(path("t.csv")).substr(0, 19), "policy,simulated_s,");
+}
+
+}  // namespace
