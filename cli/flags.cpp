@@ -7,8 +7,11 @@
 #include <filesystem>
 
 #include "file_flags.hpp"
+#include "strata/models/schedule/pipeline_partition.hpp"
+#include "strata/sim/explore.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/units.hpp"
 
 namespace strata::cli {
 namespace {
@@ -234,6 +237,13 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
                     ->transform(whole_number(1)));
     flags.track(app.add_option("--iterations", flags.iterations, "training iterations in the Plan")
                     ->transform(whole_number(1)));
+    flags.track(
+        app.add_option("--partition", flags.partition,
+                       "pipeline cut: uniform (blocks balanced by FLOPs, as if every stage had the same "
+                       "device) or balanced (by the cost model on each stage's host of --platform, "
+                       "within its memory)")
+            ->check(CLI::IsMember({"uniform", "balanced"}))
+            ->capture_default_str());
   }
   flags.track(app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration")
                   ->transform(whole_number(1, INT64_MAX)));
@@ -294,6 +304,29 @@ ReplayOptions replay_options(const ReplayFlags& flags) {
   return options;
 }
 
+// --partition balanced: the pipeline cut the partitioner chooses on the platform's hosts
+// (models/schedule/pipeline_partition.hpp), recorded as the experiment's stage_blocks and said
+// on stderr beside the default cut's slowest stage.
+void balance_pipeline(const CommonFlags& flags, Experiment& e) {
+  if (e.pp < 2) return;  // one stage: nothing to cut
+  if (e.stage_blocks)
+    throw InputError("--partition: balanced conflicts with --set stage_blocks (give one of them)");
+  if (flags.platform.empty())
+    throw InputError("--partition: balanced needs --platform FILE, the hosts the stages run on");
+  const std::string platform = resolve_platform(flags.platform);
+  const Model model = model_of(e);
+  const StrategyConfig config = strategy_of(e, model);
+  check_strategy(model, config);
+  const PipelineCut cut =
+      balanced_pipeline_cut(model, config, load_slot_platform(platform), CostModel(), platform);
+  e.stage_blocks = cut.stage_blocks;
+  std::string blocks;
+  for (std::int64_t b : cut.stage_blocks) blocks += (blocks.empty() ? "" : ",") + std::to_string(b);
+  std::fprintf(stderr, "partition balanced: blocks per stage %s, slowest stage %s (the uniform cut's: %s)\n",
+               blocks.c_str(), format_seconds(cut.balanced.bottleneck_s).c_str(),
+               format_seconds(cut.default_cut.bottleneck_s).c_str());
+}
+
 Experiment experiment_on(Experiment base, const std::string& source, const CommonFlags& flags,
                          std::int64_t global_batch_per_worker) {
   Experiment e = std::move(base);
@@ -305,6 +338,7 @@ Experiment experiment_on(Experiment base, const std::string& source, const Commo
   apply_sets(flags, over, e);
   match_sites_and_workers(flags, over, e);
   default_batch(e, global_batch_per_worker);
+  if (flags.partition == "balanced") balance_pipeline(flags, e);
   return e;
 }
 

@@ -37,6 +37,7 @@ struct CommonFlags {
   int iterations = 1;
   int epochs = 5;  // strata run, compare-solvers
   std::string solver = "backprop";
+  std::string partition = "uniform";  // uniform | balanced (--partition)
   // The options registered for these fields, by flag name ("--model"), to tell which were given.
   std::map<std::string, const CLI::Option*> options;
   // Flags a command sets itself (compare-solvers' rows): they override a spec as if given.

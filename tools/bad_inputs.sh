@@ -199,6 +199,18 @@ bad "PowerSGD rank above min(m, n)" plan --model mlp -o x.json --strategy dp=2 -
 LIMIT='ulimit -v 1000000' bad "a Plan too large for the address space" \
   plan --model mlp --strategy dp=2 --iterations 300000 -o x.json
 
+# ---- scheduling -----------------------------------------------------------------------------------
+HETERO=$PLATFORMS/test-hetero-8.xml
+printf 'node-1\nnode-3\n' > hosts.txt
+bad "a policy beside --placement" simulate --platform "$HETERO" --model mlp --strategy dp=2 --schedule-policy heft --placement hosts.txt
+bad "an unknown placement policy" simulate --platform "$HETERO" --model mlp --strategy dp=2 --schedule-policy fastest
+bad "a policy without a platform" plan --model mlp --strategy dp=2 --schedule-policy heft -o x.json
+bad "a balanced cut without a platform" plan --model gpt2-small --strategy pp=6 --partition balanced -o x.json
+bad "an unknown partition" plan --model gpt2-small --strategy pp=6 --partition greedy -o x.json
+bad "stage blocks not summing to the model's" plan --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 -o x.json
+bad "a workflow file missing" schedule --platform "$HETERO" --workflow nofile.xml
+bad "an unknown policy to compare" schedule --platform "$HETERO" --model mlp --policies heft,fastest
+
 # ---- validate-published ---------------------------------------------------------------------------
 bad "published runs file missing" validate-published --data nofile.json
 bad "published runs file that is a Plan" validate-published --data p.json

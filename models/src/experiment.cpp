@@ -2,6 +2,7 @@
 // a Plan. The --set table is in experiment/set_table.cpp, JSON in experiment/experiment_json.cpp.
 #include "strata/models/experiment.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "strata/traces/error.hpp"
@@ -63,6 +64,11 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
   c.zero = e.zero;
   c.offload = e.offload;
   c.interleave = e.interleave;
+  if (e.stage_blocks) {
+    c.stage_cuts.push_back(0);
+    for (std::int64_t b : *e.stage_blocks)
+      c.stage_cuts.push_back(c.stage_cuts.back() + static_cast<int>(std::min<std::int64_t>(b, 1 << 30)));
+  }
   c.ddp = e.ddp;
   c.flash_attention = e.flash_attention;
   c.compression = e.compression;

@@ -113,24 +113,41 @@ struct RouteFigures {
   double bandwidth = -1;  // -1 on a route with no link, as SimGrid's function returns
 };
 
-}  // namespace
-
-WorkflowRun run_workflow_schedule(const WorkflowProblem& wp, const DagSchedule& schedule,
-                                  const std::string& platform_path, const NetworkOptions& network) {
+// Loads the platform in a child process, builds the DAG's activities, lets `drive` place and
+// run them, and returns the run: its clock at the end and each placed task's times.
+template <typename Drive>
+WorkflowRun simulate_workflow(const WorkflowProblem& wp, const std::string& platform_path,
+                              const NetworkOptions& network, Drive drive) {
   check_platform_file(platform_path);
   const std::string text = run_in_quiet_child(
       [&] {
         const std::unique_ptr<s4u::Engine> engine =
             load_platform_engine(platform_path, network_config(network));
-        const std::vector<s4u::Host*> hosts = natural_hosts(*engine);
         ActivityDag dag(wp);
         WorkflowRun run;
         std::vector<std::size_t> task_of_step;
+        drive(*engine, dag, run, task_of_step);
+        run.makespan_s = engine->get_clock();
+        fill_times(run, dag, task_of_step);
+        return to_text(run);
+      },
+      platform_path + ": SimGrid cannot run this workflow");
+  return from_text(text, platform_path);
+}
+
+}  // namespace
+
+WorkflowRun run_workflow_schedule(const WorkflowProblem& wp, const DagSchedule& schedule,
+                                  const std::string& platform_path, const NetworkOptions& network) {
+  return simulate_workflow(
+      wp, platform_path, network,
+      [&](s4u::Engine& engine, ActivityDag& dag, WorkflowRun& run, std::vector<std::size_t>& task_of_step) {
+        const std::vector<s4u::Host*> hosts = natural_hosts(engine);
         std::vector<s4u::ExecPtr> last(hosts.size());
-        // The schedule's order on each host: by start, then the order it placed the tasks.
+        // The schedule's order on each host: by start, then the order it placed them.
         std::vector<std::size_t> order = schedule.order;
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-          return schedule.slots[a].start < schedule.slots[b].start;
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+          return schedule.slots[x].start < schedule.slots[y].start;
         });
         for (std::size_t t : order) {
           const std::size_t q = schedule.slots[t].processor;
@@ -150,26 +167,18 @@ WorkflowRun run_workflow_schedule(const WorkflowProblem& wp, const DagSchedule& 
         }
         for (s4u::Activity* a : dag.in_order(wp))
           if (dynamic_cast<s4u::Exec*>(a) != nullptr) a->vetoable_start();
-        engine->run();
-        run.makespan_s = engine->get_clock();
-        fill_times(run, dag, task_of_step);
-        return to_text(run);
-      },
-      platform_path + ": SimGrid cannot run this workflow");
-  return from_text(text, platform_path);
+        engine.run();
+      });
 }
 
 WorkflowRun run_workflow_online_minmin(const WorkflowProblem& wp, const std::string& platform_path,
                                        const NetworkOptions& network) {
-  check_platform_file(platform_path);
-  const std::string text = run_in_quiet_child(
-      [&] {
-        const std::unique_ptr<s4u::Engine> engine =
-            load_platform_engine(platform_path, network_config(network));
-        const std::vector<s4u::Host*> hosts = engine->get_all_hosts();  // SimGrid's order breaks ties
+  return simulate_workflow(
+      wp, platform_path, network,
+      [&](s4u::Engine& engine, ActivityDag& dag, WorkflowRun& run, std::vector<std::size_t>& task_of_step) {
+        const std::vector<s4u::Host*> hosts = engine.get_all_hosts();  // SimGrid's order breaks ties
         std::set<s4u::Activity*> vetoed;
-        engine->track_vetoed_activities(&vetoed);
-        ActivityDag dag(wp);
+        engine.track_vetoed_activities(&vetoed);
         const std::vector<s4u::Activity*> activities = dag.in_order(wp);
         std::map<const s4u::Activity*, std::size_t> comm_index;
         for (std::size_t c = 0; c < dag.comm.size(); ++c) comm_index[dag.comm[c].get()] = c;
@@ -216,8 +225,6 @@ WorkflowRun run_workflow_online_minmin(const WorkflowProblem& wp, const std::str
           }
           return where;
         };
-        WorkflowRun run;
-        std::vector<std::size_t> task_of_step;
         auto place = [&](std::size_t t, std::size_t h, double estimate) {
           const s4u::ExecPtr& e = dag.exec[t];
           e->set_host(hosts[h]);
@@ -233,14 +240,14 @@ WorkflowRun run_workflow_online_minmin(const WorkflowProblem& wp, const std::str
           last[h] = e;
           free_at[h] = estimate;
           run.steps.push_back(
-              {wp.problem.tasks[t].id, hosts[h]->get_name(), engine->get_clock(), estimate, 0, 0});
+              {wp.problem.tasks[t].id, hosts[h]->get_name(), engine.get_clock(), estimate, 0, 0});
           task_of_step.push_back(t);
         };
         for (s4u::Activity* a : activities)
           if (dynamic_cast<s4u::Exec*>(a) != nullptr) a->vetoable_start();
         double root_estimate = 0;
         place(wp.root, best_host(wp.root, root_estimate), 0);
-        engine->run();
+        engine.run();
         while (!vetoed.empty()) {
           // Ready: unplaced tasks with no dependency left, and those whose every dependency is a
           // sent-from transfer still waiting for its destination.
@@ -257,7 +264,7 @@ WorkflowRun run_workflow_online_minmin(const WorkflowProblem& wp, const std::str
           }
           vetoed.clear();
           if (ready.empty()) {
-            engine->run();
+            engine.run();
             continue;
           }
           double soonest = std::numeric_limits<double>::max();
@@ -268,14 +275,10 @@ WorkflowRun run_workflow_online_minmin(const WorkflowProblem& wp, const std::str
             if (f < soonest) soonest = f, pick = t, where = h;
           }
           place(pick, where, soonest);
-          engine->run();
+          engine.run();
         }
-        run.makespan_s = engine->get_clock();
-        fill_times(run, dag, task_of_step);
-        return to_text(run);
-      },
-      platform_path + ": SimGrid cannot run this workflow");
-  return from_text(text, platform_path);
+        engine.track_vetoed_activities(nullptr);
+      });
 }
 
 }  // namespace sim

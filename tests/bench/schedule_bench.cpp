@@ -15,7 +15,8 @@
 //   place_plan with HEFT on a data-parallel training Plan over 1,024 hosts: 10,241 tasks
 //   65.7 ms, 102,406 tasks 584 ms (8.9x for 10x the tasks).
 // Goals (issue 17): a 10^5-task Plan on 1,024 hosts with HEFT in <= 10 s (place_plan: 0.58 s);
-// the partitioner for 128 layers x 64 stages x 4 TP degrees in <= 1 s (one degree: 0.35 ms).
+// the partitioner for 128 layers x 64 stages x 4 TP degrees in <= 1 s (partition_layers_and_tp:
+// 24.8 ms; one degree: 0.54 ms).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -198,10 +199,36 @@ void partition(benchmark::State& state) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> u(0.5, 2);
   for (int i = 0; i < 128; ++i) p.layers.push_back({u(rng), 0.01 * u(rng), 1e9 * u(rng), 1e8 * u(rng)});
-  for (int s = 0; s < 64; ++s) p.stages.push_back({s % 2 == 0 ? 1.0 : 2.0, 0, double(64 - s)});
+  for (int s = 0; s < 64; ++s) p.stages.push_back({s % 2 == 0 ? 1.0 : 2.0, 0, double(64 - s), {}});
   double bottleneck = 0;
   for (auto _ : state) bottleneck = partition_layers(p, "bench").bottleneck_s;
   state.counters["bottleneck_s"] = bottleneck;
+}
+
+// The goal's size: 128 layers on 64 stages, each stage at tensor-parallel degree 1, 2, 4 or 8
+// (a layer at degree d: its time / d x (1 + 0.1 log2 d), the collective's overhead; its bytes /
+// d), with 256 devices in all.
+void partition_tp(benchmark::State& state) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.5, 2);
+  PartitionProblem base;
+  for (int i = 0; i < 128; ++i) base.layers.push_back({u(rng), 0.01 * u(rng), 1e9 * u(rng), 1e8 * u(rng)});
+  for (int s = 0; s < 64; ++s) base.stages.push_back({s % 2 == 0 ? 1.0 : 2.0, 0, double(64 - s), {}});
+  const std::vector<int> degrees = {1, 2, 4, 8};
+  std::vector<PartitionProblem> problems;
+  for (int d : degrees) {
+    PartitionProblem p = base;
+    for (PartitionLayer& l : p.layers) {
+      l.time_s *= (1 + 0.1 * std::log2(d)) / d;
+      l.static_bytes /= d;
+      l.activation_bytes /= d;
+    }
+    problems.push_back(p);
+  }
+  TpPartition result;
+  for (auto _ : state) result = partition_layers_and_tp(degrees, problems, 256, "bench");
+  state.counters["bottleneck_s"] = result.partition.bottleneck_s;
+  state.counters["devices"] = result.devices;
 }
 
 }  // namespace
@@ -233,6 +260,9 @@ int main(int argc, char** argv) {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("partition_128x64", bench::partition)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("partition_128x64x4tp", bench::partition_tp)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RunSpecifiedBenchmarks();
   });
 }

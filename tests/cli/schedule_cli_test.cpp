@@ -91,6 +91,31 @@ TEST_F(ScheduleCli, PolicyAndPlacementTogetherAreRefused) {
                         "dependency cycle", path("t.csv"));
 }
 
+TEST_F(ScheduleCli, PartitionBalancedRecordsTheCutAndRefusesWhatItCannotDo) {
+  Outcome r =
+      run("plan --model gpt2-small --strategy pp=6 --microbatches 12 --partition balanced --platform " +
+          kPlatforms + "test-hetero-8.xml -o " + path("plan.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("partition balanced: blocks per stage 1,3,2,3,2,1"), std::string::npos) << r.err;
+  expect_one_line_error(
+      run("plan --model gpt2-small --strategy pp=6 --partition balanced -o " + path("p.json")),
+      "--partition: balanced needs --platform FILE", path("p.json"));
+  expect_one_line_error(run("simulate --model gpt2-small --strategy pp=6 --partition balanced --set "
+                            "stage_blocks=2,2,2,2,2,2 --platform " +
+                            kPlatforms + "test-hetero-8.xml --report " + path("r.json")),
+                        "--partition: balanced conflicts with --set stage_blocks", path("r.json"));
+  expect_one_line_error(
+      run("simulate --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 --platform " +
+          kPlatforms + "test-hetero-8.xml --report " + path("r.json")),
+      "--set stage_blocks: the stages hold 13 blocks, gpt2-small has 12", path("r.json"));
+  // A cap no cut meets: the stage and the bytes missing.
+  write("tiny.xml", slurp(kPlatforms + "test-hetero-8.xml")
+                        .replace(slurp(kPlatforms + "test-hetero-8.xml").find("\"80e9\""), 6, "\"1e8\" "));
+  expect_one_line_error(run("simulate --model gpt2-small --strategy pp=6 --partition balanced --platform " +
+                            path("tiny.xml") + " --report " + path("r.json")),
+                        "needs", path("r.json"));
+}
+
 TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {
   Outcome r =
       run("schedule --workflow " + kSimGrid + "Montage_25.xml --platform " + kSimGrid +

@@ -93,7 +93,7 @@ TEST(Partition, MatchesBruteForceOnRandomHeterogeneousProblems) {
     PartitionProblem p;
     for (int i = 0; i < layers; ++i) p.layers.push_back({u(rng), u(rng) * 0.2, u(rng) * 10, u(rng) * 5});
     for (int s = 0; s < stages; ++s)
-      p.stages.push_back({u(rng), trial % 2 == 0 ? 0.0 : 25.0, double(stages - s)});
+      p.stages.push_back({u(rng), trial % 2 == 0 ? 0.0 : 25.0, double(stages - s), {}});
     double best = 1e300;
     std::vector<int> first{0};
     compositions(layers, stages, first, [&] {
@@ -135,6 +135,44 @@ TEST(Partition, BadProblemsAreRefusedInOneLine) {
   PartitionProblem nan = layers_of({1, 2, 3}, 2);
   nan.layers[2].time_s = std::nan("");
   EXPECT_NE(refusal(nan).find("layer 2"), std::string::npos) << refusal(nan);
+}
+
+// Per-stage tensor-parallel degree with the split: four layers of 1 s on one device, 0.5 s on
+// two (perfect scaling), two stages. With 2 devices both stages run at degree 1 (2 | 2 layers:
+// 2 s); with 3, one stage doubles and takes 3 layers (1.5 s against 1 s; the tie between which
+// stage goes to the stage with the smaller first boundary: stage 0 keeps 1 layer); with 4 both
+// double (1 s).
+TEST(Partition, TensorParallelDegreePerStageIsChosenWithTheSplit) {
+  const std::vector<int> degrees = {1, 2};
+  const std::vector<PartitionProblem> problems = {layers_of({1, 1, 1, 1}, 2),
+                                                  layers_of({0.5, 0.5, 0.5, 0.5}, 2)};
+  const TpPartition two = partition_layers_and_tp(degrees, problems, 2, "test");
+  EXPECT_EQ(two.degree, (std::vector<int>{1, 1}));
+  EXPECT_NEAR(two.partition.bottleneck_s, 2, 1e-9);
+  const TpPartition three = partition_layers_and_tp(degrees, problems, 3, "test");
+  EXPECT_EQ(three.degree, (std::vector<int>{1, 2}));
+  EXPECT_EQ(three.partition.first, (std::vector<int>{0, 1, 4}));
+  EXPECT_NEAR(three.partition.bottleneck_s, 1.5, 1e-9);
+  EXPECT_EQ(three.devices, 3);
+  const TpPartition four = partition_layers_and_tp(degrees, problems, 4, "test");
+  EXPECT_EQ(four.degree, (std::vector<int>{2, 2}));
+  EXPECT_NEAR(four.partition.bottleneck_s, 1, 1e-9);
+  try {
+    partition_layers_and_tp(degrees, problems, 1, "test");
+    ADD_FAILURE() << "one device for two stages was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "test: 2 stages need at least 2 devices, there are 1");
+  }
+}
+
+// Layer times per stage's device override speed: a device of another kind (fast at some layers,
+// not others) is priced layer by layer.
+TEST(Partition, StagesWithTheirOwnLayerTimes) {
+  PartitionProblem p = layers_of({1, 1, 1, 1}, 2);
+  p.stages[1].layer_time_s = {4, 4, 0.5, 0.5};  // stage 1's device is fast only at the last two
+  const Partition part = partition_layers(p, "test");
+  EXPECT_EQ(part.first, (std::vector<int>{0, 2, 4}));
+  EXPECT_DOUBLE_EQ(part.bottleneck_s, 2);
 }
 
 }  // namespace

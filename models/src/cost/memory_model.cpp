@@ -57,7 +57,8 @@ std::vector<std::size_t> stage_layers(const Model& model, const std::vector<int>
 }
 
 std::vector<int> chunk_cuts(const Model& model, const StrategyConfig& config) {
-  if (config.interleave <= 1) return partition_blocks(model, config.pp);
+  if (config.interleave <= 1)
+    return config.stage_cuts.empty() ? partition_blocks(model, config.pp) : config.stage_cuts;
   const int chunks = config.pp * config.interleave;
   const int per_chunk = model.num_blocks_or_layers() / chunks;
   STRATA_ASSERT(per_chunk * chunks == model.num_blocks_or_layers(), "interleaved chunks must be equal");

@@ -120,6 +120,16 @@ std::vector<SetKey> make_table() {
   t.push_back(
       integer("powersgd_rank", SetSection::strategy, 1, "",
               "compression=powersgd: rank r of the factors, at most min(m, n) of every weight matrix"));
+  SetKey stage_blocks;
+  stage_blocks.name = "stage_blocks", stage_blocks.type = SetKeyType::count_list;
+  stage_blocks.section = SetSection::strategy;
+  stage_blocks.min = 1, stage_blocks.max = std::numeric_limits<std::int32_t>::max(),
+  stage_blocks.min_count = 1;
+  stage_blocks.unit = "blocks";
+  stage_blocks.help =
+      "blocks per pipeline stage, first stage first (pp of them, summing to the model's blocks); "
+      "--partition balanced sets it (docs/scheduling.md)";
+  t.push_back(stage_blocks);
   // The memory options above are written to JSON only where they differ from these defaults.
   const std::map<std::string, std::string> quiet_defaults = {{"recompute", "none"},
                                                              {"recompute_method", "uniform"},
@@ -257,6 +267,11 @@ const std::map<std::string, Access>& accessors() {
     a["zero"] = option(&Experiment::zero);
     a["offload"] = option(&Experiment::offload);
     a["interleave"] = option(&Experiment::interleave);
+    a["stage_blocks"] = {
+        [](const Experiment& e) -> std::optional<SetValue> {
+          return e.stage_blocks ? std::optional<SetValue>(*e.stage_blocks) : std::nullopt;
+        },
+        [](Experiment& e, const SetValue& v) { e.stage_blocks = std::get<std::vector<std::int64_t>>(v); }};
     a["ddp"] = option_choice(&Experiment::ddp, parse_ddp_mode);
     a["flash_attention"] = option(&Experiment::flash_attention);
     a["compression"] = option_choice(&Experiment::compression, parse_compression);

@@ -308,7 +308,8 @@ void check_memory_options(const Model& model, const StrategyConfig& config) {
     if (config.interleave > 1) {
       fewest = blocks / (config.pp * config.interleave);
     } else if (config.pp <= blocks) {
-      const std::vector<int> cuts = partition_blocks(model, config.pp);
+      const std::vector<int> cuts =
+          config.stage_cuts.empty() ? partition_blocks(model, config.pp) : config.stage_cuts;
       for (std::size_t s = 0; s + 1 < cuts.size(); ++s) fewest = std::min(fewest, cuts[s + 1] - cuts[s]);
     }
     if (config.recompute_blocks > fewest)
@@ -366,6 +367,17 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
   if (config.pp > blocks)
     throw InputError("pp=" + std::to_string(config.pp) + " exceeds the " + std::to_string(blocks) +
                      " blocks of " + model.name + " (each pipeline stage needs at least one)");
+  if (!config.stage_cuts.empty()) {
+    const std::vector<int>& cuts = config.stage_cuts;
+    if (cuts.size() != static_cast<std::size_t>(config.pp) + 1)
+      throw InputError("--set stage_blocks: " + std::to_string(cuts.size() - 1) +
+                       " stages given for pp=" + std::to_string(config.pp) + " (one count per stage)");
+    if (cuts.back() != blocks)
+      throw InputError("--set stage_blocks: the stages hold " + std::to_string(cuts.back()) + " blocks, " +
+                       model.name + " has " + std::to_string(blocks));
+    if (config.interleave > 1)
+      throw InputError("--set stage_blocks: not with interleave (its chunks are equal)");
+  }
 
   check_memory_options(model, config);
 

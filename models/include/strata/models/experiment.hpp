@@ -71,6 +71,8 @@ struct Experiment {
   int zero = 0;
   bool offload = false;
   int interleave = 1;
+  // Blocks per pipeline stage (StrategyConfig::stage_cuts); unset: the default cut.
+  std::optional<std::vector<std::int64_t>> stage_blocks;
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;
   Compression compression = Compression::none;  // the DP gradients' codec (docs/compression.md)

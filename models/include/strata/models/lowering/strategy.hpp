@@ -103,6 +103,10 @@ struct StrategyConfig {
   int zero = 0;                    // ZeRO stage 0-3 (Rajbhandari et al., SC'20)
   bool offload = false;            // optimizer states in host memory (ZeRO-Offload); zero >= 1
   int interleave = 1;              // model chunks (virtual stages) per device; 1 = plain
+  // The pipeline's cut: first block of each stage (pp + 1 values, 0 first, the block count
+  // last), as the balanced partitioner chooses it (models/schedule/partition.hpp); empty: the
+  // default cut, partition_blocks.
+  std::vector<int> stage_cuts;
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
   // Bandwidth reduction: the DP gradients' codec (needs dp >= 2 and zero = 0).

@@ -31,6 +31,9 @@ struct PartitionStage {
   double speed = 1;         // relative to the device the layer times were measured on
   double memory_bytes = 0;  // the device's memory cap; 0: unlimited
   double in_flight = 1;     // microbatches whose activations the stage holds at its peak
+  // Each layer's time on this stage's device (s), when the cost model gives it per device (a
+  // GPU of another generation is not a uniformly faster one); empty: layers[].time_s / speed.
+  std::vector<double> layer_time_s;
 };
 struct PartitionProblem {
   std::vector<PartitionLayer> layers;
@@ -51,6 +54,25 @@ std::vector<double> one_f_one_b_in_flight(int pp);
 // within the caps ("no partition of 9 layers into 3 stages fits: at best stage 1 (layers 3-5)
 // needs 1073741824 B more than its 2147483648 B").
 Partition partition_layers(const PartitionProblem& problem, const std::string& source);
+// Per-stage tensor-parallel degree chosen with the split (intra- and inter-layer parallelism,
+// as Piper and Alpa search them): `problems[k]` gives the layers' figures when a stage runs
+// them on `degrees[k]` devices (times and bytes per device; its stages the speeds, caps and
+// microbatches in flight), and the stages may use `devices` devices in all. Minimises the slowest
+// stage over the splits and one degree per stage with Σ degrees ≤ devices, within the caps.
+// Bisection on the bottleneck B (to a relative 1e-9), each step a dynamic program for the
+// fewest devices that keep every stage ≤ B: O(S · L² · T) a step, pruned where a stage is
+// already slower than B. Ties: the fewest devices, then the smallest boundaries, then the lower
+// degree. Throws InputError as partition_layers does, and when even the degrees that need the
+// fewest devices exceed `devices`.
+struct TpPartition {
+  Partition partition;
+  std::vector<int> degree;  // per stage
+  int devices = 0;          // Σ degree
+};
+TpPartition partition_layers_and_tp(const std::vector<int>& degrees,
+                                    const std::vector<PartitionProblem>& problems, int devices,
+                                    const std::string& source);
+
 // Every stage given the same number of layers (the first ones one more when they do not divide),
 // as strata's lowering splits today, with its times and bytes, for comparison.
 Partition uniform_partition(const PartitionProblem& problem);
