@@ -209,6 +209,10 @@ bad "a balanced cut without a platform" plan --model gpt2-small --strategy pp=6 
 bad "an unknown partition" plan --model gpt2-small --strategy pp=6 --partition greedy -o x.json
 bad "stage blocks not summing to the model's" plan --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 -o x.json
 bad "a workflow file missing" schedule --platform "$HETERO" --workflow nofile.xml
+sed 's/value="0.0000166667"/value="-1"/' "$PLATFORMS/hybrid-serverless.xml" > negative-price.xml
+bad "a negative function price" simulate --platform negative-price.xml --model mlp
+sed 's/"function_mb_per_vcpu"/"function_mb_per_cpu"/' "$PLATFORMS/hybrid-serverless.xml" > near-miss.xml
+bad "a misspelt function property" simulate --platform near-miss.xml --model mlp
 bad "an unknown policy to compare" schedule --platform "$HETERO" --model mlp --policies heft,fastest
 
 # ---- validate-published ---------------------------------------------------------------------------

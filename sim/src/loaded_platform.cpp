@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "platform_check.hpp"
+#include "strata/models/cost/serverless.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
@@ -177,6 +178,12 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   hosts_ = engine_->get_all_hosts();
   std::sort(hosts_.begin(), hosts_.end(),
             [](const auto* a, const auto* b) { return natural_less(a->get_name(), b->get_name()); });
+  // Function-pool instances and object stores (models/cost/serverless.hpp) are no worker slots:
+  // the schedulers reach them through the serverless model, not the placement.
+  std::erase_if(hosts_, [](const simgrid::s4u::Host* h) {
+    const std::map<std::string, std::string> p = properties_of(h);
+    return is_function_host(p) || is_storage_host(p);
+  });
   if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   summary_.path = path;
   try {

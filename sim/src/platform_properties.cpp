@@ -12,6 +12,7 @@
 
 #include "platform_units.hpp"
 #include "strata/models/cost/hardware.hpp"
+#include "strata/models/cost/serverless.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -147,12 +148,32 @@ Range range_of_property(const std::string& key) {
   return r;
 }
 
+// A function pool's or object store's property alone, read by models' reader; its complaint
+// without the "host 'h': property 'k': " prefix the checker adds itself.
+std::string check_serverless_property(const std::string& key, const std::string& value) {
+  try {
+    if (key.rfind("storage_", 0) == 0) {
+      object_store_from_properties("h", {{"storage_connection_bw", "1"}, {key, value}});
+    } else {
+      std::map<std::string, std::string> p = {{"function_memory_mb", "128-10240"}};
+      p[key] = value;
+      function_pool_from_properties("h", p, 1.0);
+    }
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    const std::string marker = "property '" + key + "': ";
+    const std::size_t at = what.find(marker);
+    return at == std::string::npos ? what : what.substr(at + marker.size());
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string near_miss_hint(const std::string& key) {
   auto known = [&](std::string_view name) { return name == key; };
   if (std::ranges::any_of(kStrataNames, known) || std::ranges::any_of(kSimGridNames, known) ||
-      std::ranges::any_of(kAnnotations, known))
+      std::ranges::any_of(kAnnotations, known) || std::ranges::any_of(serverless_property_names(), known))
     return "";
   std::string_view best;
   std::size_t best_distance = 3;
@@ -171,6 +192,7 @@ std::string near_miss_hint(const std::string& key) {
   };
   for (std::string_view name : kStrataNames) consider(name);
   for (std::string_view name : kSimGridNames) consider(name);
+  for (std::string_view name : serverless_property_names()) consider(name);
   return best.empty() ? "" : "unknown property; did you mean '" + std::string(best) + "'?";
 }
 
@@ -182,6 +204,8 @@ std::string check_host_property(const std::string& key, const std::string& value
     double watts = 0;
     return check_plain(value, kWatts, watts);
   }
+  if (std::ranges::find(serverless_property_names(), key) != serverless_property_names().end())
+    return check_serverless_property(key, value);
   if (std::ranges::find(kStrataNames, key) == kStrataNames.end()) return near_miss_hint(key);
   std::string problem;
   const double parsed = read_with_models(key, value, problem);

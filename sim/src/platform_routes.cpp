@@ -3,6 +3,7 @@
 // SimGrid's simulacrum_7_hosts (a Full zone) have none, and a transfer on one host costs nothing.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -52,6 +53,51 @@ PlatformRoutes platform_routes(const std::string& path) {
   r.latency = j.at("latency").get<std::vector<std::vector<double>>>();
   r.bandwidth = j.at("bandwidth").get<std::vector<std::vector<double>>>();
   if (r.hosts.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
+  return r;
+}
+
+ServerlessResources serverless_resources(const std::string& path) {
+  check_platform_file(path);
+  const std::string text = run_in_quiet_child(
+      [&] {
+        const std::unique_ptr<simgrid::s4u::Engine> engine = load_platform_engine(path, NetworkConfig{});
+        std::vector<simgrid::s4u::Host*> hosts = engine->get_all_hosts();
+        std::sort(hosts.begin(), hosts.end(), [](const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) {
+          return natural_less(a->get_name(), b->get_name());
+        });
+        nlohmann::json j = {{"instances", 0}};
+        for (const simgrid::s4u::Host* h : hosts) {
+          std::map<std::string, std::string> p;
+          if (const auto* props = h->get_properties())
+            for (const auto& [k, v] : *props) p[k] = v;
+          if (is_function_host(p)) {
+            if (j["instances"] == 0)
+              j["pool"] = {{"host", h->get_name()}, {"speed", h->get_speed()}, {"properties", p}};
+            j["instances"] = j["instances"].get<int>() + 1;
+          } else if (is_storage_host(p) && !j.contains("store")) {
+            j["store"] = {{"host", h->get_name()}, {"properties", p}};
+          }
+        }
+        return j.dump();
+      },
+      path + ": SimGrid cannot load this platform");
+  const nlohmann::json j = parse_json_text(text, path);
+  ServerlessResources r;
+  try {
+    r.instances = j.at("instances").get<int>();
+    if (j.contains("pool"))
+      r.pool =
+          function_pool_from_properties(j["pool"]["host"].get<std::string>(),
+                                        j["pool"]["properties"].get<std::map<std::string, std::string>>(),
+                                        j["pool"]["speed"].get<double>());
+    if (j.contains("store")) {
+      r.store_host = j["store"]["host"].get<std::string>();
+      r.store = object_store_from_properties(
+          r.store_host, j["store"]["properties"].get<std::map<std::string, std::string>>());
+    }
+  } catch (const InputError& e) {
+    throw InputError(input_error_message(path, "", e.what()));
+  }
   return r;
 }
 

@@ -11,11 +11,13 @@
 // need several (explore, tests) run each in a child process (process.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/hardware.hpp"
+#include "strata/models/cost/serverless.hpp"
 #include "strata/models/schedule/workflow_problem.hpp"
 
 namespace strata {
@@ -52,6 +54,18 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
 // platform in a child process (one SimGrid engine per process). Throws InputError naming the
 // file as loading a platform does.
 PlatformRoutes platform_routes(const std::string& path);
+
+// The platform's serverless resources (models/cost/serverless.hpp): its function pool (the
+// figures of the first function host in natural order, and how many instances the platform
+// holds) and its object store, each absent when no host declares one. Read in a child process.
+// Throws InputError naming the file as loading a platform does.
+struct ServerlessResources {
+  std::optional<FunctionPool> pool;
+  int instances = 0;  // function hosts
+  std::optional<ObjectStore> store;
+  std::string store_host;
+};
+ServerlessResources serverless_resources(const std::string& path);
 
 // Reads a placement file: JSON {"workers": ["node-0", "node-0", ...]} or one host name per line.
 std::vector<std::string> read_placement(const std::string& path);
