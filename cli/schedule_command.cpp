@@ -144,7 +144,7 @@ int schedule(const ScheduleOptions& o) {
   const std::string platform = resolve_platform(o.flags.platform);
   ReplayOptions options = replay_options(o.replay);
   const bool workflow = !o.workflow.empty();
-  if (workflow && (o.flags.given("--model") || o.flags.given("--spec")))
+  if (workflow && (o.flags.given("--model") || !o.flags.spec.empty()))
     throw InputError("--workflow: conflicts with --model/--spec (schedule a workflow or a training Plan)");
   const std::vector<Row> rows =
       workflow ? workflow_rows(o, platform, options) : plan_rows(o, platform, options);

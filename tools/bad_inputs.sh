@@ -213,6 +213,10 @@ sed 's/value="0.0000166667"/value="-1"/' "$PLATFORMS/hybrid-serverless.xml" > ne
 bad "a negative function price" simulate --platform negative-price.xml --model mlp
 sed 's/"function_mb_per_vcpu"/"function_mb_per_cpu"/' "$PLATFORMS/hybrid-serverless.xml" > near-miss.xml
 bad "a misspelt function property" simulate --platform near-miss.xml --model mlp
+bad "a deadline no plan meets" hybrid --model mlp --deadline 1s
+bad "a budget below the cheapest plan" hybrid --model mlp --budget 0.00001usd
+bad "a function memory size not offered" hybrid --model mlp --memory 100
+bad "a deadline and a budget together" hybrid --model mlp --deadline 10min --budget 1usd
 bad "an unknown policy to compare" schedule --platform "$HETERO" --model mlp --policies heft,fastest
 
 # ---- validate-published ---------------------------------------------------------------------------

@@ -74,6 +74,7 @@ ServerlessResources serverless_resources(const std::string& path) {
             if (j["instances"] == 0)
               j["pool"] = {{"host", h->get_name()}, {"speed", h->get_speed()}, {"properties", p}};
             j["instances"] = j["instances"].get<int>() + 1;
+            j["function_hosts"].push_back(h->get_name());
           } else if (is_storage_host(p) && !j.contains("store")) {
             j["store"] = {{"host", h->get_name()}, {"properties", p}};
           }
@@ -85,6 +86,7 @@ ServerlessResources serverless_resources(const std::string& path) {
   ServerlessResources r;
   try {
     r.instances = j.at("instances").get<int>();
+    if (j.contains("function_hosts")) r.function_hosts = j["function_hosts"].get<std::vector<std::string>>();
     if (j.contains("pool"))
       r.pool =
           function_pool_from_properties(j["pool"]["host"].get<std::string>(),

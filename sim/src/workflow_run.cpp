@@ -138,7 +138,8 @@ WorkflowRun simulate_workflow(const WorkflowProblem& wp, const std::string& plat
 }  // namespace
 
 WorkflowRun run_workflow_schedule(const WorkflowProblem& wp, const DagSchedule& schedule,
-                                  const std::string& platform_path, const NetworkOptions& network) {
+                                  const std::string& platform_path, const NetworkOptions& network,
+                                  const std::vector<char>& parallel_host) {
   return simulate_workflow(
       wp, platform_path, network,
       [&](s4u::Engine& engine, ActivityDag& dag, WorkflowRun& run, std::vector<std::size_t>& task_of_step) {
@@ -152,7 +153,8 @@ WorkflowRun run_workflow_schedule(const WorkflowProblem& wp, const DagSchedule& 
         for (std::size_t t : order) {
           const std::size_t q = schedule.slots[t].processor;
           dag.exec[t]->set_host(hosts[q]);
-          if (last[q]) ActivityDag::chain(last[q], dag.exec[t]);
+          const bool parallel = q < parallel_host.size() && parallel_host[q] != 0;
+          if (last[q] && !parallel) ActivityDag::chain(last[q], dag.exec[t]);
           last[q] = dag.exec[t];
         }
         for (std::size_t c = 0; c < dag.comm.size(); ++c) {

@@ -61,7 +61,8 @@ PlatformRoutes platform_routes(const std::string& path);
 // Throws InputError naming the file as loading a platform does.
 struct ServerlessResources {
   std::optional<FunctionPool> pool;
-  int instances = 0;  // function hosts
+  int instances = 0;                        // function hosts
+  std::vector<std::string> function_hosts;  // natural order
   std::optional<ObjectStore> store;
   std::string store_host;
 };

@@ -44,8 +44,11 @@ struct WorkflowRun {
 // Runs `problem` (workflow_problem() over platform_routes(platform_path)) following `schedule`,
 // whose processors are the platform's hosts in natural order. REQUIRES: check_dag accepted the
 // problem; the schedule places every task.
+// Hosts marked in `parallel_host` (indexed like the processors) run their tasks at once, not
+// one after another (an object store serving many requests).
 WorkflowRun run_workflow_schedule(const WorkflowProblem& problem, const DagSchedule& schedule,
-                                  const std::string& platform_path, const NetworkOptions& network);
+                                  const std::string& platform_path, const NetworkOptions& network,
+                                  const std::vector<char>& parallel_host = {});
 
 // Schedules `problem` online by Min-Min while SimGrid runs it (above). REQUIRES: as above.
 WorkflowRun run_workflow_online_minmin(const WorkflowProblem& problem, const std::string& platform_path,

@@ -1,0 +1,215 @@
+// The hybrid policy's candidates, simulated (hybrid.hpp).
+#include "strata/sim/hybrid.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "strata/models/cost/memory_model.hpp"
+#include "strata/models/cost/serverless.hpp"
+#include "strata/models/schedule/serverless_iteration.hpp"
+#include "strata/sim/explore.hpp"
+#include "strata/sim/platform.hpp"
+#include "strata/sim/process.hpp"
+#include "strata/sim/workflow_run.hpp"
+#include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
+
+namespace strata {
+inline namespace sim {
+namespace {
+
+// Memory sizes tried: one vCPU-equivalent and its multiples (AWS: 1,769 MB each), Lambda's
+// former 3,008 MB cap and its 10,240 MB maximum; those the pool offers.
+constexpr double kMemorySizes[] = {1769, 3008, 3538, 5307, 7076, 10240};
+
+// EC2 bills Linux instances per second with a minimum of 60 seconds ("Amazon EC2 On-Demand
+// Pricing", per-second billing).
+constexpr double kVmMinimumBilledS = 60;
+
+constexpr int kMostScatterReduce = 64;
+
+double compute_time(const Plan& plan, const HostSpec& host, const CostModel& cost) {
+  double t = 0;
+  for (const Task& task : plan.tasks())
+    if (!is_communication(task.kind)) t += cost.compute_time(task, host);
+  return t;
+}
+
+double replay_iteration(const Experiment& e, const std::string& platform, const NetworkOptions& network,
+                        const Calibration& calibration) {
+  return nlohmann::json::parse(run_in_child([&] {
+           ReplayOptions options;
+           options.network = network;
+           options.calibration = calibration;
+           options.keep_trace = false;
+           options.collectives = CollectiveMode::aggregated;
+           return nlohmann::json(replay(lower(e), platform, options).report.iteration_time_s).dump();
+         }))
+      .get<double>();
+}
+
+std::size_t index_of(const PlatformRoutes& routes, const std::string& host, const std::string& platform) {
+  const auto it = std::find(routes.hosts.begin(), routes.hosts.end(), host);
+  if (it == routes.hosts.end()) throw InputError(input_error_message(platform, "", "no host '" + host + "'"));
+  return static_cast<std::size_t>(it - routes.hosts.begin());
+}
+
+}  // namespace
+
+std::string HybridPlan::label() const {
+  if (kind == "vm") return std::to_string(vms) + " VM" + (vms == 1 ? "" : "s");
+  return std::to_string(functions) + " x " + format_number(memory_mb) + " MB, " + exchange +
+         (kind == "hybrid" ? " on 1 VM" : "");
+}
+
+std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& platform,
+                                     const NetworkOptions& network, const Calibration& calibration) {
+  const ServerlessResources res = serverless_resources(platform);
+  const PlatformSummary vms = load_platform_summary_apart(platform, network);
+  if (!res.pool)
+    throw InputError(input_error_message(platform, "", "no function pool (a host with function_memory_mb)"));
+  if (!res.store)
+    throw InputError(
+        input_error_message(platform, "", "no object store (a host with storage_connection_bw)"));
+  if (vms.hosts.empty())
+    throw InputError(input_error_message(platform, "", "no VM (a host with worker slots)"));
+  const FunctionPool& pool = *res.pool;
+  const ObjectStore& store = *res.store;
+  const PlatformRoutes routes = platform_routes(platform);
+  const CostModel cost(calibration);
+
+  const Experiment& e = job.experiment;
+  const Plan whole = lower(e);
+  const Model model = model_of(e);
+  double params = 0;
+  for (const Layer& l : model.layers) params += l.params;
+  const double element = bytes_per_element(whole.info.dtype);
+  const double state_bytes = params * bytes_per_param(e.optimizer, whole.info.dtype).total();
+  const double batch = static_cast<double>(whole.info.global_batch);
+  const double iterations = e.epochs * std::ceil(job.samples / batch);
+  const double sample_bytes = static_cast<double>(whole.info.input_elements) * 4;  // fp32 inputs
+
+  std::vector<double> sizes;  // the function sizes tried
+  if (job.memory_mb > 0) {
+    check_memory_offered(pool, job.memory_mb, "--memory");
+    sizes.push_back(job.memory_mb);
+  } else {
+    for (double memory : kMemorySizes) {
+      try {
+        check_memory_offered(pool, memory, "memory");
+        sizes.push_back(memory);
+      } catch (const InputError&) {
+        // not offered by this pool: not tried
+      }
+    }
+  }
+
+  std::vector<HybridPlan> plans;
+  // All VMs: the Plan replayed with one worker per slot of the first k VMs.
+  const int slots = vms.hosts.front().slots;
+  for (std::size_t k = 1; k <= vms.hosts.size(); ++k) {
+    Experiment v = e;
+    v.dp = static_cast<int>(k) * slots, v.tp = 1, v.pp = 1;
+    v.global_batch = whole.info.global_batch, v.microbatches = 0;
+    HybridPlan p;
+    p.kind = "vm", p.vms = static_cast<int>(k), p.exchange = "ring";
+    try {
+      p.iteration_s = replay_iteration(v, platform, network, calibration);
+    } catch (const InputError&) {
+      continue;  // the batch does not split over this many workers
+    }
+    p.total_s = iterations * p.iteration_s;
+    p.vm_usd = static_cast<double>(k) * vms.hosts.front().price_per_hour *
+               std::max(p.total_s, kVmMinimumBilledS) / 3600;
+    p.cost_usd = p.vm_usd;
+    plans.push_back(p);
+  }
+
+  // Functions, alone or with a parameter server on the first VM.
+  std::vector<std::size_t> fn;
+  for (const std::string& h : res.function_hosts) fn.push_back(index_of(routes, h, platform));
+  const std::size_t store_host = index_of(routes, res.store_host, platform);
+  const std::size_t server = index_of(routes, vms.hosts.front().name, platform);
+  const int most = std::min({res.instances, pool.concurrency, static_cast<int>(batch)});
+  std::uint64_t draws = 0;
+  for (int n = 1; n <= most; n *= 2) {
+    const std::vector<std::size_t> workers(fn.begin(), fn.begin() + n);
+    // The exchange alone (no compute), simulated once per (n, exchange).
+    struct Exchange {
+      std::string name;
+      bool server = false;
+      double seconds = 0, puts = 0, gets = 0;  // per iteration
+    };
+    std::vector<Exchange> exchanges;
+    for (ServerlessExchange x : {ServerlessExchange::allreduce, ServerlessExchange::scatter_reduce,
+                                 ServerlessExchange::parameter_server}) {
+      if (n == 1 && x != ServerlessExchange::allreduce) continue;
+      // Scatter-reduce makes n (n - 1) PUTs and twice as many GETs an iteration; past 64
+      // functions SimGrid 3.32's per-completion scan of its activity list makes the run
+      // quadratic in them (docs/simulator.md), so larger pools exchange by allreduce and PS.
+      if (x == ServerlessExchange::scatter_reduce && n > kMostScatterReduce) continue;
+      const bool to_server = x == ServerlessExchange::parameter_server;
+      const ServerlessIteration it =
+          serverless_iteration(routes, workers, to_server ? server : store_host, 0, params, element, x);
+      Exchange ex{std::string(to_string(x)), to_server, 0, n > 1 ? it.puts : 0, n > 1 ? it.gets : 0};
+      if (n > 1)
+        ex.seconds =
+            run_workflow_schedule(it.dag, it.schedule, platform, network, it.parallel_host).makespan_s;
+      exchanges.push_back(ex);
+    }
+    Experiment f = e;
+    f.dp = 1, f.tp = 1, f.pp = 1;
+    f.global_batch = static_cast<std::int64_t>(std::ceil(batch / n));
+    f.microbatches = 0;
+    const Plan share = lower(f);
+    for (double memory : sizes) {
+      HostSpec host;
+      host.name = "function";
+      host.flops_fp32 = host.flops_bf16 = host.flops_fp16 = pool.vcpu_flops * vcpus(pool, memory);
+      host.flops_fp64 = host.flops_fp32 / 2;
+      host.mem_bw = vms.hosts.front().mem_bw * vcpus(pool, memory);  // a VM core's share per vCPU
+      const double compute = compute_time(share, host, cost);
+      for (const Exchange& x : exchanges) {
+        HybridPlan p;
+        p.kind = x.server ? "hybrid" : "functions";
+        p.vms = x.server ? 1 : 0;
+        p.functions = n, p.memory_mb = memory, p.exchange = x.name;
+        p.iteration_s = compute + x.seconds;
+        const double load = storage_transfer_s(store, job.samples / n * sample_bytes, 1, 1);
+        const double work = load + iterations * p.iteration_s;
+        const double state = storage_transfer_s(store, state_bytes, 1, 1);
+        const Invocations inv = split_into_invocations(pool, work, state, state);
+        p.invocations = inv.invocations, p.checkpoints = inv.checkpoints;
+        for (int k = 0; k < inv.invocations; ++k)
+          p.cold_start_s += cold_start_s(pool, static_cast<std::uint64_t>(e.seed), draws++);
+        p.total_s = inv.billed_s + p.cold_start_s;
+        for (double d : inv.durations_s) p.gb_s += gb_seconds(pool, n, memory, d);
+        p.function_usd = p.gb_s * pool.price_per_gb_s;
+        p.request_usd = static_cast<double>(n) * inv.invocations * pool.price_per_request;
+        const double puts = iterations * x.puts + n * inv.checkpoints;
+        const double gets = iterations * x.gets + n * (1 + inv.checkpoints);
+        p.storage_usd = puts * store.price_per_put + gets * store.price_per_get;
+        if (p.vms > 0)
+          p.vm_usd = vms.hosts.front().price_per_hour * std::max(p.total_s, kVmMinimumBilledS) / 3600;
+        p.cost_usd = p.function_usd + p.request_usd + p.storage_usd + p.vm_usd;
+        plans.push_back(p);
+      }
+    }
+  }
+  std::sort(plans.begin(), plans.end(), [](const HybridPlan& a, const HybridPlan& b) {
+    return std::tie(a.total_s, a.cost_usd) < std::tie(b.total_s, b.cost_usd) ||
+           (a.total_s == b.total_s && a.cost_usd == b.cost_usd && a.label() < b.label());
+  });
+  double cheapest = std::numeric_limits<double>::infinity();
+  for (HybridPlan& p : plans)
+    if (p.cost_usd < cheapest) p.pareto = true, cheapest = p.cost_usd;
+  return plans;
+}
+
+}  // namespace sim
+}  // namespace strata

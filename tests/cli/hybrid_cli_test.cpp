@@ -1,0 +1,113 @@
+// strata hybrid on platforms/hybrid-serverless.xml: LambdaML's two verdicts (Jiang et al., SIGMOD
+// 2021) come out of the simulated plans, the choice under a deadline or a budget, the files, and
+// one line for each bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using strata_test::Outcome;
+
+class HybridCli : public strata_test::CliProcess {
+ protected:
+  HybridCli() : CliProcess("strata-hybrid-", false) {}
+
+  nlohmann::json plans(const std::string& args) {
+    const Outcome r = run("hybrid " + args + " --json " + path("h.json"));
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return nlohmann::json::parse(slurp(path("h.json")));
+  }
+  void expect_one_line_error(const Outcome& r, const std::string& expected) const {
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
+    EXPECT_FALSE(fs::exists(path("h.json")));
+  }
+};
+
+struct Best {
+  double time = std::numeric_limits<double>::infinity(), cost = std::numeric_limits<double>::infinity();
+  double cost_of_fastest = 0;
+  std::string fastest;
+};
+Best best_of(const nlohmann::json& doc, bool functions) {
+  Best b;
+  for (const nlohmann::json& p : doc["plans"]) {
+    if ((p["kind"] != "vm") != functions) continue;
+    const double t = p["total_s"], c = p["cost_usd"];
+    if (t < b.time) b.time = t, b.cost_of_fastest = c, b.fastest = p["plan"];
+    b.cost = std::min(b.cost, c);
+  }
+  return b;
+}
+
+// A small model over storage (LambdaML's logistic regression and MLP): functions finish first,
+// at a cost comparable with the VMs' (here below it: a VM bills at least 60 s).
+TEST_F(HybridCli, SmallModelFinishesFasterOnFunctionsAtComparableCost) {
+  const nlohmann::json doc = plans("--model mlp");
+  const Best fn = best_of(doc, true), vm = best_of(doc, false);
+  std::printf(
+      "mlp: fastest functions %s %.3f s %.6f USD; fastest VMs %s %.3f s %.6f USD (cheapest %.6f USD)\n",
+      fn.fastest.c_str(), fn.time, fn.cost_of_fastest, vm.fastest.c_str(), vm.time, vm.cost_of_fastest,
+      vm.cost);
+  EXPECT_LT(fn.time, vm.time);
+  EXPECT_LE(fn.cost_of_fastest, 1.5 * vm.cost);
+}
+
+// A ResNet-class model: functions are never markedly cheaper than VMs (and slower here).
+TEST_F(HybridCli, ResNetOnFunctionsIsNeverMarkedlyCheaperThanOnVms) {
+  const nlohmann::json doc = plans("--model resnet50 --epochs 1 --global-batch 512");
+  const Best fn = best_of(doc, true), vm = best_of(doc, false);
+  std::printf(
+      "resnet50: cheapest functions %.4f USD, fastest %s %.1f s; cheapest VMs %.4f USD, fastest %s %.1f s\n",
+      fn.cost, fn.fastest.c_str(), fn.time, vm.cost, vm.fastest.c_str(), vm.time);
+  EXPECT_GE(fn.cost, 0.9 * vm.cost);
+  // The front: every plan on it is not dominated by any other.
+  for (const nlohmann::json& a : doc["plans"]) {
+    if (!a["pareto"].get<bool>()) continue;
+    for (const nlohmann::json& b : doc["plans"])
+      EXPECT_FALSE(b["total_s"].get<double>() < a["total_s"].get<double>() &&
+                   b["cost_usd"].get<double>() < a["cost_usd"].get<double>())
+          << a["plan"] << " is dominated by " << b["plan"];
+  }
+}
+
+TEST_F(HybridCli, DeadlineAndBudgetChooseAndTheOutputIsTheSameEachRun) {
+  Outcome r =
+      run("hybrid --model mlp --deadline 10min --svg " + path("front.svg") + " --csv " + path("h.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("chosen: "), std::string::npos);
+  EXPECT_EQ(slurp(path("front.svg")).substr(0, 4), "<svg");
+  const std::string first = slurp(path("h.csv"));
+  r = run("hybrid --model mlp --deadline 10min --csv " + path("h.csv"));
+  EXPECT_EQ(slurp(path("h.csv")), first);  // seeded cold starts: the same plans and figures
+  const nlohmann::json doc = plans("--model mlp --budget 20usd");
+  ASSERT_TRUE(doc["chosen"].is_string());
+}
+
+TEST_F(HybridCli, BadInputIsOneLine) {
+  expect_one_line_error(run("hybrid --model mlp --deadline 1s --json " + path("h.json")),
+                        "--deadline: no plan ends within 1.000 s: the fastest");
+  expect_one_line_error(run("hybrid --model mlp --budget 0.00001usd --json " + path("h.json")),
+                        "--budget: no plan costs at most 1e-05 USD: the cheapest");
+  expect_one_line_error(run("hybrid --model mlp --budget 1usd --deadline 5s --json " + path("h.json")),
+                        "--deadline: conflicts with --budget");
+  expect_one_line_error(run("hybrid --model mlp --deadline soon --json " + path("h.json")),
+                        "--deadline: 'soon' is not a positive duration");
+  expect_one_line_error(run("hybrid --model mlp --memory 100 --json " + path("h.json")),
+                        "--memory: 100 MB is not offered (128 to 10240 MB, whole MB)");
+  expect_one_line_error(run("hybrid --model mlp --platform " + std::string(STRATA_SOURCE_DIR) +
+                            "/platforms/test-flat-4.xml --json " + path("h.json")),
+                        "no function pool");
+}
+
+}  // namespace
