@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "strata/traces/json_io.hpp"
+
 namespace strata::cli {
 namespace {
 
@@ -61,6 +63,24 @@ void add_file_flags(const CLI::App& cmd, OutputSet& set) {
     if (!f.path->empty())
       for (const std::string& suffix : f.companions) set.add_output(f.flag, *f.path + suffix, deferred);
   }
+}
+
+void write_table_files(const std::vector<nlohmann::json>& rows, std::initializer_list<const char*> columns,
+                       const std::string& csv, const std::string& json, nlohmann::json doc,
+                       const std::string& rows_key) {
+  std::string text;
+  for (const char* c : columns) text += (text.empty() ? "" : ",") + std::string(c);
+  text += "\n";
+  for (const nlohmann::json& row : rows) {
+    std::string line;
+    for (const char* c : columns)
+      line += (line.empty() ? "" : ",") + csv_cell(row.value(c, nlohmann::json()));
+    text += line + "\n";
+  }
+  if (!csv.empty()) write_file_atomically(csv, text);
+  if (json.empty()) return;
+  doc[rows_key] = rows;
+  write_file_atomically(json, dump_one_element_per_line(doc, json));
 }
 
 }  // namespace strata::cli

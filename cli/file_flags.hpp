@@ -5,6 +5,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -32,5 +34,12 @@ void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& pa
 
 // Adds the file flags of `cmd` as parsed to `set`.
 void add_file_flags(const CLI::App& cmd, OutputSet& set);
+
+// A table's rows (JSON objects) written as CSV (the `columns`, a header line, missing cells
+// empty) to `csv` and as JSON (`doc` with the rows under `rows_key`, one element per line) to
+// `json`; either path may be empty.
+void write_table_files(const std::vector<nlohmann::json>& rows, std::initializer_list<const char*> columns,
+                       const std::string& csv, const std::string& json, nlohmann::json doc,
+                       const std::string& rows_key);
 
 }  // namespace strata::cli

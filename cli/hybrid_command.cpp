@@ -163,31 +163,18 @@ int hybrid(const HybridOptions& o) {
     plot.series = {front, vm, functions, mixed};
     write_line_plot_svg(plot, o.svg);
   }
-  nlohmann::json rows = nlohmann::json::array();
-  std::string csv;
-  static const char* const kColumns[] = {
-      "plan",        "kind",        "vms",         "functions",   "memory_mb",    "exchange",
-      "iteration_s", "total_s",     "cost_usd",    "vm_usd",      "gb_s",         "function_usd",
-      "request_usd", "storage_usd", "invocations", "checkpoints", "cold_start_s", "pareto"};
-  for (const char* c : kColumns) csv += (csv.empty() ? "" : ",") + std::string(c);
-  csv += "\n";
-  for (const HybridPlan& p : plans) {
-    const nlohmann::json j = plan_json(p);
-    std::string line;
-    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + csv_cell(j[c]);
-    csv += line + "\n";
-    rows.push_back(j);
-  }
-  if (!o.csv.empty()) write_file_atomically(o.csv, csv);
-  if (!o.json.empty()) {
-    const nlohmann::json doc = {
-        {"schema_version", 1},
-        {"format", "strata-hybrid"},
-        {"platform", platform},
-        {"chosen", chosen != nullptr ? nlohmann::json(chosen->label()) : nlohmann::json()},
-        {"plans", rows}};
-    write_file_atomically(o.json, dump_one_element_per_line(doc, o.json));
-  }
+  std::vector<nlohmann::json> rows;
+  for (const HybridPlan& p : plans) rows.push_back(plan_json(p));
+  write_table_files(rows,
+                    {"plan", "kind", "vms", "functions", "memory_mb", "exchange", "iteration_s", "total_s",
+                     "cost_usd", "vm_usd", "gb_s", "function_usd", "request_usd", "storage_usd",
+                     "invocations", "checkpoints", "cold_start_s", "pareto"},
+                    o.csv, o.json,
+                    {{"schema_version", 1},
+                     {"format", "strata-hybrid"},
+                     {"platform", platform},
+                     {"chosen", chosen != nullptr ? nlohmann::json(chosen->label()) : nlohmann::json()}},
+                    "plans");
   return 0;
 }
 

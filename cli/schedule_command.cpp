@@ -162,29 +162,17 @@ int schedule(const ScheduleOptions& o) {
       "at minimum costs; speedup: the best single %s's serial time over the estimate\n",
       workflow ? o.workflow.c_str() : "the Plan", platform.c_str(),
       workflow ? "the makespan" : "the iteration time", workflow ? "host" : "worker slot");
-  static const char* const kColumns[] = {
-      "policy",        "simulated_s",           "estimate_s", "strategy_estimate_s",
-      "kept_strategy", "schedule_length_ratio", "speedup",    "policy_run_time_s"};
-  nlohmann::json all = nlohmann::json::array();
-  std::string csv;
-  for (const char* c : kColumns) csv += (csv.empty() ? "" : ",") + std::string(c);
-  csv += "\n";
-  for (const Row& r : rows) {
-    nlohmann::json j = row_json(r);
-    std::string line;
-    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + csv_cell(j.value(c, nlohmann::json()));
-    csv += line + "\n";
-    all.push_back(j);
-  }
-  if (!o.csv.empty()) write_file_atomically(o.csv, csv);
-  if (!o.json.empty()) {
-    const nlohmann::json doc = {{"schema_version", 1},
-                                {"format", "strata-schedule"},
-                                {"platform", platform},
-                                {"workload", workflow ? o.workflow : std::string("plan")},
-                                {"rows", all}};
-    write_file_atomically(o.json, dump_one_element_per_line(doc, o.json));
-  }
+  std::vector<nlohmann::json> all;
+  for (const Row& r : rows) all.push_back(row_json(r));
+  write_table_files(all,
+                    {"policy", "simulated_s", "estimate_s", "strategy_estimate_s", "kept_strategy",
+                     "schedule_length_ratio", "speedup", "policy_run_time_s"},
+                    o.csv, o.json,
+                    {{"schema_version", 1},
+                     {"format", "strata-schedule"},
+                     {"platform", platform},
+                     {"workload", workflow ? o.workflow : std::string("plan")}},
+                    "rows");
   return 0;
 }
 

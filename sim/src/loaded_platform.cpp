@@ -204,6 +204,14 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   }
 }
 
+std::vector<simgrid::s4u::Host*> natural_hosts(const simgrid::s4u::Engine& engine) {
+  std::vector<simgrid::s4u::Host*> hosts = engine.get_all_hosts();
+  std::sort(hosts.begin(), hosts.end(), [](const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) {
+    return natural_less(a->get_name(), b->get_name());
+  });
+  return hosts;
+}
+
 NetworkConfig network_config(const NetworkOptions& options) {
   NetworkConfig c;
   c.model = options.model;

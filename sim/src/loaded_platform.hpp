@@ -20,6 +20,9 @@ struct NetworkConfig {
   bool ideal_factors = true;   // latency-factor = bandwidth-factor = 1
   bool crosstraffic = false;   // network/crosstraffic
 };
+// The engine's hosts in natural order (platform.hpp).
+std::vector<simgrid::s4u::Host*> natural_hosts(const simgrid::s4u::Engine& engine);
+
 struct NetworkOptions;
 // The SimGrid settings of a replay's network options (replay.hpp).
 NetworkConfig network_config(const NetworkOptions& options);

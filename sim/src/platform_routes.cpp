@@ -22,10 +22,7 @@ PlatformRoutes platform_routes(const std::string& path) {
   const std::string text = run_in_quiet_child(
       [&] {
         const std::unique_ptr<simgrid::s4u::Engine> engine = load_platform_engine(path, NetworkConfig{});
-        std::vector<simgrid::s4u::Host*> hosts = engine->get_all_hosts();
-        std::sort(hosts.begin(), hosts.end(), [](const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) {
-          return natural_less(a->get_name(), b->get_name());
-        });
+        const std::vector<simgrid::s4u::Host*> hosts = natural_hosts(*engine);
         nlohmann::json j = {{"hosts", nlohmann::json::array()}, {"speed", nlohmann::json::array()}};
         for (const simgrid::s4u::Host* a : hosts) {
           j["hosts"].push_back(a->get_name());
@@ -61,10 +58,7 @@ ServerlessResources serverless_resources(const std::string& path) {
   const std::string text = run_in_quiet_child(
       [&] {
         const std::unique_ptr<simgrid::s4u::Engine> engine = load_platform_engine(path, NetworkConfig{});
-        std::vector<simgrid::s4u::Host*> hosts = engine->get_all_hosts();
-        std::sort(hosts.begin(), hosts.end(), [](const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) {
-          return natural_less(a->get_name(), b->get_name());
-        });
+        const std::vector<simgrid::s4u::Host*> hosts = natural_hosts(*engine);
         nlohmann::json j = {{"instances", 0}};
         for (const simgrid::s4u::Host* h : hosts) {
           std::map<std::string, std::string> p;

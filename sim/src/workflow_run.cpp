@@ -75,14 +75,6 @@ struct ActivityDag {
   }
 };
 
-std::vector<s4u::Host*> natural_hosts(const s4u::Engine& engine) {
-  std::vector<s4u::Host*> hosts = engine.get_all_hosts();
-  std::sort(hosts.begin(), hosts.end(), [](const s4u::Host* a, const s4u::Host* b) {
-    return natural_less(a->get_name(), b->get_name());
-  });
-  return hosts;
-}
-
 std::string to_text(const WorkflowRun& run) {
   nlohmann::json j = {{"makespan", run.makespan_s}, {"steps", nlohmann::json::array()}};
   for (const WorkflowStep& s : run.steps)
