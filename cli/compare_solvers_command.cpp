@@ -25,7 +25,7 @@
 #include "real_run.hpp"
 #include "strata/real/train/admm_plan.hpp"
 #include "strata/real/train/trainer.hpp"
-#include "strata/sim/process.hpp"
+#include "strata/sim/explore.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/sim/report.hpp"
 #include "strata/traces/error.hpp"
@@ -129,8 +129,7 @@ void predict(Row& row, const std::string& platform, const ReplayOptions& options
     return;
   }
   try {
-    row.predicted = report_from_json(nlohmann::json::parse(
-        run_in_child([&] { return report_to_json(replay(plan, platform, options).report).dump(); })));
+    row.predicted = replay_report_apart(plan, platform, options);
   } catch (const InputError& e) {
     row.why_not = e.what();  // the platform lacks what the Plan needs (offload: pcie_bw)
   }

@@ -1,11 +1,15 @@
 // --schedule-policy and --placement (placement_flags.hpp).
 #include "placement_flags.hpp"
 
+#include <cstdio>
+
 #include "file_flags.hpp"
+#include "flags.hpp"
 #include "strata/models/schedule/plan_placement.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/sim/platform.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/units.hpp"
 
 namespace strata::cli {
 
@@ -44,6 +48,20 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
                          placed.schedule_length_ratio,
                          placed.speedup,
                          placed.run_time_s};
+}
+
+void place_workers_and_say(Plan& plan, const PlacementFlags& flags, const std::string& platform,
+                           ReplayOptions& options) {
+  if (flags.policy == "strategy") return;
+  if (platform.empty())
+    throw InputError("--schedule-policy: " + flags.policy +
+                     " needs --platform FILE, the hosts it places the workers on");
+  const std::optional<PlacementReport> placed =
+      place_workers_by_policy(plan, flags, resolve_platform(platform), options);
+  std::printf("placement %s: estimate %s, strategy's placement %s%s\n", placed->policy.c_str(),
+              format_seconds(placed->policy_estimate_s).c_str(),
+              format_seconds(placed->strategy_estimate_s).c_str(),
+              placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
 }
 
 }  // namespace strata::cli

@@ -6,9 +6,7 @@
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "placement_flags.hpp"
-#include "strata/traces/error.hpp"
 #include "strata/traces/plan_json.hpp"
-#include "strata/traces/units.hpp"
 
 namespace strata::cli {
 
@@ -25,18 +23,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->callback([&action, flags, out, placement] {
     action = [flags, out, placement] {
       Plan plan = build_plan(*flags);
-      if (placement->policy != "strategy") {
-        if (flags->platform.empty())
-          throw InputError("--schedule-policy: " + placement->policy +
-                           " needs --platform FILE, the hosts it places the workers on");
-        ReplayOptions options;
-        const std::optional<PlacementReport> placed =
-            place_workers_by_policy(plan, *placement, resolve_platform(flags->platform), options);
-        std::printf("placement %s: estimate %s, strategy's placement %s%s\n", placement->policy.c_str(),
-                    format_seconds(placed->policy_estimate_s).c_str(),
-                    format_seconds(placed->strategy_estimate_s).c_str(),
-                    placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
-      }
+      ReplayOptions options;
+      place_workers_and_say(plan, *placement, flags->platform, options);
       write_plan(plan, *out);
       std::printf("plan: %zu tasks, %d workers, %d iteration(s), %.4g model FLOP per iteration -> %s\n",
                   plan.size(), plan.num_workers(), plan.num_iterations(), plan.info.model_flops_per_iteration,

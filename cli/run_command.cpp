@@ -42,24 +42,6 @@ struct RunOptions {
   PlacementFlags placement;
 };
 
-// --schedule-policy: the workers placed on the platform's hosts, the placement recorded in the
-// Plan and said on stdout. Every worker of a run still runs on this machine (threads, or the
-// MPI ranks mpirun started), so the placement changes which host a worker stands for in the
-// Plan, not where its kernels run.
-void place_for_run(Plan& plan, const RunOptions& o) {
-  if (o.placement.policy == "strategy") return;
-  if (o.flags.platform.empty())
-    throw InputError("--schedule-policy: " + o.placement.policy +
-                     " needs --platform FILE, the hosts it places the workers on");
-  ReplayOptions options;
-  const std::optional<PlacementReport> placed =
-      place_workers_by_policy(plan, o.placement, resolve_platform(o.flags.platform), options);
-  std::printf("placement %s: estimate %s, strategy's placement %s%s\n", o.placement.policy.c_str(),
-              format_seconds(placed->policy_estimate_s).c_str(),
-              format_seconds(placed->strategy_estimate_s).c_str(),
-              placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
-}
-
 // A measured trace that records what was run.
 Trace recorded(Trace trace, const RunOptions& o, const Plan& plan) {
   trace.experiment = o.experiment;
@@ -400,7 +382,10 @@ void add_run_command(CLI::App& app, Action& action) {
         o->epochs = o->flags.epochs;
       }
       if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
-      place_for_run(plan, *o);
+      // Every worker still runs on this machine (threads, or the ranks mpirun started): a
+      // placement says which host each worker stands for in the Plan, not where it runs.
+      ReplayOptions placement_options;
+      place_workers_and_say(plan, o->placement, o->flags.platform, placement_options);
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

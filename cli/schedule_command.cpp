@@ -16,7 +16,6 @@
 #include "strata/models/schedule/workflow_problem.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/sim/platform.hpp"
-#include "strata/sim/process.hpp"
 #include "strata/sim/workflow_run.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -118,12 +117,7 @@ std::vector<Row> plan_rows(const ScheduleOptions& o, const std::string& platform
     Plan placed_plan = plan;
     placed_plan.placement = placed.hosts_by_worker;
     placed_plan.placement_policy = r.policy;
-    ReplayOptions replay_options = options;
-    replay_options.keep_trace = false;
-    r.simulated_s =
-        nlohmann::json::parse(run_in_child([&] {
-          return nlohmann::json(replay(placed_plan, platform, replay_options).report.iteration_time_s).dump();
-        })).get<double>();
+    r.simulated_s = replay_report_apart(placed_plan, platform, options).iteration_time_s;
     rows.push_back(r);
   }
   return rows;

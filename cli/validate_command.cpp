@@ -204,12 +204,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   try {
     // A policy places the simulated workers; the measured ones all run on this machine.
     Plan placed_plan = plan;
-    if (const std::optional<PlacementReport> placed =
-            place_workers_by_policy(placed_plan, o.placement, platform, options))
-      std::printf("placement %s: estimate %s, strategy's placement %s%s\n", placed->policy.c_str(),
-                  format_seconds(placed->policy_estimate_s).c_str(),
-                  format_seconds(placed->strategy_estimate_s).c_str(),
-                  placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
+    place_workers_and_say(placed_plan, o.placement, platform, options);
     sim = replay(placed_plan, platform, options);
   } catch (...) {
     if (generated) std::filesystem::remove(platform);

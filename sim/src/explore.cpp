@@ -407,6 +407,13 @@ PlatformSummary load_platform_summary_apart(const std::string& platform_path, co
       run_in_child([&] { return summary_to_json(load_platform_summary(platform_path, network)).dump(); })));
 }
 
+Report replay_report_apart(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
+  ReplayOptions apart = options;
+  apart.keep_trace = false;
+  return report_from_json(nlohmann::json::parse(
+      run_in_child([&] { return report_to_json(replay(plan, platform_path, apart).report).dump(); })));
+}
+
 SlotPlatform load_slot_platform(const std::string& platform_path, const NetworkOptions& network) {
   const PlatformSummary summary = load_platform_summary_apart(platform_path, network);
   const PlatformRoutes routes = platform_routes(platform_path);
@@ -429,11 +436,7 @@ ExploreResult explore(const ExploreOptions& requested) {
   check_platform(options.platform, options.replay.network);
   const PlatformSummary platform = load_platform_summary_apart(options.platform, options.replay.network);
   if (options.workers == 0) options.workers = platform.total_slots();
-  if (options.workers > platform.total_slots())
-    throw InputError(input_error_message(
-        options.platform, "",
-        std::to_string(options.workers) + " workers need " + std::to_string(options.workers) +
-            " worker slots, the platform has " + std::to_string(platform.total_slots())));
+  check_worker_slots(options.platform, options.workers, platform.total_slots());
   ExploreResult result;
   result.model = model.name;
   result.platform = options.platform;

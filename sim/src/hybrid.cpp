@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "strata/models/cost/memory_model.hpp"
@@ -14,7 +13,6 @@
 #include "strata/models/schedule/serverless_iteration.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/sim/platform.hpp"
-#include "strata/sim/process.hpp"
 #include "strata/sim/workflow_run.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -42,15 +40,11 @@ double compute_time(const Plan& plan, const HostSpec& host, const CostModel& cos
 
 double replay_iteration(const Experiment& e, const std::string& platform, const NetworkOptions& network,
                         const Calibration& calibration) {
-  return nlohmann::json::parse(run_in_child([&] {
-           ReplayOptions options;
-           options.network = network;
-           options.calibration = calibration;
-           options.keep_trace = false;
-           options.collectives = CollectiveMode::aggregated;
-           return nlohmann::json(replay(lower(e), platform, options).report.iteration_time_s).dump();
-         }))
-      .get<double>();
+  ReplayOptions options;
+  options.network = network;
+  options.calibration = calibration;
+  options.collectives = CollectiveMode::aggregated;
+  return replay_report_apart(lower(e), platform, options).iteration_time_s;
 }
 
 std::size_t index_of(const PlatformRoutes& routes, const std::string& host, const std::string& platform) {
@@ -99,14 +93,8 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
     check_memory_offered(pool, job.memory_mb, "--memory");
     sizes.push_back(job.memory_mb);
   } else {
-    for (double memory : kMemorySizes) {
-      try {
-        check_memory_offered(pool, memory, "memory");
-        sizes.push_back(memory);
-      } catch (const InputError&) {
-        // not offered by this pool: not tried
-      }
-    }
+    for (double memory : kMemorySizes)
+      if (memory_offered(pool, memory)) sizes.push_back(memory);
   }
 
   std::vector<HybridPlan> plans;

@@ -175,24 +175,21 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   if (verify == Verify::yes) verify_platform(path, network);
   engine_ = load_engine(path, network);
   host_profiles_ = mentions_profiles(path);
-  hosts_ = engine_->get_all_hosts();
-  std::sort(hosts_.begin(), hosts_.end(),
-            [](const auto* a, const auto* b) { return natural_less(a->get_name(), b->get_name()); });
   // Function-pool instances and object stores (models/cost/serverless.hpp) are no worker slots:
   // the schedulers reach them through the serverless model, not the placement.
-  std::erase_if(hosts_, [](const simgrid::s4u::Host* h) {
-    const std::map<std::string, std::string> p = properties_of(h);
-    return is_function_host(p) || is_storage_host(p);
-  });
-  if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   summary_.path = path;
   try {
-    for (const auto* h : hosts_)
+    for (simgrid::s4u::Host* h : natural_hosts(*engine_)) {
+      const std::map<std::string, std::string> p = properties_of(h);
+      if (is_function_host(p) || is_storage_host(p)) continue;
+      hosts_.push_back(h);
       summary_.hosts.push_back(
-          host_spec_from_properties(h->get_name(), properties_of(h), h->get_speed(), h->get_core_count()));
+          host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count()));
+    }
   } catch (const InputError& e) {
     throw InputError(input_error_message(path, "", e.what()));  // "host 'x': property ...": name the file
   }
+  if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   NetworkSummary& net = summary_.network;
   route_figures(hosts_[0], hosts_[0], net.intra_bw, net.intra_latency, net.intra_shared);
   if (hosts_.size() > 1) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "strata/models/schedule/plan_placement.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -51,11 +52,7 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
                                const std::vector<std::string>& hosts_by_worker) {
   const int slots = platform.total_slots();
   if (hosts_by_worker.empty()) {
-    if (workers > slots)
-      throw InputError(input_error_message(platform.path, "",
-                                           std::to_string(workers) + " workers need " +
-                                               std::to_string(workers) + " worker slots, the platform has " +
-                                               std::to_string(slots)));
+    check_worker_slots(platform.path, workers, slots);
     std::vector<int> out;
     out.reserve(static_cast<std::size_t>(workers));
     for (int h = 0; h < static_cast<int>(platform.hosts.size()) && static_cast<int>(out.size()) < workers;

@@ -119,20 +119,23 @@ ObjectStore object_store_from_properties(const std::string& host,
   return s;
 }
 
+bool memory_offered(const FunctionPool& pool, double memory_mb) {
+  if (pool.memory_range)
+    return memory_mb >= pool.memory_mb[0] && memory_mb <= pool.memory_mb[1] &&
+           std::floor(memory_mb) == memory_mb;
+  return std::find(pool.memory_mb.begin(), pool.memory_mb.end(), memory_mb) != pool.memory_mb.end();
+}
+
 void check_memory_offered(const FunctionPool& pool, double memory_mb, const std::string& flag) {
-  bool offered = false;
+  if (memory_offered(pool, memory_mb)) return;
   std::string sizes;
   if (pool.memory_range) {
-    offered = memory_mb >= pool.memory_mb[0] && memory_mb <= pool.memory_mb[1] &&
-              std::floor(memory_mb) == memory_mb;
     sizes = format_number(pool.memory_mb[0]) + " to " + format_number(pool.memory_mb[1]) + " MB, whole MB";
   } else {
-    offered = std::find(pool.memory_mb.begin(), pool.memory_mb.end(), memory_mb) != pool.memory_mb.end();
     for (double m : pool.memory_mb) sizes += (sizes.empty() ? "" : ", ") + format_number(m);
     sizes += " MB";
   }
-  if (!offered)
-    throw InputError(flag + ": " + format_number(memory_mb) + " MB is not offered (" + sizes + ")");
+  throw InputError(flag + ": " + format_number(memory_mb) + " MB is not offered (" + sizes + ")");
 }
 
 double vcpus(const FunctionPool& pool, double memory_mb) {

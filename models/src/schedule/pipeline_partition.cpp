@@ -2,7 +2,6 @@
 #include "strata/models/schedule/pipeline_partition.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "strata/models/cost/layer_costs.hpp"
 #include "strata/models/cost/memory_model.hpp"
@@ -16,27 +15,24 @@ PipelineCut balanced_pipeline_cut(const Model& model, const StrategyConfig& conf
                                   const std::string& source) {
   const int pp = config.pp, tp = config.tp, dp = config.dp;
   const int blocks = model.num_blocks_or_layers();
-  if (platform.total_slots() < config.workers())
-    throw InputError(input_error_message(
-        source, "",
-        std::to_string(config.workers()) + " workers need " + std::to_string(config.workers()) +
-            " worker slots, the platform has " + std::to_string(platform.total_slots())));
+  check_worker_slots(source, config.workers(), platform.total_slots());
   std::vector<std::size_t> host_of_slot;
   for (std::size_t h = 0; h < platform.hosts.size(); ++h)
     for (int k = 0; k < platform.hosts[h].slots; ++k) host_of_slot.push_back(h);
   const double microbatch = microbatch_size(model, config);
   const LayerTaskOptions options = layer_task_options(config);
-  // Per host: the blocks' forward + backward of one microbatch there (hosts alike share a table).
-  std::map<std::size_t, std::vector<double>> block_time;
+  // Per class of alike hosts: the blocks' forward + backward of one microbatch there.
+  std::size_t classes = 0;
+  const std::vector<std::size_t> class_of_host = host_classes(platform.hosts, classes);
+  std::vector<std::vector<double>> block_time(classes);
   auto times_on = [&](std::size_t h) -> const std::vector<double>& {
-    auto it = block_time.find(h);
-    if (it != block_time.end()) return it->second;
+    std::vector<double>& t = block_time[class_of_host[h]];
+    if (!t.empty()) return t;
     LayerCostTable table(model, platform.hosts[h], cost);
-    std::vector<double> t;
     for (const BlockCost& b : table.blocks(microbatch, tp, config.dtype, options))
       t.push_back(b.fwd_s + b.bwd_s);
     t.resize(static_cast<std::size_t>(blocks), 0.0);
-    return block_time.emplace(h, std::move(t)).first->second;
+    return t;
   };
   auto total = [](const std::vector<double>& v) {
     double sum = 0;

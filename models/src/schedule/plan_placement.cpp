@@ -22,20 +22,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Hosts alike for the cost model share a class: their tasks cost the same.
-std::vector<std::size_t> host_classes(const std::vector<HostSpec>& hosts, std::size_t& classes) {
-  using Key = std::tuple<double, double, double, double, double, double, double, int>;
-  std::map<Key, std::size_t> seen;
-  std::vector<std::size_t> out;
-  for (const HostSpec& h : hosts) {
-    const Key key{h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64,
-                  h.mem_bw,     h.gpu_memory, h.pcie_bw,    static_cast<int>(h.gpu)};
-    out.push_back(seen.emplace(key, seen.size()).first->second);
-  }
-  classes = seen.size();
-  return out;
-}
-
 // Bytes one link of a ring carries in a collective of n ranks over a buffer of S bytes.
 double ring_link_bytes(TaskKind kind, double n, double bytes) {
   switch (kind) {
@@ -53,6 +39,27 @@ std::string platform_name(const SlotPlatform& p) { return p.path.empty() ? "plat
 
 }  // namespace
 
+void check_worker_slots(const std::string& source, int workers, int slots) {
+  if (workers > slots)
+    throw InputError(input_error_message(source, "",
+                                         std::to_string(workers) + " workers need " +
+                                             std::to_string(workers) + " worker slots, the platform has " +
+                                             std::to_string(slots)));
+}
+
+std::vector<std::size_t> host_classes(const std::vector<HostSpec>& hosts, std::size_t& classes) {
+  using Key = std::tuple<double, double, double, double, double, double, double, int>;
+  std::map<Key, std::size_t> seen;
+  std::vector<std::size_t> out;
+  for (const HostSpec& h : hosts) {
+    const Key key{h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64,
+                  h.mem_bw,     h.gpu_memory, h.pcie_bw,    static_cast<int>(h.gpu)};
+    out.push_back(seen.emplace(key, seen.size()).first->second);
+  }
+  classes = seen.size();
+  return out;
+}
+
 int SlotPlatform::total_slots() const {
   int n = 0;
   for (const HostSpec& h : hosts) n += h.slots;
@@ -61,11 +68,7 @@ int SlotPlatform::total_slots() const {
 
 PlanProblem plan_problem(const Plan& plan, const SlotPlatform& platform, const CostModel& cost) {
   const int slots = platform.total_slots();
-  if (plan.num_workers() > slots)
-    throw InputError(input_error_message(platform_name(platform), "",
-                                         std::to_string(plan.num_workers()) + " workers need " +
-                                             std::to_string(plan.num_workers()) +
-                                             " worker slots, the platform has " + std::to_string(slots)));
+  check_worker_slots(platform_name(platform), plan.num_workers(), slots);
   PlanProblem out;
   DagProblem& p = out.problem;
   std::size_t classes = 0;

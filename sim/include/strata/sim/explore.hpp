@@ -108,6 +108,10 @@ ClusterSpec cluster_spec(const PlatformSummary& platform);
 PlatformSummary load_platform_summary_apart(const std::string& platform_path,
                                             const NetworkOptions& network = {});
 
+// replay() run in a child process, so that this process can replay again: its report (the
+// trace is not kept). Throws as replay() does.
+Report replay_report_apart(const Plan& plan, const std::string& platform_path, const ReplayOptions& options);
+
 // The platform's worker slots for the placement policies (models/schedule/plan_placement.hpp):
 // its hosts with their slots (the summary), the routes between hosts (platform_routes), and
 // between two slots of one host the summary's intra-host latency and bandwidth. Both read in

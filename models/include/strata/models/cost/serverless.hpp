@@ -64,6 +64,8 @@ ObjectStore object_store_from_properties(const std::string& host,
 // The property names both readers know (for the platform checker's near-miss hints).
 const std::vector<std::string>& serverless_property_names();
 
+// Whether the pool offers functions of `memory_mb`.
+bool memory_offered(const FunctionPool& pool, double memory_mb);
 // Throws InputError naming `flag` when the pool does not offer `memory_mb` ("--memory: 100 MB
 // is not offered (128 to 10240 MB)").
 void check_memory_offered(const FunctionPool& pool, double memory_mb, const std::string& flag);

@@ -49,6 +49,14 @@ struct SlotPlatform {
   int total_slots() const;
 };
 
+// Hosts alike for the cost model (every figure it reads equal) share a class, numbered in the
+// order of their first host: the class of each host; `classes` gets their number.
+std::vector<std::size_t> host_classes(const std::vector<HostSpec>& hosts, std::size_t& classes);
+
+// Throws InputError "<source>: 16 workers need 16 worker slots, the platform has 8" when
+// `workers` exceed `slots`: the one wording of that refusal, for every command and model.
+void check_worker_slots(const std::string& source, int workers, int slots);
+
 struct PlanProblem {
   DagProblem problem;                // processors: slots, host by host
   std::vector<TaskIndex> plan_task;  // per node: the Plan task it stands for
