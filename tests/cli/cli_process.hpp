@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,19 @@ class CliProcess : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // One line on stderr naming `expected`, exit 1, and (given `output`) no file there and no
+  // temporary left in the test's folder.
+  void expect_one_line_error(const Outcome& r, const std::string& expected,
+                             const std::string& output = "") const {
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
+    if (output.empty()) return;
+    EXPECT_FALSE(std::filesystem::exists(output)) << output << " was written";
+    for (const auto& e : std::filesystem::directory_iterator(dir_))
+      EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
+  }
 
   Outcome run(const std::string& args) const {
     const std::string err_file = path("stderr.txt");

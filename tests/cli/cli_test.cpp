@@ -25,19 +25,6 @@ using strata_test::Outcome;
 class Cli : public strata_test::CliProcess {
  protected:
   Cli() : CliProcess("strata-cli-", false) {}
-
-  // One line on stderr naming `expected`, exit 1, and no file at `output`.
-  void expect_one_line_error(const Outcome& r, const std::string& expected,
-                             const std::string& output = "") const {
-    EXPECT_EQ(r.rc, 1) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
-    if (!output.empty()) {
-      EXPECT_FALSE(fs::exists(output)) << output << " was written";
-      for (const auto& e : fs::directory_iterator(dir_))
-        EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path() << " left behind";
-    }
-  }
 };
 
 const std::string kPlatforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";

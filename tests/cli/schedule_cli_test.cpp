@@ -12,19 +12,12 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using strata_test::Outcome;
 
 class ScheduleCli : public strata_test::CliProcess {
  protected:
   ScheduleCli() : CliProcess("strata-schedule-", false) {}
 
-  void expect_one_line_error(const Outcome& r, const std::string& expected, const std::string& output) const {
-    EXPECT_EQ(r.rc, 1) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(expected), std::string::npos) << "stderr: " << r.err;
-    EXPECT_FALSE(fs::exists(output)) << output << " was written";
-  }
   nlohmann::json json_of(const std::string& name) const { return nlohmann::json::parse(slurp(path(name))); }
 };
 
