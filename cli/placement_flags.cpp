@@ -19,6 +19,10 @@ void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file) {
                  "workers to hosts keeping the Plan's task order: heft | cpop | peft | minmin | cp | rr")
       ->check(CLI::IsMember({"strategy", "heft", "cpop", "peft", "minmin", "cp", "rr"}))
       ->capture_default_str();
+  app.add_option("--function-memory", flags.function_memory_mb,
+                 "run each worker in a serverless function of this many MB on the platform's function "
+                 "pool (its vCPU share and memory; docs/serverless.md)")
+      ->check(CLI::Range(1.0, 1e7));
   if (with_file)
     add_input_option(app, "--placement", flags.placement,
                      "host per worker: JSON {\"workers\": [...]} or one per line");
@@ -28,6 +32,13 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
                                                        const std::string& platform, ReplayOptions& options) {
   const std::optional<SchedulePolicy> policy = parse_schedule_policy(flags.policy);
   if (!policy) throw InputError("--schedule-policy: unknown policy '" + flags.policy + "'");
+  if (flags.function_memory_mb > 0) {
+    if (*policy != SchedulePolicy::strategy)
+      throw InputError("--schedule-policy: " + flags.policy +
+                       " places workers on worker slots, not in functions (--function-memory)");
+    plan.function_memory_mb = flags.function_memory_mb;
+    plan.placement_policy = "functions";
+  }
   if (!flags.placement.empty()) {
     if (*policy != SchedulePolicy::strategy)
       throw InputError("--schedule-policy: " + flags.policy +
@@ -52,7 +63,13 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
 
 void place_workers_and_say(Plan& plan, const PlacementFlags& flags, const std::string& platform,
                            ReplayOptions& options) {
-  if (flags.policy == "strategy") return;
+  if (flags.policy == "strategy" && flags.function_memory_mb <= 0) return;
+  if (platform.empty() && flags.function_memory_mb > 0)
+    throw InputError("--function-memory: needs --platform FILE, whose function pool the workers run in");
+  if (flags.policy == "strategy") {
+    place_workers_by_policy(plan, flags, platform, options);
+    return;
+  }
   if (platform.empty())
     throw InputError("--schedule-policy: " + flags.policy +
                      " needs --platform FILE, the hosts it places the workers on");

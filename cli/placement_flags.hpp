@@ -15,15 +15,19 @@ namespace strata::cli {
 struct PlacementFlags {
   std::string policy = "strategy";  // strategy | heft | cpop | peft | minmin | cp | rr
   std::string placement;            // --placement FILE (simulate), or empty
+  double function_memory_mb = 0;    // --function-memory MB: workers in serverless functions
 };
-// Adds --schedule-policy (and --placement FILE when `with_file`).
+// Adds --schedule-policy and --function-memory (and --placement FILE when `with_file`).
 void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file);
 
 // A policy other than `strategy` places the Plan's workers on the platform's slots and records
 // the placement (and the policy) in the Plan, which the replay then follows; returns what the
 // report says of it. `strategy` leaves the Plan as it is and returns nothing, as does an
 // explicit --placement, which is read into `options`. A policy beside --placement is refused
-// ("--schedule-policy: heft conflicts with --placement ..."). Throws InputError.
+// ("--schedule-policy: heft conflicts with --placement ..."). --function-memory puts the
+// workers on the platform's function pool, one function of that memory each (the Plan's
+// function_memory_mb); the list schedulers place on worker slots and are refused beside it.
+// Throws InputError.
 std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const PlacementFlags& flags,
                                                        const std::string& platform, ReplayOptions& options);
 

@@ -173,16 +173,93 @@ void binomial_broadcast(FlowBuilder& b, const std::vector<WorkerId>& g, double b
 
 bool is_power_of_two(std::size_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// LambdaML's exchanges through an object store (docs/serverless.md): every PUT is a flow from a
+// rank to `store`, every GET one from `store` to a rank. A rank's requests go one after another
+// (its loop of put_object and get_object calls); a GET waits for the PUT of its object.
+class StoreRequests {
+ public:
+  StoreRequests(const std::vector<WorkerId>& group, WorkerId store) : store_(store) {
+    for (WorkerId w : group) last_[w] = kNone;
+  }
+  // Rank w PUTs `bytes` once `after` (flows) have ended; returns the PUT's flow (the object).
+  std::uint32_t put(WorkerId w, double bytes, const std::vector<std::uint32_t>& after = {}) {
+    return request(w, store_, w, bytes, after);
+  }
+  std::uint32_t get(WorkerId w, double bytes, std::uint32_t object) {
+    return request(store_, w, w, bytes, {object});
+  }
+  std::vector<Flow> take() { return std::move(flows_); }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  std::uint32_t request(WorkerId src, WorkerId dst, WorkerId rank, double bytes,
+                        const std::vector<std::uint32_t>& after) {
+    Flow f{src, dst, bytes, 0, after};
+    std::uint32_t& last = last_[rank];
+    if (last != kNone && std::find(f.deps.begin(), f.deps.end(), last) == f.deps.end())
+      f.deps.push_back(last);
+    last = static_cast<std::uint32_t>(flows_.size());
+    flows_.push_back(std::move(f));
+    return last;
+  }
+
+  WorkerId store_;
+  std::vector<Flow> flows_;
+  std::unordered_map<WorkerId, std::uint32_t> last_;
+};
+
+// Every rank PUTs its buffer; the first rank GETs the others', sums and PUTs the sum; the other
+// ranks GET it.
+std::vector<Flow> storage_allreduce(const std::vector<WorkerId>& g, double bytes, WorkerId store) {
+  StoreRequests r(g, store);
+  std::vector<std::uint32_t> object(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) object[i] = r.put(g[i], bytes);
+  std::vector<std::uint32_t> got;
+  for (std::size_t i = 1; i < g.size(); ++i) got.push_back(r.get(g[0], bytes, object[i]));
+  const std::uint32_t sum = r.put(g[0], bytes, got);
+  for (std::size_t i = 1; i < g.size(); ++i) r.get(g[i], bytes, sum);
+  return r.take();
+}
+
+// Rank i PUTs shard j of its buffer for every j != i; rank j GETs shard j of the others, sums
+// and PUTs it; every rank GETs the n - 1 summed shards it lacks.
+std::vector<Flow> storage_scatter_reduce(const std::vector<WorkerId>& g, double bytes, WorkerId store) {
+  const std::size_t n = g.size();
+  const double shard = bytes / static_cast<double>(n);
+  StoreRequests r(g, store);
+  std::vector<std::vector<std::uint32_t>> piece(n, std::vector<std::uint32_t>(n, 0));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      if (i != j) piece[i][j] = r.put(g[i], shard);
+  std::vector<std::uint32_t> summed(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    std::vector<std::uint32_t> got;
+    for (std::size_t i = 0; i < n; ++i)
+      if (i != j) got.push_back(r.get(g[j], shard, piece[i][j]));
+    summed[j] = r.put(g[j], shard, got);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      if (i != j) r.get(g[i], shard, summed[j]);
+  return r.take();
+}
+
 }  // namespace
 
 std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
-                                    const std::vector<int>& host_of_worker) {
+                                    const std::vector<int>& host_of_worker, WorkerId store) {
   STRATA_ASSERT(is_collective(task.kind) && !task.group.empty(), "not a collective: " + task.id);
   FlowBuilder b;
   const auto& g = task.group;
   const std::size_t n = g.size();
   if (n < 2) return {};
   const double s = task.comm_bytes;
+  if (is_storage_algo(task.algo)) {
+    STRATA_ASSERT(task.kind == TaskKind::allreduce && store >= 0,
+                  "storage collective without a store: " + task.id);
+    return task.algo == CollectiveAlgo::storage_allreduce ? storage_allreduce(g, s, store)
+                                                          : storage_scatter_reduce(g, s, store);
+  }
   if (task.kind == TaskKind::broadcast) {
     binomial_broadcast(b, g, s);
     return b.take();
@@ -209,6 +286,8 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker) {
   const std::size_t n = task.group.size();
   if (n < 2) return 0;
+  if (task.algo == CollectiveAlgo::storage_allreduce) return 2 * n;
+  if (task.algo == CollectiveAlgo::storage_scatter_reduce) return 3 * n * (n - 1) + n;
   if (task.kind == TaskKind::allreduce && task.algo == CollectiveAlgo::hierarchical) {
     auto hosts = by_host(task.group, host_of_worker);
     if (!hosts.empty()) {

@@ -171,24 +171,40 @@ void verify_platform(const std::string& path, const NetworkConfig& network) {
   if (!key.empty()) verified_platforms().insert(key);
 }
 
-LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify) {
+LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify,
+                               double function_memory_mb) {
   if (verify == Verify::yes) verify_platform(path, network);
   engine_ = load_engine(path, network);
   host_profiles_ = mentions_profiles(path);
   // Function-pool instances and object stores (models/cost/serverless.hpp) are no worker slots:
-  // the schedulers reach them through the serverless model, not the placement.
+  // the schedulers reach them through the serverless model, not the placement. Workers placed
+  // on functions (function_memory_mb > 0) have the pool's instances as their hosts instead, each
+  // a function of that memory: its vCPU share of the speed, its memory.
   summary_.path = path;
+  const bool on_functions = function_memory_mb > 0;
+  simgrid::s4u::Host* store = nullptr;
   try {
     for (simgrid::s4u::Host* h : natural_hosts(*engine_)) {
       const std::map<std::string, std::string> p = properties_of(h);
-      if (is_function_host(p) || is_storage_host(p)) continue;
+      if (is_storage_host(p)) {
+        if (store == nullptr) store = h;
+        continue;
+      }
+      if (is_function_host(p) != on_functions) continue;
+      HostSpec spec = host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count());
+      if (on_functions) {
+        const FunctionPool pool = function_pool_from_properties(h->get_name(), p, h->get_speed());
+        check_memory_offered(pool, function_memory_mb, "--function-memory");
+        spec = function_host_spec(spec, pool, function_memory_mb);
+      }
       hosts_.push_back(h);
-      summary_.hosts.push_back(
-          host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count()));
+      summary_.hosts.push_back(spec);
     }
   } catch (const InputError& e) {
     throw InputError(input_error_message(path, "", e.what()));  // "host 'x': property ...": name the file
   }
+  if (on_functions && hosts_.empty())
+    throw InputError(input_error_message(path, "", "no function pool (a host with function_memory_mb)"));
   if (hosts_.empty()) throw InputError(input_error_message(path, "", "platform has no host"));
   NetworkSummary& net = summary_.network;
   route_figures(hosts_[0], hosts_[0], net.intra_bw, net.intra_latency, net.intra_shared);
@@ -198,6 +214,10 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   } else {
     net.inter_bw = net.intra_bw;
     net.inter_latency = net.intra_latency;
+  }
+  if (store != nullptr) {  // after the workers' hosts: no worker is placed on it
+    store_ = static_cast<int>(hosts_.size());
+    hosts_.push_back(store);
   }
 }
 

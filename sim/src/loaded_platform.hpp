@@ -45,13 +45,19 @@ class LoadedPlatform {
 
   // Verifies the platform (verify_platform), then creates the process's SimGrid engine (quiet
   // logs), applies `network`, loads `path`. Throws InputError naming the file for any problem.
-  LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify = Verify::yes);
+  // `function_memory_mb` > 0: the worker hosts are the function pool's instances, each a
+  // function of that many MB (function_host_spec); InputError when the pool does not offer it.
+  LoadedPlatform(const std::string& path, const NetworkConfig& network, Verify verify = Verify::yes,
+                 double function_memory_mb = 0);
   ~LoadedPlatform();
   LoadedPlatform(const LoadedPlatform&) = delete;
   LoadedPlatform& operator=(const LoadedPlatform&) = delete;
 
   const PlatformSummary& summary() const { return summary_; }
   simgrid::s4u::Host* host(int index) const { return hosts_[static_cast<std::size_t>(index)]; }
+  // The index (for host()) of the platform's first object store, after the summary's hosts; -1
+  // when it has none.
+  int store() const { return store_; }
   simgrid::s4u::Engine& engine() { return *engine_; }
 
   // Whether a host's speed or state may change during the run: the file attaches availability
@@ -68,6 +74,7 @@ class LoadedPlatform {
   PlatformSummary summary_;
   std::map<std::pair<int, int>, double> latency_;
   bool host_profiles_ = true;
+  int store_ = -1;
 };
 
 }  // namespace sim

@@ -26,6 +26,7 @@ class ReplayEngine {
         platform_(platform),
         cost_(options.calibration),
         host_of_(std::move(host_of)),
+        store_id_(plan.num_workers()),
         fidelity_(fidelity),
         dispatcher_(plan, options.comm_streams),
         first_span_(plan.size(), 0),
@@ -81,7 +82,12 @@ class ReplayEngine {
     std::size_t remaining = 0;
   };
 
-  sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_of_[static_cast<std::size_t>(w)]); }
+  // The host of a worker, or of the object store for the id store_id_ (a storage collective's
+  // flows, collectives.hpp).
+  int host_index(WorkerId w) const {
+    return w == store_id_ ? platform_.store() : host_of_[static_cast<std::size_t>(w)];
+  }
+  sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_index(w)); }
 
   void pump() {
     for (;;) {
@@ -133,7 +139,7 @@ class ReplayEngine {
   }
 
   void account_bytes(WorkerId src, WorkerId dst, double bytes) {
-    if (host_of_[static_cast<std::size_t>(src)] == host_of_[static_cast<std::size_t>(dst)])
+    if (host_index(src) == host_index(dst))
       bytes_intra_ += bytes;
     else
       bytes_inter_ += bytes;
@@ -176,7 +182,7 @@ class ReplayEngine {
   void start_collective(TaskIndex t) {
     const Task& task = plan_.task(t);
     CollectiveState state;
-    state.flows = expand_collective(task, fidelity_, host_of_);
+    state.flows = expand_collective(task, fidelity_, host_of_, platform_.store() >= 0 ? store_id_ : -1);
     if (state.flows.empty()) {
       finish_task(t);
       return;
@@ -224,8 +230,7 @@ class ReplayEngine {
       const Flow& flow = collectives_[t].flows[f];
       if (flow.extra_latencies > 0) {
         const double delay =
-            flow.extra_latencies * platform_.latency(host_of_[static_cast<std::size_t>(flow.src)],
-                                                     host_of_[static_cast<std::size_t>(flow.dst)]);
+            flow.extra_latencies * platform_.latency(host_index(flow.src), host_index(flow.dst));
         if (delay > 0) {
           sg_compat::at(sg::Engine::get_clock() + delay, [this, t, f = handle.flow] { timer_done(t, f); });
           return;
@@ -255,6 +260,7 @@ class ReplayEngine {
   LoadedPlatform& platform_;
   CostModel cost_;
   std::vector<int> host_of_;
+  WorkerId store_id_;  // the object store's id in storage collectives' flows: num_workers
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
@@ -303,6 +309,18 @@ void check_host_links(const Plan& plan, const PlatformSummary& platform, const s
   }
 }
 
+// A collective through an object store (dp_algo=storage_*) needs the platform's store.
+void check_store(const Plan& plan, const LoadedPlatform& platform) {
+  if (platform.store() >= 0) return;
+  for (const Task& t : plan.tasks())
+    if (is_collective(t.kind) && is_storage_algo(t.algo))
+      throw InputError(input_error_message(platform.summary().path, "",
+                                           "task '" + t.id + "' goes through an object store (" +
+                                               std::string(to_string(t.algo)) +
+                                               ") and the platform has none (a host with "
+                                               "storage_connection_bw, platforms/README.md)"));
+}
+
 CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& options,
                                    const std::vector<int>& host_of) {
   if (options.collectives == CollectiveMode::step) return CollectiveFidelity::step;
@@ -340,7 +358,9 @@ void check_platform(const std::string& platform_path, const NetworkOptions& netw
 
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
   check_transfer_sizes(plan);
-  LoadedPlatform platform(platform_path, network_config(options.network));
+  LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes,
+                          plan.function_memory_mb);
+  check_store(plan, platform);
   std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(),
                                            options.placement.empty() ? plan.placement : options.placement);
   check_host_links(plan, platform.summary(), host_of);

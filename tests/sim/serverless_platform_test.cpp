@@ -5,8 +5,11 @@
 
 #include <string>
 
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/explore.hpp"
 #include "strata/sim/platform.hpp"
+#include "strata/traces/error.hpp"
 
 namespace strata {
 namespace {
@@ -35,6 +38,62 @@ TEST(ServerlessPlatform, ShippedPlatformHasVmsFunctionsAndAStore) {
   EXPECT_EQ(summary.hosts.front().name, "vm-0");
   EXPECT_EQ(summary.total_slots(), 64);
   EXPECT_DOUBLE_EQ(summary.hosts.front().price_per_hour, 0.68);
+}
+
+// Data parallelism through the object store, the workers in functions of 3,538 MB (2 vCPUs):
+// every PUT and GET pays the store's 150 ms request latency and moves its bytes at the 87.5 MB/s
+// of a connection, one request after another per worker. Allreduce over n workers of S bytes:
+// the merger's PUT, n - 1 GETs and the sum's PUT, then the others' GET: (n + 2)(0.15 + S/B).
+// Scatter-reduce: n - 1 shard PUTs, n - 1 GETs, one PUT, n - 1 GETs of S/n: (3n - 2)(0.15 + S/nB).
+TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
+  const int n = 4;
+  for (CollectiveAlgo algo : {CollectiveAlgo::storage_allreduce, CollectiveAlgo::storage_scatter_reduce}) {
+    SCOPED_TRACE(std::string(to_string(algo)));
+    StrategyConfig c;
+    c.dp = n;
+    c.global_batch = 256;
+    c.dp_algo = algo;
+    Plan plan = lower(make_model("mlp", {}), c);
+    plan.function_memory_mb = 3538;
+    double bytes = 0;
+    for (const Task& t : plan.tasks())
+      if (is_collective(t.kind)) bytes += t.comm_bytes;
+    ASSERT_GT(bytes, 0);
+    const Report r = replay_report_apart(plan, kPlatform, ReplayOptions());
+    const double request = 0.15 + (algo == CollectiveAlgo::storage_allreduce ? bytes : bytes / n) / 87.5e6;
+    const double expected = (algo == CollectiveAlgo::storage_allreduce ? n + 2 : 3 * n - 2) * request;
+    EXPECT_NEAR(r.exposed_comm_s, expected, 1e-6 * expected);
+    // Each worker in a function instance of 3,538 MB.
+    EXPECT_EQ(r.workers, n);
+    EXPECT_DOUBLE_EQ(r.gpu_memory_bytes, 3538.0 * 1048576);
+  }
+}
+
+TEST(ServerlessPlatform, StorageCollectivesNeedAStoreAndFunctionsAnOfferedSize) {
+  StrategyConfig c;
+  c.dp = 2;
+  c.global_batch = 64;
+  c.dp_algo = CollectiveAlgo::storage_allreduce;
+  Plan plan = lower(make_model("mlp", {}), c);
+  const std::string vms = std::string(STRATA_SOURCE_DIR) + "/platforms/cpu-cluster-4.xml";
+  try {
+    replay_report_apart(plan, vms, ReplayOptions());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("goes through an object store (storage_allreduce) and the platform has "
+                                   "none"),
+        std::string::npos)
+        << e.what();
+  }
+  plan.function_memory_mb = 20000;
+  try {
+    replay_report_apart(plan, kPlatform, ReplayOptions());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--function-memory: 20000 MB is not offered"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

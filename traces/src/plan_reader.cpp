@@ -57,6 +57,9 @@ void read_placement(const JsonNode& node, Task& task) {
     std::optional<JsonNode> algo = node.find("algo");
     task.algo = algo ? read_enum<CollectiveAlgo>(*algo, parse_collective_algo, "collective algorithm")
                      : CollectiveAlgo::ring;
+    if (is_storage_algo(task.algo) && task.kind != TaskKind::allreduce)
+      algo->fail("'" + std::string(to_string(task.algo)) + "' applies to allreduce only, not to " +
+                 quote_for_message(to_string(task.kind)));
   } else {
     task.worker = static_cast<WorkerId>(node.at("worker").as_int(0, INT32_MAX));
     const std::string kind_name = quote_for_message(to_string(task.kind));
@@ -179,7 +182,9 @@ Plan PlanReader::finish(const nlohmann::json& doc) {
   plan_.set_num_workers(static_cast<int>(root.at("num_workers").as_int(0, INT32_MAX)));
   if (std::optional<JsonNode> info = root.find("info")) plan_.info = read_info(*info, version);
   if (std::optional<JsonNode> placement = root.find("placement")) {
-    placement->reject_unknown_fields({"policy", "workers"});
+    placement->reject_unknown_fields({"policy", "workers", "function_memory_mb"});
+    if (std::optional<JsonNode> memory = placement->find("function_memory_mb"))
+      plan_.function_memory_mb = static_cast<double>(memory->as_int(1, 1 << 24));
     if (std::optional<JsonNode> policy = placement->find("policy"))
       plan_.placement_policy = policy->as_string();
     const JsonNode workers = placement->at("workers");

@@ -27,8 +27,13 @@ std::optional<Enum> parse_enum(const std::array<std::string_view, N>& names, std
 
 constexpr std::array<std::string_view, 4> kDTypeNames = {"fp32", "bf16", "fp16", "fp64"};
 constexpr std::array<std::string_view, 2> kStreamNames = {"compute", "comm"};
-constexpr std::array<std::string_view, 5> kAlgoNames = {"none", "ring", "tree", "halving_doubling",
-                                                        "hierarchical"};
+constexpr std::array<std::string_view, 7> kAlgoNames = {"none",
+                                                        "ring",
+                                                        "tree",
+                                                        "halving_doubling",
+                                                        "hierarchical",
+                                                        "storage_allreduce",
+                                                        "storage_scatter_reduce"};
 
 }  // namespace
 

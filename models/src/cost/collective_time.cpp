@@ -26,6 +26,13 @@ double allreduce_time(CollectiveAlgo algo, int ranks, double bytes, double bw, d
       return 2 * std::ceil(std::log2(n)) * (latency + transfer);
     case CollectiveAlgo::halving_doubling:
       return 2 * std::log2(n) * latency + 2 * (n - 1) / n * transfer;
+    // Through an object store (latency: per request; bw: per connection), each rank's requests
+    // in sequence (collectives.hpp): the merger's PUT, n - 1 GETs and the sum's PUT, then the
+    // others' GET of the sum; scatter-reduce: n - 1 shard PUTs, n - 1 GETs, one PUT, n - 1 GETs.
+    case CollectiveAlgo::storage_allreduce:
+      return (n + 2) * (latency + transfer);
+    case CollectiveAlgo::storage_scatter_reduce:
+      return (3 * n - 2) * (latency + transfer / n);
     case CollectiveAlgo::none:
     case CollectiveAlgo::ring:
     case CollectiveAlgo::hierarchical:

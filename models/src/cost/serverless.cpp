@@ -142,6 +142,16 @@ double vcpus(const FunctionPool& pool, double memory_mb) {
   return std::min(pool.max_vcpus, memory_mb / pool.mb_per_vcpu);
 }
 
+HostSpec function_host_spec(HostSpec instance, const FunctionPool& pool, double memory_mb) {
+  const double v = vcpus(pool, memory_mb);
+  for (double* f : {&instance.flops_fp32, &instance.flops_bf16, &instance.flops_fp16, &instance.flops_fp64,
+                    &instance.mem_bw})
+    *f *= v;
+  instance.gpu_memory = memory_mb * 1048576.0;
+  instance.slots = 1;
+  return instance;
+}
+
 double function_compute_time(const FunctionPool& pool, double memory_mb, double flops, int threads) {
   const double share = std::min(static_cast<double>(std::max(threads, 1)), vcpus(pool, memory_mb));
   return flops / (pool.vcpu_flops * share);

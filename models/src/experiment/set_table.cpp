@@ -16,7 +16,8 @@ namespace detail {
 namespace {
 
 constexpr double kMaxInt = 1e9;
-const std::vector<std::string> kAlgorithmNames = {"ring", "tree", "halving_doubling", "hierarchical"};
+const std::vector<std::string> kAlgorithmNames = {
+    "ring", "tree", "halving_doubling", "hierarchical", "storage_allreduce", "storage_scatter_reduce"};
 const std::vector<Solver> kAdmmSolvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
 
 std::string join(const std::vector<std::string>& items) {

@@ -340,6 +340,23 @@ std::string memory_option_set(const StrategyConfig& c) {
   return "";
 }
 
+namespace {
+
+// The object-store algorithms (LambdaML's, docs/serverless.md) exchange whole data-parallel
+// gradients between functions: an allreduce, nothing sharded, compressed or tensor-parallel.
+void check_storage_exchange(const StrategyConfig& config) {
+  if (is_storage_algo(config.tp_algo))
+    throw InputError("--set tp_algo=" + std::string(to_string(config.tp_algo)) +
+                     ": the object-store algorithms exchange data-parallel gradients only");
+  if (!is_storage_algo(config.dp_algo)) return;
+  const std::string flag = "--set dp_algo=" + std::string(to_string(config.dp_algo));
+  if (config.zero > 0) throw InputError(flag + ": not with --set zero (the store exchanges whole gradients)");
+  if (config.compression != Compression::none)
+    throw InputError(flag + ": not with --set compression (the store exchanges the gradients as they are)");
+}
+
+}  // namespace
+
 void check_strategy(const Model& model, const StrategyConfig& config) {
   require_positive("dp", config.dp);
   require_positive("tp", config.tp);
@@ -380,6 +397,7 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
   }
 
   check_memory_options(model, config);
+  check_storage_exchange(config);
 
   if (model.family == "gcn") check_full_graph(model, config);
   const std::int64_t batch = effective_global_batch(model, config);

@@ -61,6 +61,20 @@ MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan)
     throw InputError("MPI: the Plan's " + std::to_string(plan.size()) + " tasks need message tags up to " +
                      std::to_string(stop_tag) + ", beyond this MPI's MPI_TAG_UB");
   tasks_ = static_cast<int>(plan.size());
+  const bool through_store = std::any_of(plan.tasks().begin(), plan.tasks().end(), [](const Task& t) {
+    return is_collective(t.kind) && is_storage_algo(t.algo);
+  });
+  if (through_store) {  // rank 0's folder, its path told to every rank
+    std::vector<char> path(4096, '\0');
+    if (rank_ == 0) {
+      store_folder_ = std::make_unique<TemporaryFolder>("strata-store");
+      const std::string& p = store_folder_->path().string();
+      STRATA_ASSERT(p.size() < path.size(), "object store path too long: " + p);
+      std::copy(p.begin(), p.end(), path.begin());
+    }
+    MPI_Bcast(path.data(), static_cast<int>(path.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
+    store_path_ = path.data();
+  }
   p2p_ = duplicate_world();
   ring_ = duplicate_world();
   control_ = duplicate_world();
@@ -72,6 +86,7 @@ MpiTransport<T>::~MpiTransport() {
   // A message to itself with the reserved tag ends the progress thread's loop.
   MPI_Send(nullptr, 0, MPI_BYTE, rank_, 2 * tasks_, p2p_);
   progress_.join();
+  if (!store_path_.empty()) MPI_Barrier(control_);  // every rank done with the store before rank 0 removes it
   MPI_Comm_free(&control_);
   MPI_Comm_free(&ring_);
   MPI_Comm_free(&p2p_);
@@ -282,6 +297,25 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
   std::vector<BufferIndex> part;
   for (BufferIndex b : t.reads)
     if (plan.buffer(b).worker == rank_) part.push_back(b);
+  if (is_storage_algo(t.algo)) {  // through files: a copy of the part, charged to this rank
+    std::size_t round = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      round = rounds_[task]++;
+    }
+    FileObjectStore store(store_path_);
+    std::vector<T> data;
+    for (BufferIndex b : part) data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
+    const Held held(ws.meter(), rank_, allocated_bytes(data));
+    for (int phase = 1; phase <= 3; ++phase)
+      bytes_ += storage_exchange_phase(store, t.algo, t.id, round, me, n, data, phase);
+    std::size_t offset = 0;
+    for (BufferIndex b : part) {
+      std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(offset), ws.size(b), ws.data(b));
+      offset += static_cast<std::size_t>(ws.size(b));
+    }
+    return;
+  }
   ByteCodec codec{};
   if (!parse_byte_codec(t.attr_string("compression").value_or(""), codec)) {
     plain_ring(ring_pieces(part, ws));

@@ -135,10 +135,46 @@ void ThreadTransport<T>::compressed_ring(std::vector<std::vector<T>>& data, Byte
     }
 }
 
+// Each rank's bucket gathered into a copy (charged to it), exchanged through the store phase by
+// phase, and copied back.
+template <typename T>
+void ThreadTransport<T>::through_store(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  const std::size_t n = t.group.size();
+  std::size_t round = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!store_folder_) store_folder_ = std::make_unique<TemporaryFolder>("strata-store");
+    round = rounds_[task]++;
+  }
+  FileObjectStore store(store_folder_->path());
+  const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
+  std::vector<std::vector<T>> data(n);
+  std::vector<Held> held;
+  for (std::size_t r = 0; r < n; ++r) {
+    for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
+    held.emplace_back(ws.meter(), t.group[r], allocated_bytes(data[r]));
+  }
+  for (int phase = 1; phase <= 3; ++phase)
+    for (std::size_t r = 0; r < n; ++r)
+      bytes_ += storage_exchange_phase(store, t.algo, t.id, round, r, n, data[r], phase);
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t offset = 0;
+    for (BufferIndex b : parts[r]) {
+      std::copy_n(data[r].begin() + static_cast<std::ptrdiff_t>(offset), ws.size(b), ws.data(b));
+      offset += static_cast<std::size_t>(ws.size(b));
+    }
+  }
+}
+
 template <typename T>
 void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
+  if (is_storage_algo(t.algo)) {
+    through_store(plan, task, ws);
+    return;
+  }
   if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards
     const std::vector<std::vector<BufferPair>> pairs = buffer_pairs_by_rank(plan, t);
     std::vector<RingPieces<T>> data(n);

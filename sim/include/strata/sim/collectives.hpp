@@ -34,10 +34,12 @@ struct Flow {
   std::vector<std::uint32_t> deps;  // flows (indices in the expansion) that must end first
 };
 
-// REQUIRES: task is a collective with a non-empty group; host_of_worker maps every group member.
-// Flows are listed so that every flow's deps precede it.
+// REQUIRES: task is a collective with a non-empty group; host_of_worker maps every group member;
+// for an object-store algorithm (storage_allreduce, storage_scatter_reduce: LambdaML's, one flow
+// per PUT or GET, each rank's requests in sequence, at any fidelity), `store` is the id flows
+// to and from the store carry (not a worker). Flows are listed so that every flow's deps precede it.
 std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
-                                    const std::vector<int>& host_of_worker);
+                                    const std::vector<int>& host_of_worker, WorkerId store = -1);
 
 // Number of flows the step expansion would produce (for choosing a fidelity), without building it.
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker);

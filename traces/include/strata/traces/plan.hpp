@@ -150,6 +150,9 @@ class Plan {
   // platform's w-th slot). The replay follows it unless given another placement.
   std::vector<std::string> placement;
   std::string placement_policy;
+  // MB of each serverless function the workers run in (policy "functions": the placement names
+  // function-pool hosts, docs/serverless.md); 0: the workers run on worker slots.
+  double function_memory_mb = 0;
 
  private:
   // validate_graph()'s checks; returns a topological order.

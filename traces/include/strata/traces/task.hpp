@@ -111,7 +111,13 @@ enum class CollectiveAlgo : std::uint8_t {
   tree,  // binary tree reduce + broadcast
   halving_doubling,
   hierarchical,  // intra-host ring reduce-scatter, inter-host ring allreduce, intra-host allgather
+  // Through an object store, as LambdaML runs them (docs/serverless.md); allreduce only:
+  storage_allreduce,       // every rank PUTs; the first GETs the others, sums, PUTs; the rest GET
+  storage_scatter_reduce,  // rank j merges shard j of every rank's buffer, the ranks GET the merged shards
 };
+constexpr bool is_storage_algo(CollectiveAlgo algo) {
+  return algo == CollectiveAlgo::storage_allreduce || algo == CollectiveAlgo::storage_scatter_reduce;
+}
 std::string_view to_string(CollectiveAlgo algo);
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name);
 

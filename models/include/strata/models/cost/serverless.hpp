@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "strata/models/cost/hardware.hpp"
+
 namespace strata {
 inline namespace models {
 
@@ -71,6 +73,11 @@ bool memory_offered(const FunctionPool& pool, double memory_mb);
 void check_memory_offered(const FunctionPool& pool, double memory_mb, const std::string& flag);
 
 double vcpus(const FunctionPool& pool, double memory_mb);
+// A worker's host when the worker runs in a function of `memory_mb` (docs/serverless.md):
+// `instance` (the pool host's figures for one vCPU: flop/s and memory bandwidth) scaled by the
+// function's vCPUs, as a worker's kernels (multi-threaded BLAS) use every vCPU it has; its
+// memory is the function's (1 MB = 2^20 B, as AWS counts it); one worker slot.
+HostSpec function_host_spec(HostSpec instance, const FunctionPool& pool, double memory_mb);
 // Seconds for `flops` on `threads` threads in a function of `memory_mb`.
 double function_compute_time(const FunctionPool& pool, double memory_mb, double flops, int threads);
 

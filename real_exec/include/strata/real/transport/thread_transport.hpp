@@ -14,16 +14,22 @@
 //   (ZeRO-1/2's gradients and parameters). An allreduce with attribute compression int8 or fp8
 //   sends each message as codes (compressed_ring; each rank sends 2(n−1) messages of S/n codes
 //   and a 4-byte scale); it works on a copy of each rank's bucket, charged to that rank.
+// - an allreduce through an object store (dp_algo=storage_allreduce or storage_scatter_reduce)
+//   runs LambdaML's PUTs and GETs through files in a folder of its own (file_store.hpp), every
+//   rank's phase in turn in the thread that executes the task; each rank's bucket is copied out
+//   and back, the copy charged to it.
 // Thread safety: send/recv/collective may be called from several threads at once.
 #pragma once
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "strata/real/core/grad_codec.hpp"
 #include "strata/real/exec/task_runner.hpp"
+#include "strata/real/transport/file_store.hpp"
 
 namespace strata::real {
 
@@ -39,6 +45,7 @@ class ThreadTransport final : public Transport<T> {
  private:
   void ring(TaskKind kind, const std::vector<RingPieces<T>>& data);
   void compressed_ring(std::vector<std::vector<T>>& data, ByteCodec codec);
+  void through_store(const Plan& plan, TaskIndex task, Workspace<T>& ws);
 
   template <typename V>
   struct Staged {
@@ -49,6 +56,8 @@ class ThreadTransport final : public Transport<T> {
   std::map<TaskIndex, Staged<std::vector<T>>> staged_;           // by send task
   std::map<TaskIndex, Staged<std::vector<std::int8_t>>> codes_;  // by send task, int8-encoded payloads
   std::atomic<std::uint64_t> bytes_{0};
+  std::unique_ptr<TemporaryFolder> store_folder_;  // created by the first storage collective
+  std::map<TaskIndex, std::size_t> rounds_;        // storage collectives: runs so far, by task
 };
 
 extern template class ThreadTransport<float>;

@@ -26,6 +26,9 @@
 //   recv (set_meter).
 // - control: the collectives the Trainer calls from its own thread (barrier at the start of a
 //   run, sums, maxima).
+// An allreduce through an object store (dp_algo=storage_allreduce or storage_scatter_reduce)
+// sends no MPI message: each rank runs its PUTs and GETs through files (file_store.hpp) in a
+// folder rank 0 creates at construction, tells the others of, and removes at destruction.
 // Point-to-point messages travel as MPI_BYTE: a payload's values, or, for a send with an int8
 // encoding (pdADMM-G-Q's p, task_runner.hpp int8_encoding), its one-byte grid codes, which the
 // receiver decodes. Bytes counted are payload bytes this process sent (sends, as encoded, and
@@ -44,12 +47,14 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "strata/real/exec/task_runner.hpp"
+#include "strata/real/transport/file_store.hpp"
 
 namespace strata::real {
 
@@ -112,6 +117,9 @@ class MpiTransport final : public Transport<T> {
 
   const Plan& plan_;
   int rank_ = 0;
+  std::unique_ptr<TemporaryFolder> store_folder_;  // rank 0's, when the Plan has storage collectives
+  std::string store_path_;                         // every rank's path to it
+  std::map<TaskIndex, std::size_t> rounds_;        // storage collectives: runs so far; guarded by mutex_
   int tasks_ = 0;  // N: run tags are [0, N), forward-only tags [N, 2N), 2N stops
   MPI_Comm p2p_ = MPI_COMM_NULL;
   MPI_Comm ring_ = MPI_COMM_NULL;
