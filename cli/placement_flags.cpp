@@ -22,7 +22,7 @@ void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file) {
   app.add_option("--function-memory", flags.function_memory_mb,
                  "run each worker in a serverless function of this many MB on the platform's function "
                  "pool (its vCPU share and memory; docs/serverless.md)")
-      ->check(CLI::Range(1.0, 1e7));
+      ->transform(whole_number(1));
   if (with_file)
     add_input_option(app, "--placement", flags.placement,
                      "host per worker: JSON {\"workers\": [...]} or one per line");
@@ -36,6 +36,18 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
     if (*policy != SchedulePolicy::strategy)
       throw InputError("--schedule-policy: " + flags.policy +
                        " places workers on worker slots, not in functions (--function-memory)");
+    // Worker w in the pool's w-th instance, written into the Plan with the memory.
+    const ServerlessResources res = serverless_resources(platform);
+    if (!res.pool)
+      throw InputError("--function-memory: " + platform +
+                       " has no function pool (a host with function_memory_mb)");
+    check_memory_offered(*res.pool, flags.function_memory_mb, "--function-memory");
+    if (res.instances < plan.num_workers())
+      throw InputError("--function-memory: the Plan's " + std::to_string(plan.num_workers()) +
+                       " workers need " + std::to_string(plan.num_workers()) + " function instances, " +
+                       platform + " has " + std::to_string(res.instances));
+    if (flags.placement.empty())
+      plan.placement.assign(res.function_hosts.begin(), res.function_hosts.begin() + plan.num_workers());
     plan.function_memory_mb = flags.function_memory_mb;
     plan.placement_policy = "functions";
   }

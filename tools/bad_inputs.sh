@@ -218,6 +218,14 @@ bad "a budget below the cheapest plan" hybrid --model mlp --budget 0.00001usd
 bad "a function memory size not offered" hybrid --model mlp --memory 100
 bad "a deadline and a budget together" hybrid --model mlp --deadline 10min --budget 1usd
 bad "an unknown policy to compare" schedule --platform "$HETERO" --model mlp --policies heft,fastest
+SERVERLESS=$PLATFORMS/hybrid-serverless.xml
+bad "a store exchange on a platform with no store" simulate --platform "$HETERO" --model mlp --strategy dp=2 --set dp_algo=storage_allreduce
+bad "a store exchange of tensor parallelism" simulate --platform "$SERVERLESS" --model gpt2-small --strategy tp=2 --set tp_algo=storage_allreduce
+bad "a store exchange with ZeRO" simulate --platform "$SERVERLESS" --model mlp --strategy dp=2 --set zero=1 --set dp_algo=storage_scatter_reduce
+bad "functions of a size not offered" simulate --platform "$SERVERLESS" --model mlp --strategy dp=2 --function-memory 20000
+bad "functions on a platform with no pool" simulate --platform "$HETERO" --model mlp --strategy dp=2 --function-memory 1769
+bad "functions beside a list scheduler" simulate --platform "$SERVERLESS" --model mlp --strategy dp=2 --function-memory 1769 --schedule-policy heft
+bad "functions without a platform" plan --model mlp --strategy dp=2 --function-memory 1769 -o x.json
 
 # ---- validate-published ---------------------------------------------------------------------------
 bad "published runs file missing" validate-published --data nofile.json

@@ -103,4 +103,38 @@ TEST_F(HybridCli, BadInputIsOneLine) {
                         "no function pool", path("h.json"));
 }
 
+// A Plan whose data-parallel exchange goes through the store, its workers in functions: `plan`
+// writes the functions and their memory into the Plan, and `simulate --plan` replays it there.
+// Four 1,769 MB functions by allreduce: the merger's PUT, three GETs and the sum's PUT, then the
+// others' GET, each 0.15 s plus the gradient at 87.5 MB/s: 6 (0.15 + S / 87.5e6) s exposed.
+TEST_F(HybridCli, PlanThroughTheStoreRunsInFunctions) {
+  const std::string platform = std::string(STRATA_SOURCE_DIR) + "/platforms/hybrid-serverless.xml";
+  const Outcome planned =
+      run("plan --model mlp --strategy dp=4 --global-batch 256 --set dp_algo=storage_allreduce "
+          "--function-memory 1769 --platform " +
+          platform + " -o " + path("p.json"));
+  ASSERT_EQ(planned.rc, 0) << planned.err;
+  const nlohmann::json plan = nlohmann::json::parse(slurp(path("p.json")));
+  EXPECT_EQ(plan["placement"]["policy"], "functions");
+  EXPECT_EQ(plan["placement"]["function_memory_mb"], 1769);
+  EXPECT_EQ(plan["placement"]["workers"], nlohmann::json({"fn-0", "fn-1", "fn-2", "fn-3"}));
+  double bytes = 0;
+  for (const nlohmann::json& t : plan["tasks"])
+    if (t["kind"] == "allreduce") {
+      EXPECT_EQ(t["algo"], "storage_allreduce");
+      bytes += t["comm_bytes"].get<double>();
+    }
+  ASSERT_GT(bytes, 0);
+  const Outcome simulated =
+      run("simulate --plan " + path("p.json") + " --platform " + platform + " --report " + path("r.json"));
+  ASSERT_EQ(simulated.rc, 0) << simulated.err;
+  const nlohmann::json report = nlohmann::json::parse(slurp(path("r.json")));
+  const double expected = 6 * (0.15 + bytes / 87.5e6);
+  EXPECT_NEAR(report["exposed_comm_s"].get<double>(), expected, 1e-6 * expected);
+  EXPECT_DOUBLE_EQ(report["gpu_memory_bytes"].get<double>(), 1769.0 * 1048576);
+  expect_one_line_error(run("simulate --model mlp --strategy dp=2 --function-memory 20000 --platform " +
+                            platform + " --report " + path("r2.json")),
+                        "--function-memory: 20000 MB is not offered", path("r2.json"));
+}
+
 }  // namespace

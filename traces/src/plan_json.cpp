@@ -114,7 +114,8 @@ OrderedJson plan_header(const Plan& plan) {
     OrderedJson& placement = doc["placement"];
     placement["policy"] = plan.placement_policy;
     placement["workers"] = plan.placement;
-    if (plan.function_memory_mb > 0) placement["function_memory_mb"] = plan.function_memory_mb;
+    if (plan.function_memory_mb > 0)
+      placement["function_memory_mb"] = static_cast<std::int64_t>(plan.function_memory_mb);
   }
   return doc;
 }

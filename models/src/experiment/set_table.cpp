@@ -16,6 +16,8 @@ namespace detail {
 namespace {
 
 constexpr double kMaxInt = 1e9;
+const std::vector<std::string> kTpAlgorithmNames = {"ring", "tree", "halving_doubling", "hierarchical"};
+// The data-parallel exchange may also go through an object store (docs/serverless.md).
 const std::vector<std::string> kAlgorithmNames = {
     "ring", "tree", "halving_doubling", "hierarchical", "storage_allreduce", "storage_scatter_reduce"};
 const std::vector<Solver> kAdmmSolvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
@@ -80,7 +82,7 @@ std::vector<SetKey> make_table() {
                    "data-parallel gradient bucket (10^6 B); 0 = one bucket per block"));
   t.push_back(choice("dp_algo", SetSection::strategy, kAlgorithmNames, "algorithm",
                      "data-parallel allreduce algorithm"));
-  t.push_back(choice("tp_algo", SetSection::strategy, kAlgorithmNames, "algorithm",
+  t.push_back(choice("tp_algo", SetSection::strategy, kTpAlgorithmNames, "algorithm",
                      "tensor-parallel allreduce algorithm"));
   t.push_back(integer("replicas", SetSection::strategy, 0, "replicas",
                       "data-parallel replicas lowered (0 = all; the rest assumed identical)"));
