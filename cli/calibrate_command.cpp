@@ -141,6 +141,8 @@ Measured measure_cpu(const std::vector<std::string>& transports, const real::Pro
     if (step) step("transport " + t);
     m.calibration.transports[t] = measure_transport_calibration(t);
   }
+  if (step) step("object store of files");
+  m.calibration.transports["files"] = real::fit_transport(real::measure_file_store());
   return m;
 }
 

@@ -1,7 +1,9 @@
 // --schedule-policy and --placement (placement_flags.hpp).
 #include "placement_flags.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "file_flags.hpp"
 #include "flags.hpp"
@@ -9,6 +11,7 @@
 #include "strata/sim/explore.hpp"
 #include "strata/sim/platform.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 #include "strata/traces/units.hpp"
 
 namespace strata::cli {
@@ -91,6 +94,30 @@ void place_workers_and_say(Plan& plan, const PlacementFlags& flags, const std::s
               format_seconds(placed->policy_estimate_s).c_str(),
               format_seconds(placed->strategy_estimate_s).c_str(),
               placed->kept_strategy ? " (not better: the strategy's placement is kept)" : "");
+}
+
+double function_cpu_share(const Plan& plan, const PlacementFlags& flags, const std::string& platform,
+                          bool pin) {
+  if (flags.function_memory_mb <= 0) return 1;
+  const ServerlessResources res = serverless_resources(platform);
+  if (!res.pool)
+    throw InputError("--function-memory: " + platform +
+                     " has no function pool (a host with function_memory_mb)");
+  check_memory_offered(*res.pool, flags.function_memory_mb, "--function-memory");
+  const double share = vcpus(*res.pool, flags.function_memory_mb);
+  if (share > 1)
+    throw InputError("--function-memory: " + format_number(flags.function_memory_mb) + " MB is " +
+                     format_number(share) + " vCPUs; strata's workers run one thread each, so a real run " +
+                     "emulates functions of at most one vCPU (" + format_number(res.pool->mb_per_vcpu) +
+                     " MB)");
+  if (!pin)
+    throw InputError(
+        "--function-memory: conflicts with --no-pin (each function is pinned to a core of its own)");
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (plan.num_workers() > cores)
+    throw InputError("--function-memory: " + std::to_string(plan.num_workers()) +
+                     " functions need a core each, this machine has " + std::to_string(cores));
+  return share;
 }
 
 }  // namespace strata::cli

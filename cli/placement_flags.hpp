@@ -38,4 +38,13 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
 void place_workers_and_say(Plan& plan, const PlacementFlags& flags, const std::string& platform,
                            ReplayOptions& options);
 
+// The real run's CPU share of each worker when the workers run in functions (--function-memory):
+// the function's vCPUs on the platform's pool, which the run enforces by pinning each worker
+// alone on a core (`pin`: not --no-pin) and holding it idle for the rest of its quota
+// (Interpreter::set_cpu_share). 1 without --function-memory. Throws InputError (one line) for a
+// share above one vCPU (strata's workers run one thread each), for more workers than this
+// machine has cores, and beside --no-pin.
+double function_cpu_share(const Plan& plan, const PlacementFlags& flags, const std::string& platform,
+                          bool pin);
+
 }  // namespace strata::cli

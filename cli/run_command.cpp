@@ -40,6 +40,7 @@ struct RunOptions {
   std::string log;            // CSV of accuracy against epoch and wall-clock seconds
   nlohmann::json experiment;  // canonical spec of the run (null for --plan)
   PlacementFlags placement;
+  double cpu_share = 1;  // each worker's, in functions of less than one vCPU (--function-memory)
 };
 
 // A measured trace that records what was run.
@@ -263,6 +264,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   config.seed = static_cast<std::uint64_t>(o.flags.seed);
   config.optimizer = optimizer;
   config.pin_workers = !o.no_pin;
+  config.cpu_share = o.cpu_share;
   // auto: He for the MLP (its recipe), PyTorch's default for the other models.
   config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp")
                     ? real::WeightInit::he_normal
@@ -386,6 +388,9 @@ void add_run_command(CLI::App& app, Action& action) {
       // placement says which host each worker stands for in the Plan, not where it runs.
       ReplayOptions placement_options;
       place_workers_and_say(plan, o->placement, o->flags.platform, placement_options);
+      o->cpu_share = function_cpu_share(plan, o->placement, o->flags.platform, !o->no_pin);
+      if (o->cpu_share < 1 && (is_admm(plan.info.solver) || plan.info.trains_graph()))
+        throw InputError("--function-memory: runs backprop Plans only in functions of less than one vCPU");
       return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
     };
   });

@@ -45,6 +45,7 @@ struct ValidateOptions {
   std::string svg = "validation.svg";
   std::string json;
   bool no_pin = false;
+  double cpu_share = 1;               // each worker's, in functions of less than one vCPU (--function-memory)
   bool speedup = false;               // also the same flags on 1 worker, runs alternated
   nlohmann::json experiment;          // canonical spec of what runs (null for --plan)
   real::OptimizerSettings optimizer;  // the experiment's (--plan: --optimizer and --set's)
@@ -92,6 +93,7 @@ NextRun plan_runs(const Plan& plan, const ValidateOptions& o, real::Transport<fl
   real::PlanRunSettings settings;
   settings.seed = static_cast<std::uint64_t>(o.flags.seed);
   settings.pin_workers = !o.no_pin;
+  settings.cpu_share = o.cpu_share;
   settings.optimizer = o.optimizer;
   settings.device = o.device;
   settings.executor = executor_for<float>(o.device, *backend);
@@ -381,6 +383,18 @@ void add_validate_command(CLI::App& app, Action& action) {
       }
       if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
       Simulation sim = prepare_simulation(*o);
+      if (o->placement.function_memory_mb > 0) {  // the functions' CPU share, from the platform's pool
+        if (o->speedup) throw InputError("--speedup: not with --function-memory");
+        const std::string platform =
+            sim.platform.empty() ? temporary_platform(sim.platform_xml) : sim.platform;
+        try {
+          o->cpu_share = function_cpu_share(plan, o->placement, platform, !o->no_pin);
+        } catch (...) {
+          if (sim.platform.empty()) std::filesystem::remove(platform);
+          throw;
+        }
+        if (sim.platform.empty()) std::filesystem::remove(platform);
+      }
       if (o->speedup) return validate_speedup(plan, *o, std::move(sim));
       if (o->transport == "mpi") return validate_over_mpi(plan, *o, std::move(sim));
       print_header(plan, *o);

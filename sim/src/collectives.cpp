@@ -182,8 +182,11 @@ class StoreRequests {
     for (WorkerId w : group) last_[w] = kNone;
   }
   // Rank w PUTs `bytes` once `after` (flows) have ended; returns the PUT's flow (the object).
-  std::uint32_t put(WorkerId w, double bytes, const std::vector<std::uint32_t>& after = {}) {
-    return request(w, store_, w, bytes, after);
+  std::uint32_t put(WorkerId w, double bytes, const std::vector<std::uint32_t>& after = {},
+                    double merge = 0) {
+    const std::uint32_t f = request(w, store_, w, bytes, after);
+    flows_[f].merge_bytes = merge;
+    return f;
   }
   std::uint32_t get(WorkerId w, double bytes, std::uint32_t object) {
     return request(store_, w, w, bytes, {object});
@@ -216,7 +219,7 @@ std::vector<Flow> storage_allreduce(const std::vector<WorkerId>& g, double bytes
   for (std::size_t i = 0; i < g.size(); ++i) object[i] = r.put(g[i], bytes);
   std::vector<std::uint32_t> got;
   for (std::size_t i = 1; i < g.size(); ++i) got.push_back(r.get(g[0], bytes, object[i]));
-  const std::uint32_t sum = r.put(g[0], bytes, got);
+  const std::uint32_t sum = r.put(g[0], bytes, got, 3 * bytes * static_cast<double>(g.size() - 1));
   for (std::size_t i = 1; i < g.size(); ++i) r.get(g[i], bytes, sum);
   return r.take();
 }
@@ -236,7 +239,7 @@ std::vector<Flow> storage_scatter_reduce(const std::vector<WorkerId>& g, double 
     std::vector<std::uint32_t> got;
     for (std::size_t i = 0; i < n; ++i)
       if (i != j) got.push_back(r.get(g[j], shard, piece[i][j]));
-    summed[j] = r.put(g[j], shard, got);
+    summed[j] = r.put(g[j], shard, got, 3 * shard * static_cast<double>(n - 1));
   }
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j)

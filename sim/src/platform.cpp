@@ -145,24 +145,84 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
   for (char c : h.name) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '-';
   if (name.empty()) name = "this-machine";
   const double bw = t.p2p_beta_s_per_byte > 0 ? 1 / t.p2p_beta_s_per_byte : 1e15;
+  // With the object store of files measured (`files`), the machine also stands for a pool of
+  // one-vCPU functions, one per core, and the store (docs/serverless.md).
+  const auto files = calibration.transports.find("files");
+  const bool serverless = files != calibration.transports.end();
+  std::vector<std::string> functions;
+  if (serverless)
+    for (int c = 0; c < h.cores; ++c) functions.push_back("fn-" + std::to_string(c));
   std::string xml;
   xml += "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
   xml +=
       "<!--\n  strata platform of the machine measured by `strata calibrate` (" + calibration.source + "):\n";
   xml += "  one host, " + std::to_string(h.cores) +
          " worker slots (cores), speed = the measured single-core fp32 peak;\n";
-  xml += "  loopback = the '" + transport + "' transport's point-to-point alpha and 1/beta.\n-->\n";
+  xml += "  loopback = the '" + transport + "' transport's point-to-point alpha and 1/beta.\n";
+  if (serverless)
+    xml += "  Functions fn-0 .. fn-" + std::to_string(h.cores - 1) +
+           ": one per core, a vCPU-equivalent at 1769 MB (AWS Lambda's scale), at most one vCPU\n"
+           "  (strata's workers run one thread each); no cold starts, no prices (this machine).\n"
+           "  Object store `store`: files in a folder on this machine's disk; its request latency and\n"
+           "  per-connection bandwidth are the measured alpha and 1/beta of one PUT or GET.\n";
+  xml += "-->\n";
   xml += "<platform version=\"4.1\">\n  <zone id=\"" + name + "-zone\" routing=\"Full\">\n";
-  xml += "    <host id=\"" + name + "\" speed=\"" + num(h.flops_fp32) + "f\" core=\"" +
-         std::to_string(h.cores) + "\">\n";
-  xml += "      <prop id=\"flops_fp32\" value=\"" + num(h.flops_fp32) + "\"/>\n";
-  xml += "      <prop id=\"flops_fp64\" value=\"" + num(h.flops_fp64) + "\"/>\n";
-  xml += "      <prop id=\"mem_bw\" value=\"" + num(h.mem_bw) + "\"/>\n";
-  xml += "    </host>\n";
+  auto host = [&](const std::string& id, const std::string& props) {
+    xml += "    <host id=\"" + id + "\" speed=\"" + num(h.flops_fp32) + "f\" core=\"" +
+           std::to_string(id == name ? h.cores : 1) + "\">\n";
+    xml += "      <prop id=\"flops_fp32\" value=\"" + num(h.flops_fp32) + "\"/>\n";
+    xml += "      <prop id=\"flops_fp64\" value=\"" + num(h.flops_fp64) + "\"/>\n";
+    xml += "      <prop id=\"mem_bw\" value=\"" + num(h.mem_bw) + "\"/>\n";
+    xml += props;
+    xml += "    </host>\n";
+  };
+  host(name, "");
+  if (serverless) {
+    for (const std::string& f : functions)
+      host(f,
+           "      <prop id=\"function_memory_mb\" value=\"128-1769\"/>\n"
+           "      <prop id=\"function_mb_per_vcpu\" value=\"1769\"/>\n"
+           "      <prop id=\"function_max_vcpus\" value=\"1\"/>\n"
+           "      <prop id=\"function_concurrency\" value=\"" +
+               std::to_string(h.cores) + "\"/>\n");
+    const TransportCalibration& f = files->second;
+    xml += "    <host id=\"store\" speed=\"1Gf\" core=\"1\">\n";
+    xml += "      <prop id=\"storage_request_latency_s\" value=\"" + num(f.p2p_alpha_s) + "\"/>\n";
+    xml += "      <prop id=\"storage_connection_bw\" value=\"" +
+           num(f.p2p_beta_s_per_byte > 0 ? 1 / f.p2p_beta_s_per_byte : 1e15) + "\"/>\n";
+    xml += "    </host>\n";
+  }
   xml += "    <link id=\"loopback\" bandwidth=\"" + num(bw) + "Bps\" latency=\"" + num(t.p2p_alpha_s) +
          "s\"/>\n";
-  xml += "    <route src=\"" + name + "\" dst=\"" + name +
-         "\" symmetrical=\"NO\"><link_ctn id=\"loopback\"/></route>\n";
+  if (serverless) {
+    // A request pays the store's latency once (its link) and its bytes at a function's
+    // connection (the function's link), as hybrid-serverless.xml does.
+    const TransportCalibration& f = files->second;
+    for (const std::string& fn : functions)
+      xml += "    <link id=\"" + fn + "-link\" bandwidth=\"" +
+             num(f.p2p_beta_s_per_byte > 0 ? 1 / f.p2p_beta_s_per_byte : 1e15) +
+             "Bps\" latency=\"0s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+    xml += "    <link id=\"store-link\" bandwidth=\"1e15Bps\" latency=\"" + num(f.p2p_alpha_s) +
+           "s\" sharing_policy=\"FATPIPE\"/>\n";
+  }
+  // Every ordered pair of hosts has a route (a host with itself included).
+  std::vector<std::string> hosts{name};
+  hosts.insert(hosts.end(), functions.begin(), functions.end());
+  if (serverless) hosts.push_back("store");
+  auto links_of = [&](const std::string& a, const std::string& b) {
+    if (a == "store" || b == "store") {
+      const std::string& other = a == "store" ? b : a;
+      if (other == "store") return std::string("<link_ctn id=\"store-link\"/>");
+      if (other == name) return std::string("<link_ctn id=\"loopback\"/><link_ctn id=\"store-link\"/>");
+      return "<link_ctn id=\"" + other + "-link\" direction=\"" + (a == "store" ? "DOWN" : "UP") +
+             "\"/><link_ctn id=\"store-link\"/>";
+    }
+    return std::string("<link_ctn id=\"loopback\"/>");
+  };
+  for (const std::string& a : hosts)
+    for (const std::string& b : hosts)
+      xml += "    <route src=\"" + a + "\" dst=\"" + b + "\" symmetrical=\"NO\">" + links_of(a, b) +
+             "</route>\n";
   xml += "  </zone>\n</platform>\n";
   return xml;
 }

@@ -203,6 +203,22 @@ class ReplayEngine {
 
   void start_flow(TaskIndex t, std::uint32_t f) {
     const Flow& flow = collectives_[t].flows[f];
+    if (flow.merge_bytes > 0) {  // the additions first, an element-wise kernel on the src's host
+      Task merge;
+      merge.kind = TaskKind::elementwise;
+      merge.dtype = plan_.task(t).dtype;
+      merge.bytes_read = flow.merge_bytes * 2 / 3;
+      merge.bytes_written = flow.merge_bytes / 3;
+      const double seconds =
+          cost_.compute_time(merge, specs_[static_cast<std::size_t>(host_index(flow.src))]);
+      if (seconds > 0) {
+        sg_compat::at(sg::Engine::get_clock() + seconds, [this, t, f] {
+          const Flow& after = collectives_[t].flows[f];
+          start_comm(t, static_cast<std::int32_t>(f), after.src, after.dst, after.bytes);
+        });
+        return;
+      }
+    }
     start_comm(t, static_cast<std::int32_t>(f), flow.src, flow.dst, flow.bytes);
   }
 

@@ -259,6 +259,11 @@ TEST_F(Cli, CalibrateWritesWhatSimulateReadsAndThePlatformOfThisMachine) {
     EXPECT_NE(c.find(key), std::string::npos) << key;
   const std::string xml = slurp(path("me.xml"));
   EXPECT_NE(xml.find("<link id=\"loopback\""), std::string::npos) << xml;
+  // The object store of files, measured: the platform's store and a function per core.
+  EXPECT_NE(r.out.find("transport files: point-to-point"), std::string::npos) << r.out;
+  EXPECT_NE(c.find("\"files\""), std::string::npos);
+  EXPECT_NE(xml.find("<host id=\"store\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<host id=\"fn-0\""), std::string::npos) << xml;
   // The simulator takes both: two workers of the MLP on the two slots of this machine.
   r = run("simulate --platform " + path("me.xml") + " --calibration " + path("c.json") +
           " --model mlp --strategy dp=2");
@@ -293,6 +298,34 @@ TEST_F(Cli, ValidateMeasuresMemoryOptionsWithinFivePercentOfTheMemoryModel) {
     }
     EXPECT_EQ(workers, 2) << line;
   }
+}
+
+// Data parallelism through the object store of files, each worker a function of half a vCPU on
+// this machine's platform: the replay puts the workers in fn-0 and fn-1 at half speed, the real
+// run holds each worker to half its core, and the exchange's PUTs and GETs go through files.
+TEST_F(Cli, ValidateRunsAPlanThroughTheStoreInFunctions) {
+  std::string calibration = kCalibration;
+  calibration.replace(
+      calibration.find("\"threads\""), 0,
+      "\"files\": {\"p2p_alpha_s\": 5e-5, \"p2p_beta_s_per_byte\": 2e-10, "
+      "\"allreduce_alpha_s\": 4e-4, \"allreduce_beta_s_per_byte\": 1e-9, \"allreduce_ranks\": 2}, ");
+  write("c.json", calibration);
+  const Outcome r =
+      run("validate --model mlp --strategy dp=2 --set dp_algo=storage_allreduce --function-memory 885 "
+          "--calibration " +
+          path("c.json") + " --runs 3 --warmup 1");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allreduce "), std::string::npos) << r.out;
+  // This machine's pool offers 128 to 1,769 MB (one vCPU at most: a worker runs one thread), and
+  // a function's quota needs its worker pinned.
+  expect_one_line_error(
+      run("validate --model mlp --strategy dp=2 --function-memory 1770 --calibration " + path("c.json")),
+      "--function-memory: 1770 MB is not offered");
+  expect_one_line_error(
+      run("validate --model mlp --strategy dp=2 --function-memory 885 --no-pin --calibration " +
+          path("c.json")),
+      "--function-memory: conflicts with --no-pin");
 }
 
 TEST_F(Cli, ValidateComparesTheSameTasksAndWritesBothTracesAndThePlot) {

@@ -56,6 +56,26 @@ TEST(FixedTask, FiveMillisecondsIsMeasuredAtLeastFiveMilliseconds) {
   EXPECT_GE(wall, 5e-3);
 }
 
+// A worker of half a core (a function of half a vCPU): its compute idles as long as it ran, so
+// 40 tasks of 1 ms take 80 ms; the debt is slept off in periods of 1 ms or more, so no sleep's
+// overshoot piles up per task (within 20 ms over the run).
+TEST(FixedTask, AHalfCoreQuotaDoublesTheComputeTime) {
+  const Plan plan = fixed_chain(40, 1, 1e-3);
+  check_kernels(plan, "test");
+  CpuBackend backend;
+  Workspace<float> ws(plan);
+  ThreadTransport<float> transport;
+  TaskRunner<float> runner(plan, backend, ws, transport, OptimizerSettings{});
+  Interpreter<float> interpreter(plan, runner, false);
+  double full = 0, half = 0;
+  interpreter.run(&full);
+  interpreter.set_cpu_share(0.5);
+  interpreter.run(&half);
+  EXPECT_GE(full, 40e-3);
+  EXPECT_GE(half, 79e-3);
+  EXPECT_LE(half, 2 * full + 20e-3);
+}
+
 TEST(FixedTask, IntegerDurationIsSeconds) {
   Plan plan(1);
   plan.add_task(fixed_task("it0/t0", 0, std::int64_t{0}));

@@ -17,6 +17,7 @@
 #include "strata/real/exec/interpreter.hpp"
 #include "strata/real/train/plan_runs.hpp"
 #include "strata/real/train/trainer.hpp"
+#include "strata/real/transport/file_store.hpp"
 #include "strata/real/transport/thread_transport.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/stats.hpp"
@@ -315,6 +316,46 @@ std::vector<TransportSample> measure_transport(const std::string& name, const Pl
     }
     out.push_back(TransportSample{name, "p2p", bytes, p2p_best});
     out.push_back(TransportSample{name, "allreduce", bytes, allreduce_best});
+  }
+  return out;
+}
+
+std::vector<TransportSample> measure_file_store() {
+  TemporaryFolder folder("strata-store-calibrate");
+  FileObjectStore store(folder.path());
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  std::vector<TransportSample> out;
+  std::size_t round = 0;
+  for (double bytes : kMessageSizes) {
+    const auto elements = static_cast<std::size_t>(bytes / sizeof(float));
+    std::vector<float> data(elements, 1.0F), back(elements);
+    double request_best = INFINITY, allreduce_best = INFINITY;
+    for (int run = 0; run < kTransportRuns; ++run) {
+      std::vector<double> requests, allreduces;
+      for (int m = 0; m < kMessagesPerSize; ++m, ++round) {
+        // Keyed as the exchange keys its objects: a fresh folder per round and rank.
+        const std::string key = "request/" + std::to_string(round) + "/r0/g";
+        auto t = Clock::now();
+        store.put(key, data.data(), elements * sizeof(float));
+        requests.push_back(since(t));
+        t = Clock::now();
+        store.get(key, back.data(), elements * sizeof(float));
+        requests.push_back(since(t));
+        store.remove_all("request/" + std::to_string(round));
+        std::vector<std::vector<float>> ranks(2, data);
+        t = Clock::now();
+        for (int phase = 1; phase <= 3; ++phase)
+          for (std::size_t r = 0; r < 2; ++r)
+            storage_exchange_phase(store, CollectiveAlgo::storage_allreduce, "probe", round, r, 2, ranks[r],
+                                   phase);
+        allreduces.push_back(since(t));
+      }
+      request_best = std::min(request_best, median(requests));
+      allreduce_best = std::min(allreduce_best, median(allreduces));
+    }
+    out.push_back(TransportSample{"files", "p2p", bytes, request_best});
+    out.push_back(TransportSample{"files", "allreduce", bytes, allreduce_best});
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <thread>
 #include <utility>
 
 #include "strata/traces/error.hpp"
@@ -176,6 +177,28 @@ Interpreter<T>::Interpreter(const Plan& plan, TaskExecutor<T>& runner, bool pin_
 }
 
 template <typename T>
+void Interpreter<T>::set_cpu_share(double share) {
+  STRATA_ASSERT(share > 0 && share <= 1, "CPU share " + std::to_string(share) + " outside (0, 1]");
+  cpu_share_ = share;
+  quota_debt_.assign(queues_.size(), std::chrono::duration<double>(0));
+}
+
+// The idle time a compute task owes is added to its stream's debt and slept off once it reaches
+// a period (1 ms, above the ~60 us a sleep oversleeps on Linux), the sleep's actual length paid
+// back: over a run the stream idles (1/share - 1) times its busy time, as a CFS quota throttles.
+template <typename T>
+void Interpreter<T>::hold_for_quota(std::size_t slot, std::chrono::steady_clock::time_point start) {
+  constexpr std::chrono::duration<double> kPeriod{1e-3};
+  const auto busy = std::chrono::steady_clock::now() - start;
+  std::chrono::duration<double>& debt = quota_debt_[slot];
+  debt += std::chrono::duration<double>(busy) * (1 / cpu_share_ - 1);
+  if (debt < kPeriod) return;
+  const auto before = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(debt);
+  debt -= std::chrono::steady_clock::now() - before;
+}
+
+template <typename T>
 Interpreter<T>::~Interpreter() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -326,6 +349,7 @@ void Interpreter<T>::stream_loop(std::size_t slot, int core) {
     std::exception_ptr failure;
     try {
       runner_.run(t);
+      if (cpu_share_ < 1 && !is_communication(plan_.task(t).kind)) hold_for_quota(slot, start);
       if (after_task_) after_task_(t);
     } catch (...) {
       failure = std::current_exception();

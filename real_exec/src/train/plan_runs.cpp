@@ -14,6 +14,7 @@ PlanRuns plan_runs(const Plan& plan, const LabelledImages& train, const PlanRunS
   settings.device = s.device;
   settings.seed = s.seed;
   settings.pin_workers = s.pin_workers;
+  settings.cpu_share = s.cpu_share;
   settings.optimizer = s.optimizer;
   std::shared_ptr<PlanTrainer<float>> trainer =
       make_plan_trainer<float>(plan, settings, train, s.executor, s.transport);

@@ -62,6 +62,7 @@ class BackpropRun final : public PlanTrainer<T> {
     c.optimizer = s.optimizer.value_or(OptimizerSettings{});
     c.pin_workers = s.pin_workers;
     c.init = s.init;
+    c.cpu_share = s.cpu_share;
     return c;
   }
 

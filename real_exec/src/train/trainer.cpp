@@ -102,6 +102,7 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   ws_ = std::move(execution.workspace);
   runner_ = std::move(execution.executor);
   interpreter_ = std::move(execution.interpreter);
+  interpreter_->set_cpu_share(config_.cpu_share);
   const ProcessShare& share = interpreter_->share();
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const Task& t = plan.task(i);

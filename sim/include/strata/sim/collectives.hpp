@@ -32,6 +32,10 @@ struct Flow {
   double bytes = 0;                 // B
   int extra_latencies = 0;          // route latencies added after the transfer
   std::vector<std::uint32_t> deps;  // flows (indices in the expansion) that must end first
+  // B the src rank reads and writes adding buffers before this flow starts (a storage
+  // collective's merge: two read and one written per addition); the replay prices it as an
+  // element-wise kernel on the src's host.
+  double merge_bytes = 0;
 };
 
 // REQUIRES: task is a collective with a non-empty group; host_of_worker maps every group member;

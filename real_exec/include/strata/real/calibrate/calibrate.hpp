@@ -70,6 +70,10 @@ DispatchOverhead measure_dispatch(const ExecutorFactory<float>& executor = {});
 using PlanTimer = std::function<std::vector<std::pair<double, double>>(const Plan&)>;
 std::vector<TransportSample> measure_transport(const std::string& name, const PlanTimer& run_plan);
 PlanTimer thread_plan_timer();
+// The object store of files (file_store.hpp), as transport "files": "p2p" samples are one
+// request, a PUT or a GET (the median of both, per size), "allreduce" samples a two-rank
+// storage_allreduce run phase by phase in this thread, in a fresh folder under TMPDIR.
+std::vector<TransportSample> measure_file_store();
 // Runs the Plan's workers as threads of this process on what `executor` builds (the GPU
 // executor's device-to-device copies, say), after one warm-up run.
 PlanTimer executor_plan_timer(ExecutorFactory<float> executor);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -122,6 +123,13 @@ class Interpreter : private RemoteCompletions {
   // before its dependants may start (BufferLifetimes::task_done). Set between runs.
   void set_after_task(std::function<void(TaskIndex)> after) { after_task_ = std::move(after); }
 
+  // A CPU quota for every worker, as a serverless function of less than one vCPU has (docs/
+  // serverless.md): each compute task, once run, holds its stream idle for (1/share - 1) times
+  // its own duration, so the worker gets `share` of its core, as CFS bandwidth control gives a
+  // container. Communication tasks are not held. 1: none. REQUIRES: 0 < share <= 1; set
+  // between runs.
+  void set_cpu_share(double share);
+
  private:
   void remote_completed(TaskIndex task) override;  // from the transport's thread
   void hear(TaskIndex task);                       // REQUIRES: mutex_ held, running_
@@ -129,6 +137,7 @@ class Interpreter : private RemoteCompletions {
   void hand_out(const std::vector<TaskIndex>& startable);  // REQUIRES: mutex_ held
   void start_pollers();                                    // REQUIRES: mutex_ held
   void stream_loop(std::size_t slot, int core);
+  void hold_for_quota(std::size_t slot, std::chrono::steady_clock::time_point start);
   std::atomic<int>& awake_of(std::size_t slot) { return awake_[core_of_slot_[slot]]; }
 
   const Plan& plan_;
@@ -136,6 +145,8 @@ class Interpreter : private RemoteCompletions {
   Transport<T>& transport_;
   ProcessShare share_;
   std::function<void(TaskIndex)> after_task_;
+  double cpu_share_ = 1;
+  std::vector<std::chrono::duration<double>> quota_debt_;  // per slot: idle time owed (set_cpu_share)
   std::vector<TaskIndex> remote_;  // tasks other processes run
   std::mutex mutex_;
   std::vector<std::condition_variable> wake_;           // per slot: work was queued

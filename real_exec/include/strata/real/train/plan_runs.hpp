@@ -25,6 +25,7 @@ namespace strata::real {
 struct PlanRunSettings {
   std::uint64_t seed = 0;
   bool pin_workers = true;
+  double cpu_share = 1;  // backprop Plans: each worker's share of its core (RealSettings)
   // The experiment's optimizer (models::optimizer_of); empty: each solver's own (RealSettings).
   std::optional<OptimizerSettings> optimizer;
   std::string device = "cpu";             // what `executor` builds on (ADMM and GCN Plans: cpu only)

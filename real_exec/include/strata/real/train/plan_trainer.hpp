@@ -67,6 +67,7 @@ struct RealSettings {
   // has none).
   std::optional<OptimizerSettings> optimizer;
   WeightInit init = WeightInit::he_normal;
+  double cpu_share = 1;  // backprop Plans: each worker's share of its core (functions of < 1 vCPU)
 };
 
 // Throws InputError (one line) when `device` has no kernels for the Plan's solver: ADMM and GCN

@@ -52,6 +52,7 @@ struct TrainConfig {
   OptimizerSettings optimizer;
   bool pin_workers = true;
   WeightInit init = WeightInit::he_normal;
+  double cpu_share = 1;  // each worker's share of its core (Interpreter::set_cpu_share)
 };
 
 struct EpochResult {
