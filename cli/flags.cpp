@@ -317,8 +317,11 @@ void balance_pipeline(const CommonFlags& flags, Experiment& e) {
   const Model model = model_of(e);
   const StrategyConfig config = strategy_of(e, model);
   check_strategy(model, config);
+  const Calibration calibration = flags.calibration != nullptr && !flags.calibration->empty()
+                                      ? load_calibration(*flags.calibration)
+                                      : Calibration::defaults();
   const PipelineCut cut =
-      balanced_pipeline_cut(model, config, load_slot_platform(platform), CostModel(), platform);
+      balanced_pipeline_cut(model, config, load_slot_platform(platform), CostModel(calibration), platform);
   e.stage_blocks = cut.stage_blocks;
   std::string blocks;
   for (std::int64_t b : cut.stage_blocks) blocks += (blocks.empty() ? "" : ",") + std::to_string(b);

@@ -38,6 +38,9 @@ struct CommonFlags {
   int epochs = 5;  // strata run, compare-solvers
   std::string solver = "backprop";
   std::string partition = "uniform";  // uniform | balanced (--partition)
+  // The --calibration file of a command that also replays (its ReplayFlags::calibration), which
+  // prices --partition balanced's per-layer costs; null: the default cost model.
+  const std::string* calibration = nullptr;
   // The options registered for these fields, by flag name ("--model"), to tell which were given.
   std::map<std::string, const CLI::Option*> options;
   // Flags a command sets itself (compare-solvers' rows): they override a spec as if given.

@@ -180,6 +180,7 @@ void add_schedule_command(CLI::App& app, Action& action) {
   add_common_flags(*cmd, o->flags, true);
   add_platform_flag(*cmd, o->flags, PlatformFlag::required);
   add_replay_flags(*cmd, o->replay);
+  o->flags.calibration = &o->replay.calibration;  // prices --partition balanced
   add_input_option(*cmd, "--workflow", o->workflow,
                    "workflow DAG: DAX XML (SimGrid's examples) or WfCommons WfFormat JSON");
   cmd->add_option("--policies", o->policies, "policies to compare, comma-separated")->capture_default_str();

@@ -72,6 +72,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_output_option(*cmd, "--report", o->report, "write the report (JSON)");
   add_output_option(*cmd, "--perfetto", o->perfetto, "write a Chrome trace event file for Perfetto");
   add_replay_flags(*cmd, o->replay);
+  o->flags.calibration = &o->replay.calibration;  // prices --partition balanced
   add_placement_flags(*cmd, o->placement, true);
   cmd->callback([&action, o] { action = [o] { return simulate(*o); }; });
 }

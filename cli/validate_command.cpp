@@ -345,6 +345,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ValidateOptions>();
   add_common_flags(*cmd, o->flags, true);
   add_replay_flags(*cmd, o->replay);
+  o->flags.calibration = &o->replay.calibration;  // prices --partition balanced
   add_input_option(*cmd, "--plan", o->plan, "Plan JSON (instead of --model/--strategy)");
   add_platform_flag(*cmd, o->flags, PlatformFlag::this_machine);
   add_placement_flags(*cmd, o->placement, false);

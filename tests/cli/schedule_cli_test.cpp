@@ -109,6 +109,28 @@ TEST_F(ScheduleCli, PartitionBalancedRecordsTheCutAndRefusesWhatItCannotDo) {
                         "needs", path("r.json"));
 }
 
+// The cut prices its layers with the command's --calibration: bf16 attention at a thousandth of the
+// peak makes every stage slower, and the slowest stage says so.
+TEST_F(ScheduleCli, PartitionBalancedPricesWithTheCalibration) {
+  auto slowest = [](const std::string& err) {
+    const auto at = err.find("slowest stage ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find(' ', at + 14) - at);
+  };
+  const std::string args =
+      "simulate --model gpt2-small --strategy pp=6 --microbatches 12 --partition balanced "
+      "--platform " +
+      kPlatforms + "test-hetero-8.xml";
+  const Outcome plain = run(args);
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  write("c.json", R"({"schema_version": 2, "format": "strata-calibration",
+    "flops_efficiency": {"attention_fwd/bf16": 0.001, "attention_bwd/bf16": 0.001}})");
+  const Outcome calibrated = run(args + " --calibration " + path("c.json"));
+  ASSERT_EQ(calibrated.rc, 0) << calibrated.err;
+  ASSERT_FALSE(slowest(plain.err).empty()) << plain.err;
+  ASSERT_FALSE(slowest(calibrated.err).empty()) << calibrated.err;
+  EXPECT_NE(slowest(plain.err), slowest(calibrated.err)) << plain.err << calibrated.err;
+}
+
 TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {
   Outcome r =
       run("schedule --workflow " + kSimGrid + "Montage_25.xml --platform " + kSimGrid +
