@@ -147,7 +147,7 @@ class Interpreter : private RemoteCompletions {
   std::function<void(TaskIndex)> after_task_;
   double cpu_share_ = 1;
   std::vector<std::chrono::duration<double>> quota_debt_;  // per slot: idle time owed (set_cpu_share)
-  std::vector<TaskIndex> remote_;  // tasks other processes run
+  std::vector<TaskIndex> remote_;                          // tasks other processes run
   std::mutex mutex_;
   std::vector<std::condition_variable> wake_;           // per slot: work was queued
   std::unique_ptr<std::atomic<std::size_t>[]> queued_;  // per slot: queue length, read unlocked
