@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
+#include "strata/models/experiment.hpp"
 #include "strata/sim/hybrid.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -74,7 +75,24 @@ double parse_amount(const std::string& flag, const std::string& text, bool money
   return value * factor;
 }
 
-nlohmann::json plan_json(const HybridPlan& p) {
+// The flags that lower a function plan's iteration as one Plan (dp_algo=storage_*,
+// --function-memory; docs/serverless.md), one bucket for the whole gradient as LambdaML
+// exchanges it; empty for VM plans and the parameter server, which have no Plan algorithm.
+std::string plan_flags(const HybridPlan& p, const HybridJob& job) {
+  if (p.kind != "functions" || p.functions < 2) return "";
+  const std::string algo = p.exchange == "allreduce"        ? "storage_allreduce"
+                           : p.exchange == "scatter-reduce" ? "storage_scatter_reduce"
+                                                            : "";
+  if (algo.empty()) return "";
+  const Plan whole = lower(job.experiment);
+  const std::int64_t per_function = (whole.info.global_batch + p.functions - 1) / p.functions;
+  return "--strategy dp=" + std::to_string(p.functions) + " --global-batch " +
+         std::to_string(per_function * p.functions) + " --set dp_algo=" + algo +
+         " --set bucket_mb=" + std::to_string(p.gradient_mb) + " --function-memory " +
+         format_number(p.memory_mb);
+}
+
+nlohmann::json plan_json(const HybridPlan& p, const HybridJob& job) {
   return {{"plan", p.label()},
           {"kind", p.kind},
           {"vms", p.vms},
@@ -92,7 +110,8 @@ nlohmann::json plan_json(const HybridPlan& p) {
           {"invocations", p.invocations},
           {"checkpoints", p.checkpoints},
           {"cold_start_s", p.cold_start_s},
-          {"pareto", p.pareto}};
+          {"pareto", p.pareto},
+          {"plan_flags", plan_flags(p, job)}};
 }
 
 int hybrid(const HybridOptions& o) {
@@ -146,6 +165,10 @@ int hybrid(const HybridOptions& o) {
                 (fixed(chosen->cost_usd, 4) + " USD").c_str(),
                 deadline > 0 ? ("least cost within " + format_seconds(deadline)).c_str()
                              : ("least time within " + usd(budget)).c_str());
+  if (chosen != nullptr && !plan_flags(*chosen, job).empty())
+    std::printf(
+        "its iteration as a Plan (simulate, run, validate; with the job's model flags and --platform): %s\n",
+        plan_flags(*chosen, job).c_str());
   if (!o.svg.empty()) {
     LinePlot plot;
     plot.title = "time and money of every plan (" + job.experiment.model + ")";
@@ -164,11 +187,11 @@ int hybrid(const HybridOptions& o) {
     write_line_plot_svg(plot, o.svg);
   }
   std::vector<nlohmann::json> rows;
-  for (const HybridPlan& p : plans) rows.push_back(plan_json(p));
+  for (const HybridPlan& p : plans) rows.push_back(plan_json(p, job));
   write_table_files(rows,
                     {"plan", "kind", "vms", "functions", "memory_mb", "exchange", "iteration_s", "total_s",
                      "cost_usd", "vm_usd", "gb_s", "function_usd", "request_usd", "storage_usd",
-                     "invocations", "checkpoints", "cold_start_s", "pareto"},
+                     "invocations", "checkpoints", "cold_start_s", "pareto", "plan_flags"},
                     o.csv, o.json,
                     {{"schema_version", 1},
                      {"format", "strata-hybrid"},

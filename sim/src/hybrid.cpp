@@ -88,6 +88,14 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
   const double iterations = e.epochs * std::ceil(job.samples / batch);
   const double sample_bytes = static_cast<double>(whole.info.input_elements) * 4;  // fp32 inputs
 
+  // A function's host: the pool's instance, read as a function of the smallest size offered and
+  // brought back to one vCPU, scaled to each size (function_host_spec), as the replay does.
+  HostSpec instance = load_platform_summary_apart(platform, network, pool.memory_mb.front()).hosts.front();
+  const double smallest = vcpus(pool, pool.memory_mb.front());
+  for (double* f : {&instance.flops_fp32, &instance.flops_bf16, &instance.flops_fp16, &instance.flops_fp64,
+                    &instance.mem_bw})
+    *f /= smallest;
+
   std::vector<double> sizes;  // the function sizes tried
   if (job.memory_mb > 0) {
     check_memory_offered(pool, job.memory_mb, "--memory");
@@ -156,15 +164,12 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
     f.microbatches = 0;
     const Plan share = lower(f);
     for (double memory : sizes) {
-      HostSpec host;
-      host.name = "function";
-      host.flops_fp32 = host.flops_bf16 = host.flops_fp16 = pool.vcpu_flops * vcpus(pool, memory);
-      host.flops_fp64 = host.flops_fp32 / 2;
-      host.mem_bw = vms.hosts.front().mem_bw * vcpus(pool, memory);  // a VM core's share per vCPU
+      const HostSpec host = function_host_spec(instance, pool, memory);
       const double compute = compute_time(share, host, cost);
       for (const Exchange& x : exchanges) {
         HybridPlan p;
         p.kind = x.server ? "hybrid" : "functions";
+        p.gradient_mb = static_cast<std::int64_t>(std::ceil(params * element / 1e6));
         p.vms = x.server ? 1 : 0;
         p.functions = n, p.memory_mb = memory, p.exchange = x.name;
         p.iteration_s = compute + x.seconds;

@@ -363,8 +363,9 @@ std::string NetworkOptions::describe() const {
   return model + (simgrid_factors ? " (SimGrid factors, cross traffic)" : " (factors 1, no cross traffic)");
 }
 
-PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network) {
-  LoadedPlatform platform(platform_path, network_config(network));
+PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network,
+                                      double function_memory_mb) {
+  LoadedPlatform platform(platform_path, network_config(network), LoadedPlatform::Verify::yes, function_memory_mb);
   return platform.summary();
 }
 

@@ -45,6 +45,8 @@ TEST(ServerlessPlatform, ShippedPlatformHasVmsFunctionsAndAStore) {
 // of a connection, one request after another per worker. Allreduce over n workers of S bytes:
 // the merger's PUT, n - 1 GETs and the sum's PUT, then the others' GET: (n + 2)(0.15 + S/B).
 // Scatter-reduce: n - 1 shard PUTs, n - 1 GETs, one PUT, n - 1 GETs of S/n: (3n - 2)(0.15 + S/nB).
+// Before its PUT of the sum, a merger adds n - 1 buffers (3 bytes moved per byte added) at its
+// two vCPUs' 2 x 7.1 GB/s, at no less than half of it.
 TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
   const int n = 4;
   for (CollectiveAlgo algo : {CollectiveAlgo::storage_allreduce, CollectiveAlgo::storage_scatter_reduce}) {
@@ -61,8 +63,11 @@ TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
     ASSERT_GT(bytes, 0);
     const Report r = replay_report_apart(plan, kPlatform, ReplayOptions());
     const double request = 0.15 + (algo == CollectiveAlgo::storage_allreduce ? bytes : bytes / n) / 87.5e6;
-    const double expected = (algo == CollectiveAlgo::storage_allreduce ? n + 2 : 3 * n - 2) * request;
-    EXPECT_NEAR(r.exposed_comm_s, expected, 1e-6 * expected);
+    const double requests = (algo == CollectiveAlgo::storage_allreduce ? n + 2 : 3 * n - 2) * request;
+    const double merge =
+        3.0 * (n - 1) * (algo == CollectiveAlgo::storage_allreduce ? bytes : bytes / n) / (2 * 7.1e9);
+    EXPECT_GE(r.exposed_comm_s, (requests + merge) * (1 - 1e-9));
+    EXPECT_LE(r.exposed_comm_s, requests + 2 * merge);
     // Each worker in a function instance of 3,538 MB.
     EXPECT_EQ(r.workers, n);
     EXPECT_DOUBLE_EQ(r.gpu_memory_bytes, 3538.0 * 1048576);

@@ -52,6 +52,7 @@ struct HybridPlan {
   int checkpoints = 0;      // per function
   double cold_start_s = 0;  // waited in all (the first invocation's and each re-invocation's)
   bool pareto = false;      // on the time-money front
+  std::int64_t gradient_mb = 0;  // the gradient in MB (10^6 B), rounded up: one bucket holds it
   std::string label() const;
 };
 

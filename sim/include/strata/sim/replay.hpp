@@ -80,7 +80,10 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
 void check_platform(const std::string& platform_path, const NetworkOptions& network = {});
 
 // Loads the platform in this process and returns its summary (also one engine per process).
-PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network = {});
+// `function_memory_mb` > 0: the hosts are the function pool's instances as functions of that
+// memory (Plan::function_memory_mb).
+PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network = {},
+                                      double function_memory_mb = 0);
 
 }  // namespace sim
 }  // namespace strata
