@@ -61,9 +61,20 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
     options.placement = read_placement(flags.placement);
     return std::nullopt;
   }
-  if (*policy == SchedulePolicy::strategy) return std::nullopt;
+  if (*policy == SchedulePolicy::strategy) {
+    if (plan.has_unplaced())
+      throw InputError(
+          "--schedule-policy: the Plan leaves tasks unplaced: give heft, cpop, peft, minmin, cp or rr");
+    return std::nullopt;
+  }
   const SlotPlatform slots = load_slot_platform(platform, options.network);
   const PlanPlacement placed = place_plan(plan, slots, CostModel(options.calibration), *policy);
+  if (plan.has_unplaced()) {  // each unplaced task on the worker the policy chose (a new one or not)
+    plan.set_num_workers(placed.num_workers);
+    for (const auto& [task, worker] : placed.task_workers) plan.mutable_task(task).worker = worker;
+    plan.allow_unplaced(false);
+    plan.validate();
+  }
   plan.placement = placed.hosts_by_worker;
   plan.placement_policy = flags.policy;
   return PlacementReport{flags.policy,

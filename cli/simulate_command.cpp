@@ -37,7 +37,7 @@ int simulate(const SimulateOptions& o) {
   Plan plan;
   if (!o.plan.empty()) {
     refuse_beside_plan(o.flags, false);
-    plan = read_plan(o.plan);
+    plan = read_plan(o.plan, true);  // unplaced tasks: --schedule-policy places them
   } else {
     experiment = experiment_of(o.flags);
     plan = lower(*experiment);

@@ -131,6 +131,32 @@ TEST_F(ScheduleCli, PartitionBalancedPricesWithTheCalibration) {
   EXPECT_NE(slowest(plain.err), slowest(calibrated.err)) << plain.err << calibrated.err;
 }
 
+// A Plan file may leave compute tasks unplaced (no "worker"): simulate places them with the
+// policy and replays the result; without a policy it says how to place them.
+TEST_F(ScheduleCli, SimulatePlacesAPlansUnplacedTasks) {
+  std::string tasks;
+  auto task = [&](const std::string& id, const std::string& worker, double seconds, const std::string& deps) {
+    tasks += std::string(tasks.empty() ? "" : ",\n") + R"({"id": ")" + id + R"(", "kind": "fixed", )" +
+             worker + R"("flops": 0, "bytes_read": 0, "bytes_written": 0, "attrs": {"duration_s": )" +
+             std::to_string(seconds) + R"(}, "data_deps": [)" + deps + "]}";
+  };
+  task("it0/a", R"("worker": 0, )", 1, "");
+  for (const char* id : {"it0/b", "it0/c", "it0/d"}) task(id, "", 2, R"("it0/a")");
+  task("it0/e", R"("worker": 0, )", 1, R"("it0/b", "it0/c", "it0/d")");
+  write("u.json",
+        R"({"schema_version": 2, "format": "strata-plan", "num_workers": 1, "tasks": [)" + tasks + "]}");
+  const std::string platform = kPlatforms + "test-flat-4.xml";
+  const Outcome r = run("simulate --plan " + path("u.json") + " --platform " + platform +
+                        " --schedule-policy heft --report " + path("r.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(slurp(path("r.json")));
+  EXPECT_NEAR(report["iteration_time_s"].get<double>(), 4.0, 1e-6);  // a, then b, c, d side by side, then e
+  EXPECT_EQ(report["workers"], 3);
+  expect_one_line_error(
+      run("simulate --plan " + path("u.json") + " --platform " + platform + " --report " + path("r2.json")),
+      "the Plan leaves tasks unplaced: give heft", path("r2.json"));
+}
+
 TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {
   Outcome r =
       run("schedule --workflow " + kSimGrid + "Montage_25.xml --platform " + kSimGrid +

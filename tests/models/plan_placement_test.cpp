@@ -114,5 +114,58 @@ TEST(PlanPlacement, TooFewSlotsIsOneLine) {
             "star.xml: 4 workers need 4 worker slots, the platform has 2");
 }
 
+// A generic DAG left unplaced but for its entry and exit: a (1 s) on worker 0, then b, c and d
+// (2 s each, unplaced), then e (1 s) on worker 0, on four alike slots. Every policy puts the
+// three middle tasks side by side, one on worker 0's slot and two on new workers: 1 + 2 + 1 = 4 s.
+TEST(PlanPlacement, UnplacedTasksGoToTheSlotsThePolicyChoosesAndNewWorkersThere) {
+  Plan plan(1);
+  plan.allow_unplaced(true);
+  auto fixed = [&](const std::string& id, WorkerId worker, double seconds) {
+    Task t;
+    t.id = id;
+    t.kind = TaskKind::fixed;
+    t.worker = worker;
+    t.attrs["duration_s"] = seconds;
+    return plan.add_task(t);
+  };
+  const TaskIndex a = fixed("it0/a", 0, 1);
+  std::vector<TaskIndex> middle;
+  for (const char* id : {"it0/b", "it0/c", "it0/d"}) {
+    middle.push_back(fixed(id, -1, 2));
+    plan.add_data_dep(a, middle.back());
+  }
+  const TaskIndex e = fixed("it0/e", 0, 1);
+  for (TaskIndex m : middle) plan.add_data_dep(m, e);
+  plan.validate();
+  ASSERT_TRUE(plan.has_unplaced());
+  const SlotPlatform four = star({1e9, 1e9, 1e9, 1e9});
+  for (SchedulePolicy policy : {SchedulePolicy::heft, SchedulePolicy::cpop, SchedulePolicy::peft,
+                                SchedulePolicy::minmin, SchedulePolicy::cp}) {
+    SCOPED_TRACE(std::string(to_string(policy)));
+    const PlanPlacement placed = place_plan(plan, four, CostModel(), policy);
+    EXPECT_NEAR(placed.estimate_s, 4.0, 1e-3);
+    EXPECT_EQ(placed.num_workers, 3);
+    ASSERT_EQ(placed.task_workers.size(), 3u);
+    std::set<WorkerId> workers;
+    for (const auto& [task, worker] : placed.task_workers) workers.insert(worker);
+    EXPECT_EQ(workers, (std::set<WorkerId>{0, 1, 2}));
+    expect_distinct_slots(placed, four);
+  }
+  try {
+    place_plan(plan, four, CostModel(), SchedulePolicy::strategy);
+    FAIL() << "no error";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("leaves tasks unplaced"), std::string::npos) << err.what();
+  }
+  plan.allow_unplaced(false);
+  try {
+    plan.validate();
+    FAIL() << "no error";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("task is unplaced: give --schedule-policy"), std::string::npos)
+        << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata

@@ -106,6 +106,15 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
       throw InvalidPlanError(input_error_message(source, pointer(i, "group"), "worker listed twice"));
     for (std::size_t g = 0; g < t.group.size(); ++g)
       check_worker(source, i, "group/" + std::to_string(g), t.group[g], plan.num_workers());
+  } else if (t.worker == -1 && !is_communication(t.kind)) {
+    if (!plan.unplaced_allowed())
+      throw InvalidPlanError(input_error_message(
+          source, pointer(i, "worker"),
+          "task is unplaced: give --schedule-policy heft|cpop|peft|minmin|cp|rr to place it"));
+    if (!t.reads.empty() || !t.writes.empty())
+      throw InvalidPlanError(input_error_message(source, pointer(i, "worker"),
+                                                 "an unplaced task reads or writes buffers, which live on "
+                                                 "a worker: give it a worker"));
   } else {
     check_worker(source, i, "worker", t.worker, plan.num_workers());
   }
@@ -231,6 +240,11 @@ void Plan::validate(const std::string& source) const {
 }
 
 void Plan::validate_graph(const std::string& source) const { checked_order(source); }
+
+bool Plan::has_unplaced() const {
+  return std::any_of(tasks_.begin(), tasks_.end(),
+                     [](const Task& t) { return t.worker == -1 && !is_collective(t.kind); });
+}
 
 std::vector<TaskIndex> Plan::checked_order(const std::string& source) const {
   if (num_workers_ <= 0)

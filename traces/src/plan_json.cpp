@@ -41,7 +41,7 @@ void put_placement(const Task& task, OrderedJson& j) {
   if (is_collective(task.kind)) {
     j["group"] = task.group;
     j["algo"] = to_string(task.algo);
-  } else {
+  } else if (task.worker >= 0) {  // an unplaced task has none
     j["worker"] = task.worker;
   }
   if (task.kind == TaskKind::send || task.kind == TaskKind::recv) j["peer"] = task.peer;
@@ -186,8 +186,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& source) {
   return reader.finish(doc);
 }
 
-Plan read_plan(const std::string& path) {
-  plan_json::PlanReader reader(path);
+Plan read_plan(const std::string& path, bool allow_unplaced) {
+  plan_json::PlanReader reader(path, allow_unplaced);
   try {
     const nlohmann::json rest = stream_json_file(
         path, {"buffers", "tasks"},

@@ -61,7 +61,11 @@ void read_placement(const JsonNode& node, Task& task) {
       algo->fail("'" + std::string(to_string(task.algo)) + "' applies to allreduce only, not to " +
                  quote_for_message(to_string(task.kind)));
   } else {
-    task.worker = static_cast<WorkerId>(node.at("worker").as_int(0, INT32_MAX));
+    // No worker: an unplaced compute task (Plan::allow_unplaced says whether one is taken).
+    const std::optional<JsonNode> worker = node.find("worker");
+    task.worker = worker || is_communication(task.kind)
+                      ? static_cast<WorkerId>(node.at("worker").as_int(0, INT32_MAX))
+                      : -1;
     const std::string kind_name = quote_for_message(to_string(task.kind));
     reject_field(node, "group", "only collectives have a group, " + kind_name + " is not one");
     reject_field(node, "algo", "only collectives have an algorithm, " + kind_name + " is not one");

@@ -23,7 +23,9 @@ namespace plan_json {
 
 class PlanReader {
  public:
-  explicit PlanReader(const std::string& source) : source_(source) {}
+  explicit PlanReader(const std::string& source, bool allow_unplaced = false) : source_(source) {
+    plan_.allow_unplaced(allow_unplaced);
+  }
 
   void element(std::string_view array, std::size_t index, const nlohmann::json& value,
                const nlohmann::json& root);

@@ -108,7 +108,9 @@ PlanProblem plan_problem(const Plan& plan, const SlotPlatform& platform, const C
       std::vector<double> costs(classes);
       for (std::size_t c = 0; c < classes; ++c)
         costs[c] = cost.compute_time(task, platform.hosts[host_of_class[c]]);
-      add_node(t, static_cast<std::size_t>(task.worker), std::move(costs), true);
+      // An unplaced task is free: the policy chooses its slot (DagProblem::kNoGroup).
+      add_node(t, task.worker < 0 ? DagProblem::kNoGroup : static_cast<std::size_t>(task.worker),
+               std::move(costs), true);
     }
   }
   first_node[plan.size()] = p.tasks.size();
@@ -221,14 +223,77 @@ double estimate_plan(const PlanProblem& pp, const Plan& plan,
   return now;
 }
 
+namespace {
+
+// A Plan with unplaced tasks: the policy places the workers' tasks as groups and each unplaced
+// task on its own; an unplaced task joins the worker on its slot, or a new worker there when the
+// slot has none. There is no strategy placement to keep.
+PlanPlacement place_unplaced(const Plan& plan, const SlotPlatform& platform, const CostModel& cost,
+                             SchedulePolicy policy, std::chrono::steady_clock::time_point started) {
+  if (policy == SchedulePolicy::strategy)
+    throw InputError(
+        input_error_message("--schedule-policy", "strategy",
+                            "the Plan leaves tasks unplaced: give heft, cpop, peft, minmin, cp or rr"));
+  const PlanProblem pp = plan_problem(plan, platform, cost);
+  check_dag(pp.problem, platform_name(platform));
+  const DagSchedule s = schedule_dag(pp.problem, policy);
+  PlanPlacement out;
+  out.policy = policy;
+  const std::size_t slots = pp.problem.processors;
+  std::vector<std::size_t> slot_of_worker(static_cast<std::size_t>(plan.num_workers()), slots);
+  for (std::size_t n = 0; n < s.slots.size(); ++n)
+    if (pp.worker[n] != DagProblem::kNoGroup) slot_of_worker[pp.worker[n]] = s.slots[n].processor;
+  std::vector<char> taken(slots, 0);
+  std::vector<WorkerId> worker_on(slots, -1);
+  for (std::size_t w = 0; w < slot_of_worker.size(); ++w)
+    if (slot_of_worker[w] < slots)
+      taken[slot_of_worker[w]] = 1, worker_on[slot_of_worker[w]] = static_cast<WorkerId>(w);
+  std::size_t next = 0;
+  for (std::size_t w = 0; w < slot_of_worker.size(); ++w)  // a worker with no task: a free slot
+    if (slot_of_worker[w] == slots) {
+      while (taken[next] != 0) ++next;
+      slot_of_worker[w] = next, taken[next] = 1, worker_on[next] = static_cast<WorkerId>(w);
+    }
+  Plan placed = plan;
+  for (std::size_t n = 0; n < s.slots.size(); ++n) {
+    if (pp.worker[n] != DagProblem::kNoGroup) continue;
+    const std::size_t q = s.slots[n].processor;
+    if (worker_on[q] < 0) {
+      worker_on[q] = placed.num_workers();
+      placed.set_num_workers(placed.num_workers() + 1);
+      slot_of_worker.push_back(q);
+    }
+    placed.mutable_task(pp.plan_task[n]).worker = worker_on[q];
+    out.task_workers.emplace_back(pp.plan_task[n], worker_on[q]);
+  }
+  placed.allow_unplaced(false);
+  const PlanProblem placed_problem = plan_problem(placed, platform, cost);
+  out.slot_of_worker = slot_of_worker;
+  out.num_workers = placed.num_workers();
+  out.policy_estimate_s = out.estimate_s = estimate_plan(placed_problem, placed, slot_of_worker);
+  out.strategy_estimate_s = 0;
+  DagSchedule as_estimated;
+  as_estimated.makespan = out.estimate_s;
+  out.schedule_length_ratio = schedule_length_ratio(placed_problem.problem, as_estimated);
+  out.speedup = speedup_over_serial(placed_problem.problem, as_estimated);
+  for (std::size_t q : out.slot_of_worker)
+    out.hosts_by_worker.push_back(platform.hosts[pp.problem.processor_host[q]].name);
+  out.run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+}  // namespace
+
 PlanPlacement place_plan(const Plan& plan, const SlotPlatform& platform, const CostModel& cost,
                          SchedulePolicy policy) {
   const auto started = std::chrono::steady_clock::now();
+  if (plan.has_unplaced()) return place_unplaced(plan, platform, cost, policy, started);
   const PlanProblem pp = plan_problem(plan, platform, cost);
   check_dag(pp.problem, platform_name(platform));
   const std::size_t workers = static_cast<std::size_t>(plan.num_workers());
   PlanPlacement out;
   out.policy = policy;
+  out.num_workers = plan.num_workers();
   std::vector<std::size_t> natural(workers);
   for (std::size_t w = 0; w < workers; ++w) natural[w] = w;
   out.strategy_estimate_s = estimate_plan(pp, plan, natural);

@@ -142,6 +142,12 @@ class Plan {
 
   int num_workers() const { return num_workers_; }
   void set_num_workers(int n) { num_workers_ = n; }
+  // Whether compute tasks may be unplaced (worker -1, no buffers: a generic DAG's task, which a
+  // placement policy puts on a worker; models/schedule/plan_placement.hpp). Off by default:
+  // validate() then refuses an unplaced task in one line saying how to place it.
+  void allow_unplaced(bool allow) { allow_unplaced_ = allow; }
+  bool unplaced_allowed() const { return allow_unplaced_; }
+  bool has_unplaced() const;
   int num_iterations() const;  // 1 + highest task iteration (0 for an empty plan)
 
   PlanInfo info;
@@ -159,6 +165,8 @@ class Plan {
   std::vector<TaskIndex> checked_order(const std::string& source) const;
 
   int num_workers_ = 0;
+
+  bool allow_unplaced_ = false;
   std::vector<Task> tasks_;
   std::vector<Buffer> buffers_;
   std::vector<TaskCoords> buffer_coords_;  // per buffer

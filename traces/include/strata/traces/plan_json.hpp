@@ -38,8 +38,9 @@ inline namespace traces {
 inline constexpr int kPlanSchemaVersion = 2;
 inline constexpr int kOldestPlanSchemaVersion = 1;  // the oldest version read_plan reads
 
-// Reads and validates the plan file at `path`; errors name `path`.
-Plan read_plan(const std::string& path);
+// Reads and validates the plan file at `path`; errors name `path`. `allow_unplaced`: compute
+// tasks may have no worker (Plan::allow_unplaced), for a placement policy to place.
+Plan read_plan(const std::string& path, bool allow_unplaced = false);
 
 // Builds and validates a Plan from a parsed document; errors name `source`.
 Plan plan_from_json(const nlohmann::json& doc, const std::string& source);

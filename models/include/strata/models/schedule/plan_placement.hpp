@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/models/cost/cost_model.hpp"
@@ -81,8 +82,14 @@ struct PlanPlacement {
   double schedule_length_ratio = 0;          // estimate / the critical path at minimum costs
   double speedup = 0;                        // the best single slot's serial time / estimate
   double run_time_s = 0;                     // wall time the policy took (problem, schedule, estimates)
+  // A Plan with unplaced tasks (Plan::allow_unplaced): the worker each was given, and the workers
+  // the Plan then has (a slot that held no worker gets a new one); no strategy estimate (0).
+  std::vector<std::pair<TaskIndex, WorkerId>> task_workers;
+  int num_workers = 0;
 };
-// REQUIRES: plan validated. `strategy` keeps worker w on slot w. PEFT keeps a tasks x slots
+// REQUIRES: plan validated. `strategy` keeps worker w on slot w, and is refused (InputError) for
+// a Plan with unplaced tasks, whose data dependencies order them without moving bytes (a Plan
+// moves data between workers in send and recv tasks only). PEFT keeps a tasks x slots
 // table: above 2·10^7 entries it is refused (InputError naming the policy) rather than exhaust
 // memory; HEFT, CPOP, cp and rr scale to 10^5 tasks on 1,024 slots.
 PlanPlacement place_plan(const Plan& plan, const SlotPlatform& platform, const CostModel& cost,
