@@ -404,8 +404,9 @@ void replay_top(ExploreResult& result, std::size_t k, const Model& model, const 
 
 PlatformSummary load_platform_summary_apart(const std::string& platform_path, const NetworkOptions& network,
                                             double function_memory_mb) {
-  return summary_from_json(nlohmann::json::parse(run_in_child(
-      [&] { return summary_to_json(load_platform_summary(platform_path, network, function_memory_mb)).dump(); })));
+  return summary_from_json(nlohmann::json::parse(run_in_child([&] {
+    return summary_to_json(load_platform_summary(platform_path, network, function_memory_mb)).dump();
+  })));
 }
 
 Report replay_report_apart(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {

@@ -365,7 +365,8 @@ std::string NetworkOptions::describe() const {
 
 PlatformSummary load_platform_summary(const std::string& platform_path, const NetworkOptions& network,
                                       double function_memory_mb) {
-  LoadedPlatform platform(platform_path, network_config(network), LoadedPlatform::Verify::yes, function_memory_mb);
+  LoadedPlatform platform(platform_path, network_config(network), LoadedPlatform::Verify::yes,
+                          function_memory_mb);
   return platform.summary();
 }
 

@@ -105,7 +105,8 @@ ClusterSpec cluster_spec(const PlatformSummary& platform);
 
 // load_platform_summary run in a child process, so that this process can still load the
 // platform into its own SimGrid engine (one per process) afterwards.
-PlatformSummary load_platform_summary_apart(const std::string& platform_path, const NetworkOptions& network = {},
+PlatformSummary load_platform_summary_apart(const std::string& platform_path,
+                                            const NetworkOptions& network = {},
                                             double function_memory_mb = 0);
 
 // replay() run in a child process, so that this process can replay again: its report (the

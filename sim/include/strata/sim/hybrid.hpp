@@ -48,10 +48,10 @@ struct HybridPlan {
   double total_s = 0;  // the whole job, wall-clock
   double cost_usd = 0;
   double vm_usd = 0, gb_s = 0, function_usd = 0, request_usd = 0, storage_usd = 0;
-  int invocations = 0;      // per function
-  int checkpoints = 0;      // per function
-  double cold_start_s = 0;  // waited in all (the first invocation's and each re-invocation's)
-  bool pareto = false;      // on the time-money front
+  int invocations = 0;           // per function
+  int checkpoints = 0;           // per function
+  double cold_start_s = 0;       // waited in all (the first invocation's and each re-invocation's)
+  bool pareto = false;           // on the time-money front
   std::int64_t gradient_mb = 0;  // the gradient in MB (10^6 B), rounded up: one bucket holds it
   std::string label() const;
 };
