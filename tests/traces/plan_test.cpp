@@ -151,8 +151,12 @@ TEST(PlanValidate, WorkerOutOfRange) {
   // Valid workers of a 2-worker plan are 0 and 1.
   EXPECT_EQ(validate_message(single_task_plan(compute_task("a", 2))),
             "plan: /tasks/0/worker: worker 2 outside [0, 2)");
+  EXPECT_EQ(validate_message(single_task_plan(compute_task("a", -2))),
+            "plan: /tasks/0/worker: worker -2 outside [0, 2)");
+  // -1: an unplaced task, which only a Plan that allows them holds (docs/scheduling.md).
   EXPECT_EQ(validate_message(single_task_plan(compute_task("a", -1))),
-            "plan: /tasks/0/worker: worker -1 outside [0, 2)");
+            "plan: /tasks/0/worker: task is unplaced: give --schedule-policy heft|cpop|peft|minmin|cp|rr to "
+            "place it");
   EXPECT_NO_THROW(single_task_plan(compute_task("a", 1)).validate());
 }
 

@@ -408,12 +408,13 @@ void check_cuda_kernels(const Plan& plan, const std::string& source) {
         break;
       default:
         if (!t.attr_string("compression").has_value() && !t.attr_string("encoding").has_value() &&
-            !per_buffer(t))
+            !per_buffer(t) && !is_storage_algo(t.algo))
           continue;
     }
     throw InputError(source + ": task " + t.id + " (" + std::string(to_string(t.kind)) +
                      (t.attr_string("compression") ? ", compression " + *t.attr_string("compression") : "") +
                      (per_buffer(t) ? ", ZeRO-2/3 shards" : "") +
+                     (is_storage_algo(t.algo) ? ", through the object store" : "") +
                      ") has no CUDA kernel; run it with --device cpu");
   }
 }

@@ -364,5 +364,22 @@ TEST(MpiTransportCli, CompressedRunsOverTwoProcessesReportWhatTheThreadsReport) 
   }
 }
 
+// Data parallelism through the object store of files over two processes: each rank PUTs and
+// GETs its own objects in the folder rank 0 made, and the run reports what it reports over
+// threads (at two ranks a + b = b + a); every folder is gone afterwards.
+TEST(MpiTransportCli, StorageCollectivesOverTwoProcessesReportWhatTheThreadsReport) {
+  for (const char* algo : {"storage_allreduce", "storage_scatter_reduce"}) {
+    SCOPED_TRACE(algo);
+    const auto dir = scratch(std::string("store_") + algo);
+    const auto tmp = dir / "tmp";
+    std::filesystem::create_directories(tmp);
+    const std::string args = std::string(STRATA_BINARY) +
+                             " run --model mlp --strategy dp=2 --epochs 1 --no-pin --set dp_algo=" + algo;
+    expect_same_report("TMPDIR=" + tmp.string() + " " + args,
+                       mpirun(2) + "-x TMPDIR=" + tmp.string() + " " + args + " --transport mpi", dir);
+    EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "an object store folder was left in " << tmp;
+  }
+}
+
 }  // namespace
 }  // namespace strata::real::mpi_test
