@@ -68,9 +68,10 @@ TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
         3.0 * (n - 1) * (algo == CollectiveAlgo::storage_allreduce ? bytes : bytes / n) / (2 * 7.1e9);
     EXPECT_GE(r.exposed_comm_s, (requests + merge) * (1 - 1e-9));
     EXPECT_LE(r.exposed_comm_s, requests + 2 * merge);
-    // Each worker in a function instance of 3,538 MB.
+    // Each worker in a function instance of 3,538 MB, billed by the GB-second while it runs.
     EXPECT_EQ(r.workers, n);
     EXPECT_DOUBLE_EQ(r.gpu_memory_bytes, 3538.0 * 1048576);
+    EXPECT_NEAR(r.cost_usd, n * 3538.0 / 1024 * 0.0000166667 * r.iteration_time_s, 1e-12);
   }
 }
 

@@ -149,6 +149,8 @@ HostSpec function_host_spec(HostSpec instance, const FunctionPool& pool, double 
     *f *= v;
   instance.gpu_memory = memory_mb * 1048576.0;
   instance.slots = 1;
+  // Billed by the GB-second while it runs: the same money per hour (granules and requests aside).
+  instance.price_per_hour = memory_mb / 1024 * pool.price_per_gb_s * 3600;
   return instance;
 }
 

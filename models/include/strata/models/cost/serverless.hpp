@@ -76,7 +76,9 @@ double vcpus(const FunctionPool& pool, double memory_mb);
 // A worker's host when the worker runs in a function of `memory_mb` (docs/serverless.md):
 // `instance` (the pool host's figures for one vCPU: flop/s and memory bandwidth) scaled by the
 // function's vCPUs, as a worker's kernels (multi-threaded BLAS) use every vCPU it has; its
-// memory is the function's (1 MB = 2^20 B, as AWS counts it); one worker slot.
+// memory is the function's (1 MB = 2^20 B, as AWS counts it); one worker slot; its price per
+// hour the GB-seconds of an hour (memory / 1,024 x price_per_gb_s x 3,600), so that a report's
+// cost per iteration is the functions' duration charge (without the 1 ms granule and requests).
 HostSpec function_host_spec(HostSpec instance, const FunctionPool& pool, double memory_mb);
 // Seconds for `flops` on `threads` threads in a function of `memory_mb`.
 double function_compute_time(const FunctionPool& pool, double memory_mb, double flops, int threads);
