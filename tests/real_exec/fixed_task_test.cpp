@@ -37,13 +37,15 @@ Plan fixed_chain(int count, int workers, AttrValue duration_s) {
 }
 
 // Runs `plan` once on the real interpreter (after check_kernels, as every caller must).
-std::vector<TaskTiming> run_plan(const Plan& plan, double* wall_s) {
+// `cpu_share`: each worker's share of its core (Interpreter::set_cpu_share).
+std::vector<TaskTiming> run_plan(const Plan& plan, double* wall_s, double cpu_share = 1) {
   check_kernels(plan, "test");
   CpuBackend backend;
   Workspace<float> ws(plan);
   ThreadTransport<float> transport;
   TaskRunner<float> runner(plan, backend, ws, transport, OptimizerSettings{});
   Interpreter<float> interpreter(plan, runner, false);
+  interpreter.set_cpu_share(cpu_share);
   return interpreter.run(wall_s);
 }
 
@@ -61,16 +63,9 @@ TEST(FixedTask, FiveMillisecondsIsMeasuredAtLeastFiveMilliseconds) {
 // overshoot piles up per task (within 20 ms over the run).
 TEST(FixedTask, AHalfCoreQuotaDoublesTheComputeTime) {
   const Plan plan = fixed_chain(40, 1, 1e-3);
-  check_kernels(plan, "test");
-  CpuBackend backend;
-  Workspace<float> ws(plan);
-  ThreadTransport<float> transport;
-  TaskRunner<float> runner(plan, backend, ws, transport, OptimizerSettings{});
-  Interpreter<float> interpreter(plan, runner, false);
   double full = 0, half = 0;
-  interpreter.run(&full);
-  interpreter.set_cpu_share(0.5);
-  interpreter.run(&half);
+  run_plan(plan, &full);
+  run_plan(plan, &half, 0.5);
   EXPECT_GE(full, 40e-3);
   EXPECT_GE(half, 79e-3);
   EXPECT_LE(half, 2 * full + 20e-3);

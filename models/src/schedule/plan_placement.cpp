@@ -225,6 +225,18 @@ double estimate_plan(const PlanProblem& pp, const Plan& plan,
 
 namespace {
 
+// What every placement reports from its estimate: SLR, speedup, hosts by worker, run time.
+void finish_placement(PlanPlacement& out, const DagProblem& problem, const SlotPlatform& platform,
+                      std::chrono::steady_clock::time_point started) {
+  DagSchedule as_estimated;
+  as_estimated.makespan = out.estimate_s;
+  out.schedule_length_ratio = schedule_length_ratio(problem, as_estimated);
+  out.speedup = speedup_over_serial(problem, as_estimated);
+  for (std::size_t q : out.slot_of_worker)
+    out.hosts_by_worker.push_back(platform.hosts[problem.processor_host[q]].name);
+  out.run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
 // A Plan with unplaced tasks: the policy places the workers' tasks as groups and each unplaced
 // task on its own; an unplaced task joins the worker on its slot, or a new worker there when the
 // slot has none. There is no strategy placement to keep.
@@ -272,13 +284,7 @@ PlanPlacement place_unplaced(const Plan& plan, const SlotPlatform& platform, con
   out.num_workers = placed.num_workers();
   out.policy_estimate_s = out.estimate_s = estimate_plan(placed_problem, placed, slot_of_worker);
   out.strategy_estimate_s = 0;
-  DagSchedule as_estimated;
-  as_estimated.makespan = out.estimate_s;
-  out.schedule_length_ratio = schedule_length_ratio(placed_problem.problem, as_estimated);
-  out.speedup = speedup_over_serial(placed_problem.problem, as_estimated);
-  for (std::size_t q : out.slot_of_worker)
-    out.hosts_by_worker.push_back(platform.hosts[pp.problem.processor_host[q]].name);
-  out.run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  finish_placement(out, placed_problem.problem, platform, started);
   return out;
 }
 
@@ -330,13 +336,7 @@ PlanPlacement place_plan(const Plan& plan, const SlotPlatform& platform, const C
   }
   out.estimate_s = out.kept_strategy || policy == SchedulePolicy::strategy ? out.strategy_estimate_s
                                                                            : out.policy_estimate_s;
-  DagSchedule as_estimated;
-  as_estimated.makespan = out.estimate_s;
-  out.schedule_length_ratio = schedule_length_ratio(pp.problem, as_estimated);
-  out.speedup = speedup_over_serial(pp.problem, as_estimated);
-  for (std::size_t q : out.slot_of_worker)
-    out.hosts_by_worker.push_back(platform.hosts[pp.problem.processor_host[q]].name);
-  out.run_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  finish_placement(out, pp.problem, platform, started);
   return out;
 }
 
