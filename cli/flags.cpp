@@ -285,6 +285,9 @@ void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
       ->check(CLI::IsMember({"auto", "step", "aggregated"}));
   add_input_option(app, "--calibration", flags.calibration, "calibration JSON (efficiencies, overheads)");
   app.add_option("--network-model", flags.network_model, "SimGrid network/model (default LV08)");
+  app.add_flag("--cold-starts", flags.cold_starts,
+               "workers in functions (--function-memory) start cold: each waits a seeded cold start of the "
+               "pool's before its first task");
   app.add_flag("--simgrid-factors", flags.simgrid_factors,
                "keep SimGrid's TCP latency/bandwidth factors and cross traffic (default: off, exact α-β)");
   app.add_option("--comm-streams", flags.comm_streams,
@@ -298,6 +301,7 @@ ReplayOptions replay_options(const ReplayFlags& flags) {
   options.collectives = parse_collective_mode(flags.collectives);
   options.network.model = flags.network_model;
   options.network.simgrid_factors = flags.simgrid_factors;
+  options.cold_starts = flags.cold_starts;
   options.comm_streams =
       flags.comm_streams == "one-per-worker" ? CommStreams::one_per_worker : CommStreams::per_group;
   if (!flags.calibration.empty()) options.calibration = load_calibration(flags.calibration);

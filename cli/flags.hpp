@@ -63,6 +63,7 @@ struct ReplayFlags {
   std::string network_model = "LV08";
   bool simgrid_factors = false;
   std::string comm_streams = "per-group";  // per-group | one-per-worker (replay.hpp)
+  bool cold_starts = false;                // ReplayOptions::cold_starts
 };
 void add_replay_flags(CLI::App& app, ReplayFlags& flags);
 // Replay options from the flags (reads the calibration file). Throws InputError.

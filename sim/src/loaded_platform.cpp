@@ -196,6 +196,7 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
         const FunctionPool pool = function_pool_from_properties(h->get_name(), p, h->get_speed());
         check_memory_offered(pool, function_memory_mb, "--function-memory");
         spec = function_host_spec(spec, pool, function_memory_mb);
+        if (!pool_) pool_ = pool;
       }
       hosts_.push_back(h);
       summary_.hosts.push_back(spec);

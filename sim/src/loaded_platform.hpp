@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "simgrid_compat.hpp"
+#include "strata/models/cost/serverless.hpp"
 #include "strata/sim/platform.hpp"
 
 namespace strata {
@@ -58,6 +60,8 @@ class LoadedPlatform {
   // The index (for host()) of the platform's first object store, after the summary's hosts; -1
   // when it has none.
   int store() const { return store_; }
+  // The function pool the workers run in (function_memory_mb > 0): its first instance's.
+  const std::optional<FunctionPool>& pool() const { return pool_; }
   simgrid::s4u::Engine& engine() { return *engine_; }
 
   // Whether a host's speed or state may change during the run: the file attaches availability
@@ -75,6 +79,7 @@ class LoadedPlatform {
   std::map<std::pair<int, int>, double> latency_;
   bool host_profiles_ = true;
   int store_ = -1;
+  std::optional<FunctionPool> pool_;
 };
 
 }  // namespace sim

@@ -34,6 +34,10 @@ class ReplayEngine {
         peak_memory_(static_cast<std::size_t>(plan.num_workers()), 0),
         progress_(options.progress) {
     check_calibration_for_hosts(options.calibration, platform.summary().hosts);
+    if (options.cold_starts && platform.pool())
+      for (WorkerId w = 0; w < plan.num_workers(); ++w)
+        ready_at_.push_back(cold_start_s(*platform.pool(), static_cast<std::uint64_t>(plan.info.seed),
+                                         static_cast<std::uint64_t>(w)));
     specs_ = platform.summary().hosts;
     // On a host whose speed never changes and that has a core for each worker placed on it,
     // a worker's kernels (one at a time) each get one core at full speed: a kernel takes
@@ -101,6 +105,17 @@ class ReplayEngine {
   void start_task(TaskIndex t) {
     const Task& task = plan_.task(t);
     const double now = sg::Engine::get_clock();
+    if (!ready_at_.empty()) {  // a cold function: its tasks wait until it has started
+      double gate = 0;
+      for (WorkerId w : task.participants()) gate = std::max(gate, ready_at_[static_cast<std::size_t>(w)]);
+      if (now < gate) {
+        sg_compat::at(gate, [this, t] {
+          start_task(t);
+          pump();
+        });
+        return;
+      }
+    }
     // Spans are appended as tasks start, so they come in start-time order (the Trace's order).
     first_span_[t] = spans_.size();
     for (WorkerId w : task.participants()) {
@@ -276,7 +291,8 @@ class ReplayEngine {
   LoadedPlatform& platform_;
   CostModel cost_;
   std::vector<int> host_of_;
-  WorkerId store_id_;  // the object store's id in storage collectives' flows: num_workers
+  std::vector<double> ready_at_;  // per worker: when its function has started (cold starts); empty: at 0
+  WorkerId store_id_;             // the object store's id in storage collectives' flows: num_workers
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;

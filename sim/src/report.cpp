@@ -163,6 +163,9 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     (task.stream == Stream::compute ? compute : comm)[static_cast<std::size_t>(span.worker)].push_back(
         {span.start, span.end});
   }
+  // The run starts at 0: the first iteration includes what delays its first task (a cold start).
+  if (!window.empty() && window[0].second >= window[0].first)
+    window[0].first = std::min(window[0].first, 0.0);
   double sum_iter = 0;
   for (const auto& [a, b] : window) {
     double t = b > a ? b - a : 0;

@@ -3,6 +3,7 @@
 // storage hosts are no worker slots.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "strata/models/lowering/strategy.hpp"
@@ -72,6 +73,39 @@ TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
     EXPECT_EQ(r.workers, n);
     EXPECT_DOUBLE_EQ(r.gpu_memory_bytes, 3538.0 * 1048576);
     EXPECT_NEAR(r.cost_usd, n * 3538.0 / 1024 * 0.0000166667 * r.iteration_time_s, 1e-12);
+  }
+}
+
+// --cold-starts: each function's first task waits its seeded cold start (draw w for worker w), and
+// the first iteration counts from 0. One function: the draw plus the warm iteration, exactly; four
+// exchanging through the store: between the smallest and the largest draw more than warm.
+TEST(ServerlessPlatform, ColdStartsDelayEachFunctionsFirstTask) {
+  const FunctionPool pool = *serverless_resources(kPlatform).pool;
+  for (int n : {1, 4}) {
+    SCOPED_TRACE("functions: " + std::to_string(n));
+    StrategyConfig c;
+    c.dp = n;
+    c.global_batch = 32;
+    c.dp_algo = CollectiveAlgo::storage_allreduce;
+    Plan plan = lower(make_model("mlp", {}), c);
+    plan.function_memory_mb = 3538;
+    ReplayOptions warm, cold;
+    cold.cold_starts = true;
+    const double warm_s = replay_report_apart(plan, kPlatform, warm).iteration_time_s;
+    const double cold_s = replay_report_apart(plan, kPlatform, cold).iteration_time_s;
+    double least = 1e300, most = 0;
+    for (int w = 0; w < n; ++w) {
+      const double draw =
+          cold_start_s(pool, static_cast<std::uint64_t>(plan.info.seed), static_cast<std::uint64_t>(w));
+      least = std::min(least, draw), most = std::max(most, draw);
+    }
+    ASSERT_GT(least, 0);
+    if (n == 1) {
+      EXPECT_NEAR(cold_s, warm_s + least, 1e-9);
+    } else {
+      EXPECT_GE(cold_s, warm_s + least - 1e-9);
+      EXPECT_LE(cold_s, warm_s + most + 1e-9);
+    }
   }
 }
 

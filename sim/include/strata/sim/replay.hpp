@@ -57,6 +57,10 @@ struct ReplayOptions {
   Calibration calibration = Calibration::defaults();
   std::vector<std::string> placement;  // host name per worker; empty = the Plan's own, else natural order
   bool keep_trace = true;              // false: the Trace is used for the report, then dropped
+  // A Plan in functions (Plan::function_memory_mb): each function starts cold, its first task
+  // after a cold start drawn from the pool's log-normal with the Plan's seed (draw w for worker
+  // w, models/cost/serverless.hpp). Off: warm functions, the steady iteration.
+  bool cold_starts = false;
   // Called about every 1 % of the tasks with (tasks completed, tasks in all, simulated seconds);
   // the CLI draws a progress line on a terminal.
   std::function<void(std::size_t, std::size_t, double)> progress;
