@@ -148,6 +148,27 @@ void check_routes(const std::string& path, const LoadedPlatform& platform) {
                                                  "' to host '" + platform.summary().hosts[b].name +
                                                  "' (SimGrid aborts on a transfer between them)"));
     }
+  // The object store: storage collectives send to it from worker slots and function instances
+  // (the first of each zone whose routes SimGrid computes, every one elsewhere) and back.
+  if (platform.store() < 0) return;
+  simgrid::s4u::Host* store = platform.host(platform.store());
+  std::vector<simgrid::s4u::Host*> ends;
+  for (std::size_t a : reps) ends.push_back(platform.host(static_cast<int>(a)));
+  std::set<const simgrid::s4u::NetZone*> seen;
+  for (simgrid::s4u::Host* f : platform.function_hosts())
+    if (!computes_its_routes(f->get_englobing_zone()) || seen.insert(f->get_englobing_zone()).second)
+      ends.push_back(f);
+  for (simgrid::s4u::Host* h : ends)
+    for (const auto& [from, to] : {std::pair{h, store}, std::pair{store, h}}) {
+      links.clear();
+      double latency = 0;
+      from->route_to(to, links, &latency);
+      if (links.empty() && latency <= 0)
+        throw InputError(input_error_message(path, "",
+                                             "no route from host '" + from->get_name() + "' to host '" +
+                                                 to->get_name() +
+                                                 "' (the object store's transfers would abort SimGrid)"));
+    }
 }
 
 }  // namespace
@@ -190,7 +211,10 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
         if (store == nullptr) store = h;
         continue;
       }
-      if (is_function_host(p) != on_functions) continue;
+      if (is_function_host(p) != on_functions) {
+        if (!on_functions) function_hosts_.push_back(h);
+        continue;
+      }
       HostSpec spec = host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count());
       if (on_functions) {
         const FunctionPool pool = function_pool_from_properties(h->get_name(), p, h->get_speed());

@@ -62,6 +62,8 @@ class LoadedPlatform {
   int store() const { return store_; }
   // The function pool the workers run in (function_memory_mb > 0): its first instance's.
   const std::optional<FunctionPool>& pool() const { return pool_; }
+  // The function pool's instances when the workers run on worker slots (for the route check).
+  const std::vector<simgrid::s4u::Host*>& function_hosts() const { return function_hosts_; }
   simgrid::s4u::Engine& engine() { return *engine_; }
 
   // Whether a host's speed or state may change during the run: the file attaches availability
@@ -80,6 +82,7 @@ class LoadedPlatform {
   bool host_profiles_ = true;
   int store_ = -1;
   std::optional<FunctionPool> pool_;
+  std::vector<simgrid::s4u::Host*> function_hosts_;
 };
 
 }  // namespace sim

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "strata/models/lowering/strategy.hpp"
@@ -107,6 +109,34 @@ TEST(ServerlessPlatform, ColdStartsDelayEachFunctionsFirstTask) {
       EXPECT_LE(cold_s, warm_s + most + 1e-9);
     }
   }
+}
+
+// The store's routes are checked before anything runs: a function instance with no route to the
+// store is one line naming both hosts (SimGrid would abort on the first PUT).
+TEST(ServerlessPlatform, AFunctionWithoutARouteToTheStoreIsOneLine) {
+  const std::string path = testing::TempDir() + "strata-no-store-route.xml";
+  {
+    std::ofstream xml(path);
+    xml << R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1"><zone id="z" routing="Full">
+  <host id="vm-0" speed="1Gf"/>
+  <host id="fn-0" speed="1Gf"><prop id="function_memory_mb" value="128-10240"/></host>
+  <host id="s3-0" speed="1Gf"><prop id="storage_connection_bw" value="1e8"/></host>
+  <link id="l" bandwidth="1GBps" latency="1us"/>
+  <route src="vm-0" dst="vm-0"><link_ctn id="l"/></route>
+  <route src="vm-0" dst="s3-0"><link_ctn id="l"/></route>
+</zone></platform>
+)";
+  }
+  try {
+    load_platform_summary_apart(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no route from host 'fn-0' to host 's3-0'"), std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(ServerlessPlatform, StorageCollectivesNeedAStoreAndFunctionsAnOfferedSize) {
