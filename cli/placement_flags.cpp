@@ -15,6 +15,20 @@
 #include "strata/traces/units.hpp"
 
 namespace strata::cli {
+namespace {
+
+// The platform's serverless resources, refused in one line naming --function-memory when it has
+// no function pool or the pool does not offer `memory_mb`.
+ServerlessResources functions_offered(const std::string& platform, double memory_mb) {
+  ServerlessResources res = serverless_resources(platform);
+  if (!res.pool)
+    throw InputError("--function-memory: " + platform +
+                     " has no function pool (a host with function_memory_mb)");
+  check_memory_offered(*res.pool, memory_mb, "--function-memory");
+  return res;
+}
+
+}  // namespace
 
 void add_placement_flags(CLI::App& app, PlacementFlags& flags, bool with_file) {
   app.add_option("--schedule-policy", flags.policy,
@@ -40,11 +54,7 @@ std::optional<PlacementReport> place_workers_by_policy(Plan& plan, const Placeme
       throw InputError("--schedule-policy: " + flags.policy +
                        " places workers on worker slots, not in functions (--function-memory)");
     // Worker w in the pool's w-th instance, written into the Plan with the memory.
-    const ServerlessResources res = serverless_resources(platform);
-    if (!res.pool)
-      throw InputError("--function-memory: " + platform +
-                       " has no function pool (a host with function_memory_mb)");
-    check_memory_offered(*res.pool, flags.function_memory_mb, "--function-memory");
+    const ServerlessResources res = functions_offered(platform, flags.function_memory_mb);
     if (res.instances < plan.num_workers())
       throw InputError("--function-memory: the Plan's " + std::to_string(plan.num_workers()) +
                        " workers need " + std::to_string(plan.num_workers()) + " function instances, " +
@@ -110,11 +120,7 @@ void place_workers_and_say(Plan& plan, const PlacementFlags& flags, const std::s
 double function_cpu_share(const Plan& plan, const PlacementFlags& flags, const std::string& platform,
                           bool pin) {
   if (flags.function_memory_mb <= 0) return 1;
-  const ServerlessResources res = serverless_resources(platform);
-  if (!res.pool)
-    throw InputError("--function-memory: " + platform +
-                     " has no function pool (a host with function_memory_mb)");
-  check_memory_offered(*res.pool, flags.function_memory_mb, "--function-memory");
+  const ServerlessResources res = functions_offered(platform, flags.function_memory_mb);
   const double share = vcpus(*res.pool, flags.function_memory_mb);
   if (share > 1)
     throw InputError("--function-memory: " + format_number(flags.function_memory_mb) + " MB is " +
