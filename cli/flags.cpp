@@ -315,6 +315,7 @@ void balance_pipeline(const CommonFlags& flags, Experiment& e) {
   if (e.pp < 2) return;  // one stage: nothing to cut
   if (e.stage_blocks)
     throw InputError("--partition: balanced conflicts with --set stage_blocks (give one of them)");
+  if (e.stage_tp) throw InputError("--partition: balanced conflicts with --set stage_tp (give one of them)");
   if (flags.platform.empty())
     throw InputError("--partition: balanced needs --platform FILE, the hosts the stages run on");
   const std::string platform = resolve_platform(flags.platform);
@@ -327,10 +328,20 @@ void balance_pipeline(const CommonFlags& flags, Experiment& e) {
   const PipelineCut cut =
       balanced_pipeline_cut(model, config, load_slot_platform(platform), CostModel(calibration), platform);
   e.stage_blocks = cut.stage_blocks;
-  std::string blocks;
+  std::string blocks, degrees;
   for (std::int64_t b : cut.stage_blocks) blocks += (blocks.empty() ? "" : ",") + std::to_string(b);
-  std::fprintf(stderr, "partition balanced: blocks per stage %s, slowest stage %s (the uniform cut's: %s)\n",
-               blocks.c_str(), format_seconds(cut.balanced.bottleneck_s).c_str(),
+  if (!cut.stage_tp.empty()) {
+    e.stage_tp.emplace();
+    for (int d : cut.stage_tp) {
+      e.stage_tp->push_back(d);
+      degrees += (degrees.empty() ? "" : ",") + std::to_string(d);
+    }
+    degrees = ", tensor-parallel degrees " + degrees + " (tp=" + std::to_string(e.tp) + " each before)";
+    e.tp = 1;
+  }
+  std::fprintf(stderr,
+               "partition balanced: blocks per stage %s%s, slowest stage %s (the uniform cut's: %s)\n",
+               blocks.c_str(), degrees.c_str(), format_seconds(cut.balanced.bottleneck_s).c_str(),
                format_seconds(cut.default_cut.bottleneck_s).c_str());
 }
 

@@ -208,6 +208,8 @@ bad "a policy without a platform" plan --model mlp --strategy dp=2 --schedule-po
 bad "a balanced cut without a platform" plan --model gpt2-small --strategy pp=6 --partition balanced -o x.json
 bad "an unknown partition" plan --model gpt2-small --strategy pp=6 --partition greedy -o x.json
 bad "stage blocks not summing to the model's" plan --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 -o x.json
+bad "stage_tp not dividing the heads" plan --model gpt2-small --strategy pp=2 --set stage_tp=5,1 -o x.json
+bad "stage_tp beside tp" plan --model gpt2-small --strategy tp=2,pp=2 --set stage_tp=2,2 -o x.json
 bad "a workflow file missing" schedule --platform "$HETERO" --workflow nofile.xml
 sed 's/value="0.0000166667"/value="-1"/' "$PLATFORMS/hybrid-serverless.xml" > negative-price.xml
 bad "a negative function price" simulate --platform negative-price.xml --model mlp
@@ -232,6 +234,7 @@ bad "published runs file missing" validate-published --data nofile.json
 bad "published runs file that is a Plan" validate-published --data p.json
 bad "negative --max-error" validate-published --max-error -1
 bad "validate-published output's folder missing" validate-published --csv nodir/v.csv
+bad "a Piper graph with fewer nodes than stages" partition --piper "$ROOT/tests/data/piper/four_nodes.json" --stages 9
 
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

@@ -69,6 +69,9 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
     for (std::int64_t b : *e.stage_blocks)
       c.stage_cuts.push_back(c.stage_cuts.back() + static_cast<int>(std::min<std::int64_t>(b, 1 << 30)));
   }
+  if (e.stage_tp)
+    for (std::int64_t degree : *e.stage_tp)
+      c.stage_tp.push_back(static_cast<int>(std::min<std::int64_t>(degree, 1 << 30)));
   c.ddp = e.ddp;
   c.flash_attention = e.flash_attention;
   c.compression = e.compression;

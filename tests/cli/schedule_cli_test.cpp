@@ -101,6 +101,23 @@ TEST_F(ScheduleCli, PartitionBalancedRecordsTheCutAndRefusesWhatItCannotDo) {
       run("simulate --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 --platform " +
           kPlatforms + "test-hetero-8.xml --report " + path("r.json")),
       "--set stage_blocks: the stages hold 13 blocks, gpt2-small has 12", path("r.json"));
+  // With tp > 1 on alike GPUs the degrees are chosen with the cut, recorded as stage_tp.
+  r = run(
+      "simulate --model gpt2-small --strategy tp=2,pp=12 --microbatches 24 --partition balanced --platform " +
+      kPlatforms + "a100-cluster-64.xml --report " + path("joint.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("tensor-parallel degrees 2,1,1,1,1,1,1,1,1,1,1,6 (tp=2 each before)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("strategy dp=1,tp=2+1+1+1+1+1+1+1+1+1+1+6,pp=12"), std::string::npos) << r.out;
+  expect_one_line_error(run("simulate --model gpt2-small --strategy pp=2 --partition balanced --set "
+                            "stage_tp=2,1 --platform " +
+                            kPlatforms + "a100-node-8.xml --report " + path("r.json")),
+                        "--partition: balanced conflicts with --set stage_tp", path("r.json"));
+  expect_one_line_error(
+      run("simulate --model gpt2-small --strategy tp=2,pp=2 --set stage_tp=2,1 --platform " + kPlatforms +
+          "a100-node-8.xml --report " + path("r.json")),
+      "--set stage_tp: conflicts with tp=2 in --strategy", path("r.json"));
   // A cap no cut meets: the stage and the bytes missing.
   write("tiny.xml", slurp(kPlatforms + "test-hetero-8.xml")
                         .replace(slurp(kPlatforms + "test-hetero-8.xml").find("\"80e9\""), 6, "\"1e8\" "));
@@ -173,6 +190,25 @@ TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {
   }
   EXPECT_NE(r.out.find("minmin-online"), std::string::npos);
   EXPECT_EQ(slurp(path("t.csv")).substr(0, 19), "policy,simulated_s,");
+}
+
+// strata partition on Piper's input format (tests/data/piper/four_nodes.json; the hand-derived
+// answer is in tests/models/piper_input_test.cpp).
+TEST_F(ScheduleCli, PartitionCutsAPiperGraphWithADegreePerStage) {
+  const std::string file = std::string(STRATA_SOURCE_DIR) + "/tests/data/piper/four_nodes.json";
+  Outcome r = run("partition --piper " + file + " --stages 2 --json " + path("p.json"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("slowest stage 2.800 s per sample (every stage at one degree: t=1 3.000 s)"),
+            std::string::npos)
+      << r.out;
+  const nlohmann::json doc = json_of("p.json");
+  EXPECT_EQ(doc["format"], "strata-partition");
+  EXPECT_EQ(doc["stages"][1]["degree"], 2);
+  EXPECT_EQ(doc["stages"][1]["first_node"], 1);
+  expect_one_line_error(run("partition --piper " + file + " --stages 5 --csv " + path("t.csv")),
+                        "4 nodes cannot make 5 stages", path("t.csv"));
+  expect_one_line_error(run("partition --piper " + file + " --stages 2 --devices 1 --csv " + path("t.csv")),
+                        "2 stages need at least 2 devices, there are 1", path("t.csv"));
 }
 
 }  // namespace

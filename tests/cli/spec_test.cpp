@@ -131,7 +131,7 @@ TEST_F(Spec, BadSpecsAndUnknownKeysAreOneLine) {
       "strata: error: --set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, "
       "bucket_mb, compression, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, "
       "powersgd_rank, recompute, recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, "
-      "stage_blocks, "
+      "stage_blocks, stage_tp, "
       "topk_ratio, tp_algo, zero)\n");
   r = run("spec --from " + path("nothing.json"));
   EXPECT_EQ(r.rc, 1);

@@ -92,7 +92,7 @@ TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
       "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
       "compression, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, powersgd_rank, "
       "recompute, recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, stage_blocks, "
-      "topk_ratio, "
+      "stage_tp, topk_ratio, "
       "tp_algo, zero)");
   EXPECT_EQ(error_of([&] { apply_set(e, "rho=1"); }).rfind("--set rho: unknown key for model 'mlp'", 0), 0u);
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=nan"); }), "--set lr: 'nan' is not a finite number");

@@ -267,6 +267,10 @@ double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
 void check_cluster(const StrategyConfig& config, const ClusterSpec& cluster) {
   STRATA_ASSERT(config.dp >= 1 && config.tp >= 1 && config.pp >= 1, "dp, tp, pp >= 1");
   STRATA_ASSERT(cluster.host.slots >= 1, "host with no slots");
+  if (!config.stage_tp.empty())
+    throw InputError("strategy " + config.to_string() +
+                     ": per-stage tensor parallelism (--set stage_tp) is not in the closed-form estimate; "
+                     "simulate it");
   const long slots = static_cast<long>(cluster.hosts) * cluster.host.slots;
   if (config.workers() > slots)
     throw InputError(input_error_message("strategy " + config.to_string(), "",

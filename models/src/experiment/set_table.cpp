@@ -133,6 +133,13 @@ std::vector<SetKey> make_table() {
       "blocks per pipeline stage, first stage first (pp of them, summing to the model's blocks); "
       "--partition balanced sets it (docs/scheduling.md)";
   t.push_back(stage_blocks);
+  SetKey stage_tp = stage_blocks;
+  stage_tp.name = "stage_tp";
+  stage_tp.unit = "ranks";
+  stage_tp.help =
+      "tensor-parallel degree per pipeline stage, first stage first (pp of them, each dividing the "
+      "heads; replaces tp); --partition balanced sets it with tp > 1 (docs/scheduling.md)";
+  t.push_back(stage_tp);
   // The memory options above are written to JSON only where they differ from these defaults.
   const std::map<std::string, std::string> quiet_defaults = {{"recompute", "none"},
                                                              {"recompute_method", "uniform"},
@@ -275,6 +282,11 @@ const std::map<std::string, Access>& accessors() {
           return e.stage_blocks ? std::optional<SetValue>(*e.stage_blocks) : std::nullopt;
         },
         [](Experiment& e, const SetValue& v) { e.stage_blocks = std::get<std::vector<std::int64_t>>(v); }};
+    a["stage_tp"] = {
+        [](const Experiment& e) -> std::optional<SetValue> {
+          return e.stage_tp ? std::optional<SetValue>(*e.stage_tp) : std::nullopt;
+        },
+        [](Experiment& e, const SetValue& v) { e.stage_tp = std::get<std::vector<std::int64_t>>(v); }};
     a["ddp"] = option_choice(&Experiment::ddp, parse_ddp_mode);
     a["flash_attention"] = option(&Experiment::flash_attention);
     a["compression"] = option_choice(&Experiment::compression, parse_compression);

@@ -66,10 +66,10 @@ namespace lowering {
 PlanBuilder::PlanBuilder(const Layout& layout, Plan& plan)
     : layout_(layout),
       plan_(plan),
-      buffers_(static_cast<std::size_t>(layout.dp * layout.stage_count() * layout.tp)),
+      buffers_(static_cast<std::size_t>(layout.ranks())),
       tasks_(buffers_.size()),
       groups_(static_cast<std::size_t>(layout.dp * layout.stage_count())),
-      buckets_(static_cast<std::size_t>(layout.stage_count() * layout.tp)),
+      buckets_(static_cast<std::size_t>(layout.replica_ranks())),
       gathers_(buckets_.size()),
       prev_gathers_(buckets_.size()),
       unit_gathers_(buckets_.size()),
@@ -84,6 +84,10 @@ const std::string& PlanBuilder::layer_name(int i) const {
 
 std::string PlanBuilder::chunk_suffix(int s) const {
   return layout_.interleave > 1 ? "/c" + std::to_string(s) : std::string();
+}
+
+std::string PlanBuilder::receiver_suffix(int s, int r, int u) const {
+  return layout_.tp_of(s) == layout_.tp_of(r) ? std::string() : "/" + coord("tp", u);
 }
 
 std::string PlanBuilder::input_name(int s) const {
@@ -109,7 +113,7 @@ void PlanBuilder::add_buffers() {
   const double opt_per_param = optimizer_state_bytes_per_param(layout_.config->optimizer, dtype);
   for (int d = 0; d < layout_.dp; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp; ++t) {
+      for (int t = 0; t < layout_.tp_of(s); ++t) {
         const WorkerId rank = layout_.rank(d, s, t);
         const WorkerId worker = layout_.worker(rank);
         const Stage& st = stage(s);
@@ -162,12 +166,12 @@ void PlanBuilder::add_iteration(int iteration) {
   std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s) {
-      for (int t = 0; t < layout_.tp; ++t) create_worker_tasks(iteration, d, s, t);
+      for (int t = 0; t < layout_.tp_of(s); ++t) create_worker_tasks(iteration, d, s, t);
       create_tp_allreduces(iteration, d, s);
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp; ++t) {
+      for (int t = 0; t < layout_.tp_of(s); ++t) {
         create_bucket_allreduces(iteration, s, t);
         create_param_gathers(iteration, s, t);
         create_codec_tasks(iteration, s, t);
@@ -176,11 +180,11 @@ void PlanBuilder::add_iteration(int iteration) {
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s) {
       wire_tp_allreduces(d, s);
-      for (int t = 0; t < layout_.tp; ++t) wire_worker(d, s, t);
+      for (int t = 0; t < layout_.tp_of(s); ++t) wire_worker(d, s, t);
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp; ++t) {
+      for (int t = 0; t < layout_.tp_of(s); ++t) {
         wire_bucket_allreduces(s, t);
         wire_param_gathers(s, t);
         wire_codec_tasks(s, t);

@@ -52,8 +52,13 @@ class PlanBuilder {
   // Tasks of one worker in the current iteration; compute tables are [j * n + k].
   struct WorkerTasks {
     std::vector<TaskIndex> fwd, bwd, bwdw;
-    std::vector<TaskIndex> rfwd;  // re-run forwards (activation recomputation), kNoTask if kept
-    std::vector<TaskIndex> recv_fwd, send_fwd, recv_bwd, send_bwd;  // per microbatch
+    std::vector<TaskIndex> rfwd;                // re-run forwards (activation recomputation), kNoTask if kept
+    std::vector<TaskIndex> recv_fwd, recv_bwd;  // per microbatch
+    // Per microbatch, one per receiving tp rank of the next (send_fwd) or previous (send_bwd)
+    // stage: rank u of a stage of degree q receives from rank u mod p of a stage of degree p
+    // (the (u / p)-th send of it), so that every rank gets the whole activation or gradient;
+    // one send to the same tp rank when the degrees are equal.
+    std::vector<std::vector<TaskIndex>> send_fwd, send_bwd;
     TaskIndex opt = kNoTask;        // the optimizer step (offload: its last task, the copy back)
     TaskIndex opt_first = kNoTask;  // the optimizer's first task (offload: the copy to the host)
     TaskIndex prev_opt = kNoTask;   // the previous iteration's optimizer step
@@ -105,6 +110,12 @@ class PlanBuilder {
   std::string input_name(int s) const;  // name of the activation a stage receives
   // "/c<s>" when interleaved (the id segment naming stage s's model chunk), else empty.
   std::string chunk_suffix(int s) const;
+  // A send's id segment naming its receiver, tp rank u of stage r: "/tp<u>" when stage s, the
+  // sender's, has another degree than r, else empty.
+  std::string receiver_suffix(int s, int r, int u) const;
+  // Adds the sends of (d, s, t) to stage r's ranks (send/fwd, send/bwd), each reading `buffer`.
+  void add_sends(std::vector<TaskIndex>& out, const std::string& id, int d, int s, int t, int r, int it,
+                 std::int64_t priority, double bytes, BufferIndex buffer);
   // The backward of stage layer 0 that F(j) of stage s waits for (Stage::fwd_gate), or kNoTask.
   TaskIndex forward_gate(int d, int s, int t, int j) const;
   BufferIndex act(WorkerId rank, int j, int slot) const;

@@ -36,7 +36,7 @@ PlanBuilder::BucketCodec PlanBuilder::bucket_codec(int s, std::size_t k) const {
   b.elements = st.bucket_bytes[k] / elem;
   b.topk = std::ceil(c.topk_ratio * b.elements);
   for (int i : st.buckets[k]) {
-    const GradMatrix g = grad_matrix(layout_.model->layers[static_cast<std::size_t>(i)], layout_.tp);
+    const GradMatrix g = grad_matrix(layout_.model->layers[static_cast<std::size_t>(i)], st.tp);
     const double r = c.powersgd_rank;
     b.p_elements += static_cast<double>(g.rows) * r + g.rest;
     b.q_elements += static_cast<double>(g.cols) * r;
@@ -97,13 +97,13 @@ TaskIndex PlanBuilder::add_codec_task(const std::string& step, const BucketCodec
 // The codec tasks of the group's buckets (create_bucket_allreduces made the collectives).
 void PlanBuilder::create_codec_tasks(int it, int s, int t) {
   const StrategyConfig& c = *layout_.config;
-  std::vector<CodecTasks>& out = codecs_[static_cast<std::size_t>(s * layout_.tp + t)];
+  std::vector<CodecTasks>& out = codecs_[layout_.group(s, t)];
   out.clear();
   if (c.compression == Compression::none) return;
   const Stage& st = stage(s);
   const double elem = bytes_per_element(c.dtype);
   const int n = layout_.dp;
-  const std::vector<TaskIndex>& collectives = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const std::vector<TaskIndex>& collectives = buckets_[layout_.group(s, t)];
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
     const int bucket = st.bucket_offset + static_cast<int>(k);
     const std::string b = coord("b", bucket);
@@ -205,11 +205,11 @@ void PlanBuilder::create_codec_tasks(int it, int s, int t) {
 // Gradients -> encode -> collective (-> project -> Q collective) -> decode -> optimizer step.
 // The collective keeps its data dependencies on the gradients' producers (wire_bucket_allreduces).
 void PlanBuilder::wire_codec_tasks(int s, int t) {
-  const std::vector<CodecTasks>& codecs = codecs_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const std::vector<CodecTasks>& codecs = codecs_[layout_.group(s, t)];
   if (codecs.empty()) return;
   const Stage& st = stage(s);
   const int last = st.last_backward_microbatch();
-  const std::vector<TaskIndex>& collectives = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const std::vector<TaskIndex>& collectives = buckets_[layout_.group(s, t)];
   for (std::size_t k = 0; k < codecs.size(); ++k) {
     const CodecTasks& c = codecs[k];
     for (int d = 0; d < layout_.replicas; ++d) {

@@ -143,15 +143,18 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
     }
   }
   wire_reruns(d, s, t, j);
+  // Rank t receives from rank t mod p of a neighbour of degree p, its (t / p)-th send.
   if (!last_stage) {
-    plan_.add_data_dep(output_producer(d, s, t, j, n - 1), w.send_fwd[mb]);
-    const WorkerTasks& next = tasks_[static_cast<std::size_t>(layout_.rank(d, s + 1, t))];
-    plan_.add_data_dep(next.send_bwd[mb], w.recv_bwd[mb]);
+    for (TaskIndex send : w.send_fwd[mb]) plan_.add_data_dep(output_producer(d, s, t, j, n - 1), send);
+    const int p = layout_.tp_of(s + 1);
+    const WorkerTasks& next = tasks_[static_cast<std::size_t>(layout_.rank(d, s + 1, t % p))];
+    plan_.add_data_dep(next.send_bwd[mb][static_cast<std::size_t>(t / p)], w.recv_bwd[mb]);
   }
   if (s > 0) {
-    plan_.add_data_dep(input_grad_producer(d, s, t, j, 0), w.send_bwd[mb]);
-    const WorkerTasks& prev = tasks_[static_cast<std::size_t>(layout_.rank(d, s - 1, t))];
-    plan_.add_data_dep(prev.send_fwd[mb], w.recv_fwd[mb]);
+    for (TaskIndex send : w.send_bwd[mb]) plan_.add_data_dep(input_grad_producer(d, s, t, j, 0), send);
+    const int p = layout_.tp_of(s - 1);
+    const WorkerTasks& prev = tasks_[static_cast<std::size_t>(layout_.rank(d, s - 1, t % p))];
+    plan_.add_data_dep(prev.send_fwd[mb][static_cast<std::size_t>(t / p)], w.recv_fwd[mb]);
   }
 }
 
@@ -185,7 +188,7 @@ void PlanBuilder::wire_reruns(int d, int s, int t, int j) {
 void PlanBuilder::wire_bucket_allreduces(int s, int t) {
   const Stage& st = stage(s);
   const int last = st.last_backward_microbatch();
-  const auto& tasks = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const auto& tasks = buckets_[layout_.group(s, t)];
   for (std::size_t k = 0; k < tasks.size(); ++k)
     for (int d = 0; d < layout_.replicas; ++d)
       for (int i : st.buckets[k])
@@ -206,7 +209,7 @@ void PlanBuilder::wire_bucket_allreduces(int s, int t) {
         if (task != kNoTask) plan_.add_control_dep(task, tasks.front());
   }
   for (int later = s + layout_.pp; later < layout_.stage_count(); later += layout_.pp)
-    if (const auto& before = buckets_[static_cast<std::size_t>(later * layout_.tp + t)]; !before.empty()) {
+    if (const auto& before = buckets_[layout_.group(later, t)]; !before.empty()) {
       plan_.add_control_dep(before.back(), tasks.front());
       break;
     }
@@ -218,8 +221,7 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
   const WorkerId rank = layout_.rank(d, s, t);
   const WorkerTasks& w = tasks_[static_cast<std::size_t>(rank)];
   if (layout_.dp > 1) {
-    for (TaskIndex bucket : buckets_[static_cast<std::size_t>(s * layout_.tp + t)])
-      plan_.add_data_dep(bucket, w.opt_first);
+    for (TaskIndex bucket : buckets_[layout_.group(s, t)]) plan_.add_data_dep(bucket, w.opt_first);
   } else {
     const int last = st.last_backward_microbatch();
     for (int k = 0; k < st.size(); ++k) {
@@ -242,7 +244,7 @@ void PlanBuilder::wire_optimizer(int d, int s, int t) {
 // forward of a layer after the gather of its bucket (control: it reads the weights again).
 void PlanBuilder::wire_param_gathers(int s, int t) {
   const Stage& st = stage(s);
-  const std::size_t group = static_cast<std::size_t>(s * layout_.tp + t);
+  const std::size_t group = layout_.group(s, t);
   for (TaskIndex gather : gathers_[group])
     for (int d = 0; d < layout_.replicas; ++d)
       plan_.add_data_dep(tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].opt, gather);

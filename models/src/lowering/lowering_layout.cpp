@@ -76,28 +76,29 @@ bool saves_whole(const Model& model, std::size_t i) {
          (layer.op == LayerOp::linear || layer.op == LayerOp::embedding) && input_whole(model, i);
 }
 
-LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DType dtype) {
+// Layer i on the `degree` tensor-parallel ranks of its stage.
+LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DType dtype, int degree) {
   const Layer& layer = model.layers[i];
-  const int tp = is_split(layer) ? layout.tp : 1;
+  const int tp = is_split(layer) ? degree : 1;
   const double elem = bytes_per_element(dtype);
   const double mb = layout.microbatch_size;
   LayerPlan out;
   out.params = layer.params / tp;
   out.weight_bytes = out.params * elem;
-  const bool sp = layout.config->sequence_parallel && layout.tp > 1;
+  const bool sp = layout.config->sequence_parallel && degree > 1;
   const LayerTaskOptions options = layer_task_options(*layout.config);
   // FlashAttention keeps Q, K, V and its softmax statistics instead of the s x s scores
   // (layer_tasks.hpp, saved_elems_per_sample); attention is split by heads.
   const double saved = layer.op == LayerOp::attention && options.flash_attention
                            ? 3 * layer.out_elems * elem + flash_statistics_bytes_per_sample(layer)
                            : layer.saved_elems * elem;
-  out.saved_bytes = saved * mb / (sp || !saves_whole(model, i) ? layout.tp : 1);
+  out.saved_bytes = saved * mb / (sp || !saves_whole(model, i) ? degree : 1);
   // With SP every output is a sequence or hidden shard but the loss's (one value per token).
   const bool sharded_output = splits_output(layer) || (sp && layer.op != LayerOp::loss);
-  out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? layout.tp : 1);
+  out.out_bytes = layer.out_elems * mb * elem / (sharded_output ? degree : 1);
   // With sequence parallelism the replicated layers work on seq/tp tokens of each rank
   // (layer_task divides them by the tp it is given); flash attention marks the core's tasks.
-  const int task_tp = sp ? layout.tp : tp;
+  const int task_tp = sp ? degree : tp;
   out.fwd = layer_task(layer, Phase::forward, mb, task_tp, dtype, options);
   out.bwd = layer_task(layer, Phase::backward_data, mb, task_tp, dtype, options);
   // A weight tied to another layer's (GPT's head) has no parameters of its own but still
@@ -111,7 +112,7 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   // microbatch's forward of the layer to its backward data.
   out.fwd.mem_alloc = out.saved_bytes;
   out.bwd.mem_free = out.saved_bytes;
-  out.comm = tp_comm(model, i, mb, layout.tp, dtype, sp, out.has_bwdw);
+  out.comm = tp_comm(model, i, mb, degree, dtype, sp, out.has_bwdw);
   return out;
 }
 
@@ -267,6 +268,7 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
   });
   stage.first_layer = static_cast<int>(begin - model.layers.begin());
   stage.end_layer = static_cast<int>(end - model.layers.begin());
+  stage.tp = layout.tp_of(s);
   STRATA_ASSERT(stage.size() > 0, "every pipeline stage holds at least one layer");
   for (int i = stage.first_layer; i < stage.end_layer; ++i)
     stage.params += layout.layers[static_cast<std::size_t>(i)].params;
@@ -293,12 +295,22 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   layout.one_f_one_b = config.pp == 1 || config.schedule != PipelineSchedule::gpipe;
   layout.interleave = config.pp > 1 ? config.interleave : 1;
   layout.slot_count = (layout.zero_bubble ? 3 : 2) * layout.microbatches * layout.interleave;
-  layout.layers.reserve(model.layers.size());
-  for (std::size_t i = 0; i < model.layers.size(); ++i)
-    layout.layers.push_back(plan_layer(model, i, layout, config.dtype));
-
   // The memory model's cut: pp x v equal chunks when interleaved, else partition_blocks.
   const std::vector<int> bounds = chunk_cuts(model, config);
+  layout.stage_first.push_back(0);
+  for (int s = 0; s < layout.stage_count(); ++s) {
+    const int degree = config.tp_of(s);
+    layout.stage_tp.push_back(degree);
+    layout.stage_first.push_back(layout.stage_first.back() + degree);
+    layout.stage_of_rank.insert(layout.stage_of_rank.end(), static_cast<std::size_t>(degree), s);
+  }
+  layout.layers.reserve(model.layers.size());
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    // The stage holding the layer's block.
+    const auto after = std::upper_bound(bounds.begin() + 1, bounds.end() - 1, model.layers[i].block);
+    const int s = static_cast<int>(after - bounds.begin()) - 1;
+    layout.layers.push_back(plan_layer(model, i, layout, config.dtype, layout.tp_of(s)));
+  }
   layout.stages.resize(static_cast<std::size_t>(layout.stage_count()));
   for (int r = 0; r < layout.pp; ++r) assign_slots(layout, r);
   std::int64_t positions = 0;  // per slot: forward 2n + 2, backward send/bwd + 1

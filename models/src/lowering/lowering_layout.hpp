@@ -109,6 +109,7 @@ struct Slot {
 struct Stage {
   int first_layer = 0;  // model layer indices [first_layer, end_layer)
   int end_layer = 0;
+  int tp = 1;                           // its tensor-parallel degree (Layout::tp_of)
   std::vector<Slot> slots;              // this stage's F(j), B(j) (and W(j)) in schedule order
   std::vector<int> positions;           // per entry of slots: its slot index on the rank
   std::vector<int> fwd_slot, bwd_slot;  // slot index of F(j), B(j)
@@ -137,9 +138,9 @@ struct Stage {
 struct Layout {
   const Model* model = nullptr;
   const StrategyConfig* config = nullptr;
-  int dp = 1, tp = 1, pp = 1;
-  int replicas = 1;    // data-parallel replicas whose tasks are lowered (see lowered_replicas)
-  int interleave = 1;  // model chunks per pipeline rank (v); stages.size() == pp * interleave
+  int dp = 1, tp = 1, pp = 1;  // tp: every stage's degree without per-stage degrees
+  int replicas = 1;            // data-parallel replicas whose tasks are lowered (see lowered_replicas)
+  int interleave = 1;          // model chunks per pipeline rank (v); stages.size() == pp * interleave
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;
@@ -151,17 +152,33 @@ struct Layout {
   std::int64_t slot_stride = 1;
   std::int64_t iteration_stride = 1;
   std::int64_t max_buckets = 0;
+  // Per stage: its tensor-parallel degree, and the first of its ranks within a replica
+  // (stage_count() + 1 values, the replica's rank count last). Per rank within a replica: its
+  // stage.
+  std::vector<int> stage_tp, stage_first, stage_of_rank;
 
   int stage_count() const { return pp * interleave; }
   int device(int s) const { return s % pp; }  // the pipeline rank that runs stage s
+  int tp_of(int s) const { return stage_tp[static_cast<std::size_t>(s)]; }
+  int replica_ranks() const { return stage_first.back(); }
+  int ranks() const { return dp * replica_ranks(); }
   // Index of (dp rank d, stage s, tp rank t) in the builder's per-worker tables: the worker's
   // rank without interleaving; worker() maps it to the Plan's worker.
-  WorkerId rank(int d, int s, int t) const { return (d * stage_count() + s) * tp + t; }
+  WorkerId rank(int d, int s, int t) const {
+    return d * replica_ranks() + stage_first[static_cast<std::size_t>(s)] + t;
+  }
+  // Index of the (stage s, tp rank t) group of dp ranks (DP buckets, ZeRO gathers, codecs).
+  std::size_t group(int s, int t) const {
+    return static_cast<std::size_t>(stage_first[static_cast<std::size_t>(s)] + t);
+  }
   WorkerId worker(WorkerId rank) const {
+    if (interleave == 1) return rank;  // (d · pp + s) · tp + t, or stage_first's order
     const int stages = stage_count();
     return (rank / (tp * stages) * pp + device(rank / tp % stages)) * tp + rank % tp;
   }
-  int stage_of(WorkerId rank) const { return rank / tp % stage_count(); }
+  int stage_of(WorkerId rank) const {
+    return stage_of_rank[static_cast<std::size_t>(rank % replica_ranks())];
+  }
   std::int64_t priority(int iteration, int slot, int position) const {
     return iteration * iteration_stride + slot * slot_stride + position;
   }

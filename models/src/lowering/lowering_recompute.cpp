@@ -79,15 +79,16 @@ std::int64_t shape_int(const Layer& layer, const char* key) {
 }
 
 // The s x s part of an attention core's saved activations on one tp rank: 2.5·a·s² elements
-// per sample (5·a·s² bytes at 16 bits, Korthikanti et al. section 4.1), heads split over tp.
+// per sample (5·a·s² bytes at 16 bits, Korthikanti et al. section 4.1), heads split over the
+// stage's tp.
 // FlashAttention keeps no scores: what its re-run makes again is its softmax statistics.
-double attention_core_bytes(const Layer& layer, const LayerPlan& plan, const Layout& layout) {
+double attention_core_bytes(const Layer& layer, const LayerPlan& plan, const Layout& layout, int tp) {
   const auto heads = static_cast<double>(shape_int(layer, "heads"));
   const auto seq = static_cast<double>(shape_int(layer, "seq"));
   const double per_sample = layout.config->flash_attention
                                 ? flash_statistics_bytes_per_sample(layer)
                                 : 2.5 * heads * seq * seq * bytes_per_element(layout.config->dtype);
-  return std::min(per_sample * layout.microbatch_size / static_cast<double>(layout.tp), plan.saved_bytes);
+  return std::min(per_sample * layout.microbatch_size / static_cast<double>(tp), plan.saved_bytes);
 }
 
 void plan_backward_positions(Stage& stage) {
@@ -148,7 +149,7 @@ void plan_recompute(const Model& model, const Layout& layout, Stage& stage) {
       LayerMemory& memory = stage.memory[static_cast<std::size_t>(k)];
       stage.rerun_of[static_cast<std::size_t>(k)] = static_cast<int>(r);
       if (config.recompute == Recompute::selective) {
-        const double core = attention_core_bytes(model.layers[i], plan, layout);
+        const double core = attention_core_bytes(model.layers[i], plan, layout, stage.tp);
         memory = {plan.saved_bytes, core, core, plan.saved_bytes};
       } else {
         // A segment's first layer keeps its input through the forward; when its saved

@@ -59,7 +59,8 @@ void PlanBuilder::create_worker_tasks(int it, int d, int s, int t) {
   w.bwd.assign(cells, kNoTask);
   w.bwdw.assign(cells, kNoTask);
   w.rfwd.assign(cells, kNoTask);
-  for (auto* table : {&w.recv_fwd, &w.send_fwd, &w.recv_bwd, &w.send_bwd}) table->assign(m, kNoTask);
+  for (auto* table : {&w.recv_fwd, &w.recv_bwd}) table->assign(m, kNoTask);
+  for (auto* table : {&w.send_fwd, &w.send_bwd}) table->assign(m, {});
   for (std::size_t k = 0; k < st.slots.size(); ++k) {
     const Slot& slot = st.slots[k];
     if (slot.weight) continue;  // W(j): created with B(j)
@@ -82,7 +83,8 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
   if (s > 0) {
     const double bytes = layer(st.first_layer - 1).out_bytes;
     w.recv_fwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/fwd" + chunk_suffix(s), rank,
-                             layout_.rank(d, s - 1, t), it, layout_.priority(it, slot_index, 0), bytes);
+                             layout_.rank(d, s - 1, t % layout_.tp_of(s - 1)), it,
+                             layout_.priority(it, slot_index, 0), bytes);
     plan_.mutable_task(w.recv_fwd[mb]).writes = {act(rank, j, 0)};
   }
   for (int k = 0; k < n; ++k) {
@@ -116,11 +118,18 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
       plan_.mutable_task(w.fwd[0]).mem_alloc += input;  // microbatch 0's, the worker's first forward
     }
   }
-  if (s + 1 < layout_.stage_count()) {
-    w.send_fwd[mb] =
-        add_p2p(TaskKind::send, prefix + "send/fwd" + chunk_suffix(s), rank, layout_.rank(d, s + 1, t), it,
-                layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes);
-    plan_.mutable_task(w.send_fwd[mb]).reads = {act(rank, j, n)};
+  if (s + 1 < layout_.stage_count())
+    add_sends(w.send_fwd[mb], prefix + "send/fwd" + chunk_suffix(s), d, s, t, s + 1, it,
+              layout_.priority(it, slot_index, 3 * n + 1), layer(st.end_layer - 1).out_bytes,
+              act(rank, j, n));
+}
+
+void PlanBuilder::add_sends(std::vector<TaskIndex>& out, const std::string& id, int d, int s, int t, int r,
+                            int it, std::int64_t priority, double bytes, BufferIndex buffer) {
+  for (int u = t; u < layout_.tp_of(r); u += layout_.tp_of(s)) {
+    out.push_back(add_p2p(TaskKind::send, id + receiver_suffix(s, r, u), layout_.rank(d, s, t),
+                          layout_.rank(d, r, u), it, priority, bytes));
+    plan_.mutable_task(out.back()).reads = {buffer};
   }
 }
 
@@ -134,9 +143,9 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
   const auto mb = static_cast<std::size_t>(j);
   const bool last_stage = s + 1 == layout_.stage_count();
   if (!last_stage) {
-    w.recv_bwd[mb] =
-        add_p2p(TaskKind::recv, prefix + "recv/bwd" + chunk_suffix(s), rank, layout_.rank(d, s + 1, t), it,
-                layout_.priority(it, slot_index, 0), layer(st.end_layer - 1).out_bytes);
+    w.recv_bwd[mb] = add_p2p(TaskKind::recv, prefix + "recv/bwd" + chunk_suffix(s), rank,
+                             layout_.rank(d, s + 1, t % layout_.tp_of(s + 1)), it,
+                             layout_.priority(it, slot_index, 0), layer(st.end_layer - 1).out_bytes);
     plan_.mutable_task(w.recv_bwd[mb]).writes = {grad(rank, j, n)};
   }
   for (int r = 0; r < n; ++r) {
@@ -176,12 +185,10 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     if (b.wgrad_full[ks] != kNoBuffer) bwdw_ref.writes = {b.wgrad_full[ks]};
     w.bwdw[cell] = bwdw;
   }
-  if (s > 0) {
-    w.send_bwd[mb] =
-        add_p2p(TaskKind::send, prefix + "send/bwd" + chunk_suffix(s), rank, layout_.rank(d, s - 1, t), it,
-                layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes);
-    plan_.mutable_task(w.send_bwd[mb]).reads = {grad(rank, j, 0)};
-  }
+  if (s > 0)
+    add_sends(w.send_bwd[mb], prefix + "send/bwd" + chunk_suffix(s), d, s, t, s - 1, it,
+              layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes,
+              grad(rank, j, 0));
 }
 
 // The forwards of a re-run segment, in forward order, reading and writing the activations the
@@ -236,7 +243,7 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
 
 void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   const Stage& st = stage(s);
-  std::vector<TaskIndex>& out = buckets_[static_cast<std::size_t>(s * layout_.tp + t)];
+  std::vector<TaskIndex>& out = buckets_[layout_.group(s, t)];
   out.clear();
   std::vector<WorkerId> group;
   for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
@@ -275,7 +282,7 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
 // parameters are all-gathered, bucket by bucket, so every replica holds whole weights again
 // (the same bytes as the reduce-scatter: the two make one allreduce's traffic).
 void PlanBuilder::create_param_gathers(int it, int s, int t) {
-  std::vector<TaskIndex>& out = gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  std::vector<TaskIndex>& out = gathers_[layout_.group(s, t)];
   out.clear();
   const int zero = layout_.config->zero;
   if (zero < 1 || zero > 2) return;

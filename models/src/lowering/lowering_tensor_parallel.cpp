@@ -52,9 +52,9 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
   GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   for (auto* table : {&g.fwd_ar, &g.bwd_ar, &g.rfwd_ar, &g.fwd_ag, &g.bwd_ag, &g.wgrad_ag, &g.rfwd_ag})
     table->assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
-  if (layout_.tp == 1) return;
+  if (st.tp == 1) return;
   std::vector<WorkerId> group;
-  for (int t = 0; t < layout_.tp; ++t) group.push_back(layout_.rank(d, s, t));
+  for (int t = 0; t < layout_.tp_of(s); ++t) group.push_back(layout_.rank(d, s, t));
   const std::string prefix = "it" + std::to_string(it) + "/dp" + std::to_string(d) + "/pp" +
                              std::to_string(layout_.device(s)) + "/mb";
   const DType dtype = layout_.config->dtype;
@@ -114,7 +114,7 @@ void PlanBuilder::wire_tp_allreduces(int d, int s) {
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   const auto n = static_cast<std::size_t>(stage(s).size());
   for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
-    for (int t = 0; t < layout_.tp; ++t) {
+    for (int t = 0; t < layout_.tp_of(s); ++t) {
       const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
       const int j = static_cast<int>(cell / n);
       const int k = static_cast<int>(cell % n);

@@ -63,7 +63,7 @@ void plan_param_units(const Model& model, const Layout& layout, Stage& stage) {
 
 void PlanBuilder::create_unit_gathers(int it, int s, int t) {
   const Stage& st = stage(s);
-  UnitGathers& out = unit_gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  UnitGathers& out = unit_gathers_[layout_.group(s, t)];
   const std::size_t units = st.units.size();
   out.fwd.assign(static_cast<std::size_t>(layout_.microbatches) * units, kNoTask);
   out.bwd.assign(out.fwd.size(), kNoTask);
@@ -132,7 +132,7 @@ TaskIndex PlanBuilder::bwd_first_user(WorkerId rank, int j, const ParamUnit& uni
 
 void PlanBuilder::wire_unit_gathers(int s, int t) {
   const Stage& st = stage(s);
-  const UnitGathers& g = unit_gathers_[static_cast<std::size_t>(s * layout_.tp + t)];
+  const UnitGathers& g = unit_gathers_[layout_.group(s, t)];
   const std::size_t units = st.units.size();
   const int n = st.size();
   for (int d = 0; d < layout_.replicas; ++d) {

@@ -143,8 +143,20 @@ std::optional<Optimizer> parse_optimizer(std::string_view name) {
   return std::nullopt;
 }
 
+int StrategyConfig::stage_workers() const {
+  if (stage_tp.empty()) return tp * pp;
+  int sum = 0;
+  for (int degree : stage_tp) sum += degree;
+  return sum;
+}
+
 std::string StrategyConfig::to_string() const {
-  return "dp=" + std::to_string(dp) + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp);
+  std::string degrees = std::to_string(tp);
+  if (!stage_tp.empty()) {
+    degrees.clear();
+    for (int degree : stage_tp) degrees += (degrees.empty() ? "" : "+") + std::to_string(degree);
+  }
+  return "dp=" + std::to_string(dp) + ",tp=" + degrees + ",pp=" + std::to_string(pp);
 }
 
 void parse_strategy(const std::string& text, StrategyConfig& into) {
@@ -252,13 +264,54 @@ void check_compression(const Model& model, const StrategyConfig& config) {
                      " is not lowered (compression applies to plain data parallelism's allreduce)");
   if (config.compression != Compression::powersgd) return;
   for (const Layer& layer : model.layers) {
-    const GradMatrix g = grad_matrix(layer, config.tp);
+    // The widest degree splits a matrix the most.
+    int degree = config.tp;
+    for (int d : config.stage_tp) degree = std::max(degree, d);
+    const GradMatrix g = grad_matrix(layer, degree);
     if (g.rows > 0 && config.powersgd_rank > std::min(g.rows, g.cols))
       throw InputError("--set powersgd_rank=" + std::to_string(config.powersgd_rank) +
                        ": above min(m, n) = " + std::to_string(std::min(g.rows, g.cols)) + " of layer " +
                        layer.name + "'s " + std::to_string(g.rows) + " x " + std::to_string(g.cols) +
                        " gradient");
   }
+}
+
+// Per-stage tensor parallelism (--set stage_tp): one degree per stage, each dividing the heads;
+// it replaces tp. A pipeline transfer between stages of different degrees carries the whole
+// activation to every receiving rank, so neither sequence parallelism (whose activations are
+// sharded along the sequence) nor interleaving (whose chunks of one device share its workers)
+// goes with it.
+void check_stage_tp(const Model& model, const StrategyConfig& config) {
+  const std::vector<int>& degrees = config.stage_tp;
+  if (degrees.size() != static_cast<std::size_t>(config.pp))
+    throw InputError("--set stage_tp: " + std::to_string(degrees.size()) +
+                     " degrees given for pp=" + std::to_string(config.pp) + " (one per stage)");
+  if (config.tp != 1)
+    throw InputError("--set stage_tp: conflicts with tp=" + std::to_string(config.tp) +
+                     " in --strategy (stage_tp gives every stage's degree; give one of them)");
+  double workers = 0;
+  for (std::size_t s = 0; s < degrees.size(); ++s) {
+    const int degree = degrees[s];
+    const std::string where =
+        "--set stage_tp: " + std::to_string(degree) + " (stage " + std::to_string(s) + ")";
+    if (degree < 1) throw InputError(where + ": a degree is at least 1");
+    if (degree > 1 && model.family != "gpt")
+      throw InputError(where + ": tensor parallelism needs a transformer model (gpt*)");
+    if (degree > 1 && (model.heads <= 0 || model.heads % degree != 0))
+      throw InputError(where + " does not divide the " + std::to_string(model.heads) +
+                       " attention heads of " + model.name);
+    workers += degree;
+  }
+  if (workers * config.dp > std::numeric_limits<int>::max())
+    throw InputError("--set stage_tp: " + format_number(workers * config.dp) +
+                     " workers, more than strata numbers");
+  if (config.interleave > 1)
+    throw InputError(
+        "--set stage_tp: not with interleave (the model chunks of one device share its workers)");
+  if (config.sequence_parallel)
+    throw InputError(
+        "--set stage_tp: not with sequence_parallel (stages of different degrees exchange whole "
+        "activations)");
 }
 
 // The memory options of StrategyConfig, named by their --set keys.
@@ -396,6 +449,7 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
       throw InputError("--set stage_blocks: not with interleave (its chunks are equal)");
   }
 
+  if (!config.stage_tp.empty()) check_stage_tp(model, config);
   check_memory_options(model, config);
   check_storage_exchange(config);
 

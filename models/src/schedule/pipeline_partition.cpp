@@ -2,13 +2,128 @@
 #include "strata/models/schedule/pipeline_partition.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "strata/models/cost/analytical.hpp"
 #include "strata/models/cost/layer_costs.hpp"
 #include "strata/models/cost/memory_model.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
 inline namespace models {
+namespace {
+
+// A cut (first block of each stage) timed by a problem's stage costs.
+Partition timed(const PartitionProblem& problem, const std::vector<int>& cuts) {
+  Partition out;
+  out.first = cuts;
+  const std::size_t stages = cuts.size() - 1;
+  for (std::size_t s = 0; s < stages; ++s) {
+    double time = 0;
+    for (int k = cuts[s]; k < cuts[s + 1]; ++k) {
+      const auto i = static_cast<std::size_t>(k);
+      time += problem.stages[s].layer_time_s.empty() ? problem.layers[i].time_s / problem.stages[s].speed
+                                                     : problem.stages[s].layer_time_s[i];
+    }
+    if (s + 1 < stages) time += problem.layers[static_cast<std::size_t>(cuts[s + 1] - 1)].transfer_s;
+    out.stage_time_s.push_back(time);
+    out.bottleneck_s = std::max(out.bottleneck_s, time);
+  }
+  return out;
+}
+
+// The blocks on `degree` tensor-parallel ranks of one host class: each block's forward and
+// backward plus its TP collectives over the host's own link (the ranks of a stage sit on one
+// host), its output sent to the next stage, its bytes at that degree.
+PartitionProblem problem_at(const Model& model, StrategyConfig config, int degree, const HostSpec& host,
+                            const SlotPlatform& platform, const CostModel& cost, double transfer_latency,
+                            double transfer_bandwidth) {
+  config.tp = degree;
+  const double microbatch = microbatch_size(model, config);
+  const double element = bytes_per_element(config.dtype);
+  LayerCostTable table(model, host, cost);
+  const std::vector<BlockCost>& costs =
+      table.blocks(microbatch, degree, config.dtype, layer_task_options(config));
+  const std::vector<BlockMemory> memory = block_memory(model, config);
+  const double per_param = bytes_per_param(config.optimizer, config.dtype).total();
+  auto collectives = [&](double count, double elems) {
+    if (degree <= 1 || count <= 0) return 0.0;
+    return count * allreduce_time(config.tp_algo, degree, elems / count * microbatch * element,
+                                  platform.local_bandwidth, platform.local_latency);
+  };
+  PartitionProblem problem;
+  const int blocks = model.num_blocks_or_layers();
+  for (int k = 0; k < blocks; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    PartitionLayer layer;
+    if (i < costs.size()) {
+      const BlockCost& b = costs[i];
+      layer.time_s = b.fwd_s + b.bwd_s + collectives(b.tp_fwd_count, b.tp_fwd_elems) +
+                     collectives(b.tp_bwd_count, b.tp_bwd_elems);
+      layer.transfer_s = transfer_latency + b.out_elems * microbatch * element / transfer_bandwidth;
+    }
+    if (i < memory.size()) {
+      layer.static_bytes = memory[i].params * per_param;
+      layer.activation_bytes = memory[i].kept * microbatch;
+    }
+    problem.layers.push_back(layer);
+  }
+  for (int s = 0; s < config.pp; ++s) {
+    PartitionStage stage;
+    stage.memory_bytes = host.gpu_memory;
+    stage.in_flight = microbatches_in_flight(config, s);
+    problem.stages.push_back(stage);
+  }
+  return problem;
+}
+
+// Per-stage tensor-parallel degrees chosen with the cut (partition_layers_and_tp) on alike hosts:
+// the degrees dividing the heads, up to a host's slots, within the strategy's pp x tp devices of
+// a replica. The default cut is timed at the strategy's tp.
+void joint_cut(const Model& model, const StrategyConfig& config, const SlotPlatform& platform,
+               const CostModel& cost, const std::string& source, const std::vector<std::size_t>& host_of_slot,
+               PipelineCut& out) {
+  const HostSpec& host = platform.hosts[host_of_slot[0]];
+  const std::size_t next = host_of_slot[static_cast<std::size_t>(config.tp)];
+  const double latency =
+      next == host_of_slot[0] ? platform.local_latency : platform.latency[host_of_slot[0]][next];
+  const double bandwidth =
+      next == host_of_slot[0] ? platform.local_bandwidth : platform.bandwidth[host_of_slot[0]][next];
+  std::vector<int> degrees;
+  std::vector<PartitionProblem> problems;
+  for (int k = 1; k <= std::min(host.slots, config.pp * config.tp); ++k) {
+    if (model.heads % k != 0) continue;
+    degrees.push_back(k);
+    problems.push_back(problem_at(model, config, k, host, platform, cost, latency, bandwidth));
+  }
+  const TpPartition joint = partition_layers_and_tp(degrees, problems, config.pp * config.tp, source);
+  const PartitionProblem at_tp =
+      problem_at(model, config, config.tp, host, platform, cost, latency, bandwidth);
+  out.default_cut = timed(at_tp, partition_blocks(model, config.pp));
+  // The joint answer minimises the slowest stage; of two splits as slow, the one whose stages
+  // sum to less fills and drains the pipeline sooner: (m − 1) · slowest + Σ stages (1F1B and
+  // GPipe alike). The joint split is taken only where that is below the best cut at tp.
+  const auto m = static_cast<double>(microbatch_count(config));
+  auto pipeline_s = [m](const Partition& p) {
+    double sum = 0;
+    for (double t : p.stage_time_s) sum += t;
+    return (m - 1) * p.bottleneck_s + sum;
+  };
+  std::optional<Partition> cut_at_tp;
+  try {
+    cut_at_tp = partition_layers(at_tp, source);
+  } catch (const InputError&) {  // only per-stage degrees fit the memory caps
+  }
+  const bool keep_joint = !cut_at_tp || pipeline_s(joint.partition) < pipeline_s(*cut_at_tp);
+  out.balanced = keep_joint ? joint.partition : *cut_at_tp;
+  for (std::size_t s = 0; s + 1 < out.balanced.first.size(); ++s)
+    out.stage_blocks.push_back(out.balanced.first[s + 1] - out.balanced.first[s]);
+  if (keep_joint &&
+      std::any_of(joint.degree.begin(), joint.degree.end(), [&](int d) { return d != config.tp; }))
+    out.stage_tp = joint.degree;
+}
+
+}  // namespace
 
 PipelineCut balanced_pipeline_cut(const Model& model, const StrategyConfig& config,
                                   const SlotPlatform& platform, const CostModel& cost,
@@ -77,24 +192,17 @@ PipelineCut balanced_pipeline_cut(const Model& model, const StrategyConfig& conf
     problem.layers.push_back(layer);
   }
   PipelineCut out;
+  if (config.tp > 1 && !config.sequence_parallel && config.interleave == 1 &&
+      std::all_of(host_of_slot.begin(), host_of_slot.begin() + config.workers(),
+                  [&](std::size_t h) { return class_of_host[h] == class_of_host[host_of_slot[0]]; })) {
+    joint_cut(model, config, platform, cost, source, host_of_slot, out);
+    return out;
+  }
   out.balanced = partition_layers(problem, source);
   for (int s = 0; s < pp; ++s)
     out.stage_blocks.push_back(out.balanced.first[static_cast<std::size_t>(s) + 1] -
                                out.balanced.first[static_cast<std::size_t>(s)]);
-  // The default cut, timed by the same stage costs.
-  const std::vector<int> cuts = partition_blocks(model, pp);
-  Partition uniform;
-  uniform.first = cuts;
-  for (int s = 0; s < pp; ++s) {
-    const auto us = static_cast<std::size_t>(s);
-    double time = 0;
-    for (int k = cuts[us]; k < cuts[us + 1]; ++k)
-      time += problem.stages[us].layer_time_s[static_cast<std::size_t>(k)];
-    if (s + 1 < pp) time += problem.layers[static_cast<std::size_t>(cuts[us + 1] - 1)].transfer_s;
-    uniform.stage_time_s.push_back(time);
-    uniform.bottleneck_s = std::max(uniform.bottleneck_s, time);
-  }
-  out.default_cut = uniform;
+  out.default_cut = timed(problem, partition_blocks(model, pp));
   return out;
 }
 

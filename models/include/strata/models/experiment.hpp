@@ -73,6 +73,8 @@ struct Experiment {
   int interleave = 1;
   // Blocks per pipeline stage (StrategyConfig::stage_cuts); unset: the default cut.
   std::optional<std::vector<std::int64_t>> stage_blocks;
+  // Tensor-parallel degree per pipeline stage (StrategyConfig::stage_tp); unset: tp everywhere.
+  std::optional<std::vector<std::int64_t>> stage_tp;
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;
   Compression compression = Compression::none;  // the DP gradients' codec (docs/compression.md)

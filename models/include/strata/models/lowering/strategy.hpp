@@ -107,6 +107,10 @@ struct StrategyConfig {
   // last), as the balanced partitioner chooses it (models/schedule/partition.hpp); empty: the
   // default cut, partition_blocks.
   std::vector<int> stage_cuts;
+  // Per-stage tensor-parallel degree (pp values; Experiment::stage_tp), as the balanced
+  // partitioner chooses it jointly with the cut (partition_layers_and_tp): stage s runs on
+  // stage_tp[s] workers of each replica. Empty: every stage runs on tp. With it, tp stays 1.
+  std::vector<int> stage_tp;
   DdpMode ddp = DdpMode::overlap;
   bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
   // Bandwidth reduction: the DP gradients' codec (needs dp >= 2 and zero = 0).
@@ -114,8 +118,12 @@ struct StrategyConfig {
   double topk_ratio = 0.01;  // compression = topk: fraction of each bucket's values sent, (0, 1]
   int powersgd_rank = 4;     // compression = powersgd: r, at most min(m, n) of every weight matrix
 
-  int workers() const { return dp * tp * pp; }
-  std::string to_string() const;  // "dp=2,tp=2,pp=2"
+  int workers() const { return dp * stage_workers(); }
+  // Workers of one replica: tp * pp, or the sum of stage_tp.
+  int stage_workers() const;
+  // Stage s's tensor-parallel degree: stage_tp[s], or tp.
+  int tp_of(int stage) const { return stage_tp.empty() ? tp : stage_tp[static_cast<std::size_t>(stage)]; }
+  std::string to_string() const;  // "dp=2,tp=2,pp=2"; per-stage degrees "dp=1,tp=4+2+1+1,pp=4"
 };
 
 // Parses "dp=2,tp=2,pp=2" (any subset, any order; missing = 1) into dp/tp/pp of `into`.

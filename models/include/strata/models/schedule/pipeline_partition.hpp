@@ -28,8 +28,11 @@ inline namespace models {
 
 struct PipelineCut {
   std::vector<std::int64_t> stage_blocks;  // blocks per stage (Experiment::stage_blocks)
-  Partition balanced;                      // the partitioner's answer, in blocks
-  Partition default_cut;                   // partition_blocks' cut, timed the same way
+  // Per-stage tensor-parallel degrees (Experiment::stage_tp) when the joint search chose
+  // degrees other than the strategy's tp; empty otherwise.
+  std::vector<int> stage_tp;
+  Partition balanced;     // the partitioner's answer, in blocks
+  Partition default_cut;  // partition_blocks' cut, timed the same way
 };
 // REQUIRES: config passes check_strategy with its default cut, pp >= 2. Throws InputError naming
 // `source` when the platform has too few slots or no cut fits the memory caps (the stage and the
