@@ -75,14 +75,17 @@ double parse_amount(const std::string& flag, const std::string& text, bool money
   return value * factor;
 }
 
-// The flags that lower a function plan's iteration as one Plan (dp_algo=storage_*,
-// --function-memory; docs/serverless.md), one bucket for the whole gradient as LambdaML
-// exchanges it; empty for VM plans and the parameter server, which have no Plan algorithm.
+// The flags that lower a function plan's iteration as one Plan (dp_algo=storage_*, cache_* or
+// parameter_server, --function-memory; docs/serverless.md), one bucket for the whole gradient
+// as LambdaML exchanges it; empty for VM plans and a single function.
 std::string plan_flags(const HybridPlan& p, const HybridJob& job) {
-  if (p.kind != "functions" || p.functions < 2) return "";
-  const std::string algo = p.exchange == "allreduce"        ? "storage_allreduce"
-                           : p.exchange == "scatter-reduce" ? "storage_scatter_reduce"
-                                                            : "";
+  if (p.kind == "vm" || p.functions < 2) return "";
+  const std::string algo = p.exchange == "allreduce"              ? "storage_allreduce"
+                           : p.exchange == "scatter-reduce"       ? "storage_scatter_reduce"
+                           : p.exchange == "cache-allreduce"      ? "cache_allreduce"
+                           : p.exchange == "cache-scatter-reduce" ? "cache_scatter_reduce"
+                           : p.exchange == "ps"                   ? "parameter_server"
+                                                                  : "";
   if (algo.empty()) return "";
   const Plan whole = lower(job.experiment);
   const std::int64_t per_function = (whole.info.global_batch + p.functions - 1) / p.functions;
@@ -175,7 +178,7 @@ int hybrid(const HybridOptions& o) {
     plot.x_label = "job time (s)";
     plot.y_label = "cost (USD)";
     PlotSeries front{"time-money front", {}}, vm{"VMs", {}}, functions{"functions", {}},
-        mixed{"functions + PS VM", {}};
+        mixed{"functions + a VM (server or cache)", {}};
     for (const HybridPlan& p : plans) {
       (p.kind == "vm"       ? vm
        : p.kind == "hybrid" ? mixed

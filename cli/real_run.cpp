@@ -31,7 +31,7 @@ void check_iterations(const Plan& plan, const std::string& source) {
 
 Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path) {
   if (!plan_path.empty()) {
-    Plan plan = read_plan(plan_path);
+    Plan plan = read_plan(plan_path, true);  // unplaced tasks: --schedule-policy places them
     real::check_kernels(plan, plan_path);
     check_iterations(plan, plan_path);
     return plan;

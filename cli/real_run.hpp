@@ -18,8 +18,10 @@ namespace strata::cli {
 // --global-batch.
 inline constexpr std::int64_t kRunBatchPerWorker = 64;
 
-// The Plan of --plan, or lowered from the flags with 64 samples per data-parallel rank unless
-// --global-batch says otherwise; refused (InputError) when a kind has no real kernel.
+// The Plan of --plan (which may leave tasks unplaced: run and validate place them with
+// --schedule-policy before anything runs), or lowered from the flags with 64 samples per
+// data-parallel rank unless --global-batch says otherwise; refused (InputError) when a kind has
+// no real kernel.
 Plan plan_to_run(const CommonFlags& flags, const std::string& plan_path);
 // The Plan of `experiment`, refused (InputError) when a kind has no real kernel.
 Plan plan_to_run(const Experiment& experiment);

@@ -388,6 +388,11 @@ void add_run_command(CLI::App& app, Action& action) {
       // placement says which host each worker stands for in the Plan, not where it runs.
       ReplayOptions placement_options;
       place_workers_and_say(plan, o->placement, o->flags.platform, placement_options);
+      if (plan.has_unplaced())
+        throw InputError(
+            "--schedule-policy: the Plan leaves tasks unplaced: give heft, cpop, peft, minmin, cp or rr, "
+            "with "
+            "--platform");
       o->cpu_share = function_cpu_share(plan, o->placement, o->flags.platform, !o->no_pin);
       if (o->cpu_share < 1 && (is_admm(plan.info.solver) || plan.info.trains_graph()))
         throw InputError("--function-memory: runs backprop Plans only in functions of less than one vCPU");

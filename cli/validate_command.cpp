@@ -384,6 +384,17 @@ void add_validate_command(CLI::App& app, Action& action) {
       }
       if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
       Simulation sim = prepare_simulation(*o);
+      if (plan.has_unplaced()) {  // measured and simulated alike: the policy places them first
+        const std::string platform =
+            sim.platform.empty() ? temporary_platform(sim.platform_xml) : sim.platform;
+        try {
+          place_workers_and_say(plan, o->placement, platform, sim.options);
+        } catch (...) {
+          if (sim.platform.empty()) std::filesystem::remove(platform);
+          throw;
+        }
+        if (sim.platform.empty()) std::filesystem::remove(platform);
+      }
       if (o->placement.function_memory_mb > 0) {  // the functions' CPU share, from the platform's pool
         if (o->speedup) throw InputError("--speedup: not with --function-memory");
         const std::string platform =

@@ -235,6 +235,7 @@ bad "published runs file that is a Plan" validate-published --data p.json
 bad "negative --max-error" validate-published --max-error -1
 bad "validate-published output's folder missing" validate-published --csv nodir/v.csv
 bad "a Piper graph with fewer nodes than stages" partition --piper "$ROOT/tests/data/piper/four_nodes.json" --stages 9
+bad "a cache exchange on a platform without a cache" simulate --platform "$PLATFORMS/test-flat-4.xml" --model mlp --strategy dp=2 --set dp_algo=cache_allreduce
 
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

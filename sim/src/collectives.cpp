@@ -247,6 +247,22 @@ std::vector<Flow> storage_scatter_reduce(const std::vector<WorkerId>& g, double 
   return r.take();
 }
 
+// LambdaML's hybrid parameter server: every rank sends its buffer to the server at once; once
+// all have arrived the server sums them (n - 1 additions on its host) and sends the sum to every
+// rank at once. Each pull carries the sum's merge: they all wait it out from the same instant,
+// as one merge followed by the pulls.
+std::vector<Flow> parameter_server(const std::vector<WorkerId>& g, double bytes, WorkerId server) {
+  std::vector<Flow> flows;
+  std::vector<std::uint32_t> pushed;
+  for (WorkerId w : g) {
+    pushed.push_back(static_cast<std::uint32_t>(flows.size()));
+    flows.push_back({w, server, bytes, 0, {}, 0});
+  }
+  const double merge = 3 * bytes * static_cast<double>(g.size() - 1);
+  for (WorkerId w : g) flows.push_back({server, w, bytes, 0, pushed, merge});
+  return flows;
+}
+
 }  // namespace
 
 std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
@@ -257,11 +273,13 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
   const std::size_t n = g.size();
   if (n < 2) return {};
   const double s = task.comm_bytes;
-  if (is_storage_algo(task.algo)) {
+  if (is_hub_algo(task.algo)) {
     STRATA_ASSERT(task.kind == TaskKind::allreduce && store >= 0,
-                  "storage collective without a store: " + task.id);
-    return task.algo == CollectiveAlgo::storage_allreduce ? storage_allreduce(g, s, store)
-                                                          : storage_scatter_reduce(g, s, store);
+                  "store, cache or server collective without its host: " + task.id);
+    if (task.algo == CollectiveAlgo::parameter_server) return parameter_server(g, s, store);
+    const bool whole =
+        task.algo == CollectiveAlgo::storage_allreduce || task.algo == CollectiveAlgo::cache_allreduce;
+    return whole ? storage_allreduce(g, s, store) : storage_scatter_reduce(g, s, store);
   }
   if (task.kind == TaskKind::broadcast) {
     binomial_broadcast(b, g, s);
@@ -289,8 +307,12 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker) {
   const std::size_t n = task.group.size();
   if (n < 2) return 0;
-  if (task.algo == CollectiveAlgo::storage_allreduce) return 2 * n;
-  if (task.algo == CollectiveAlgo::storage_scatter_reduce) return 3 * n * (n - 1) + n;
+  if (task.algo == CollectiveAlgo::storage_allreduce || task.algo == CollectiveAlgo::cache_allreduce)
+    return 2 * n;
+  if (task.algo == CollectiveAlgo::storage_scatter_reduce ||
+      task.algo == CollectiveAlgo::cache_scatter_reduce)
+    return 3 * n * (n - 1) + n;
+  if (task.algo == CollectiveAlgo::parameter_server) return 2 * n;
   if (task.kind == TaskKind::allreduce && task.algo == CollectiveAlgo::hierarchical) {
     auto hosts = by_host(task.group, host_of_worker);
     if (!hosts.empty()) {

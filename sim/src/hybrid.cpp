@@ -126,10 +126,11 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
     plans.push_back(p);
   }
 
-  // Functions, alone or with a parameter server on the first VM.
+  // Functions, alone, through the cache VM, or with a parameter server on the first VM.
   std::vector<std::size_t> fn;
   for (const std::string& h : res.function_hosts) fn.push_back(index_of(routes, h, platform));
   const std::size_t store_host = index_of(routes, res.store_host, platform);
+  const std::size_t cache_host = res.cache ? index_of(routes, res.cache_host, platform) : store_host;
   const std::size_t server = index_of(routes, vms.hosts.front().name, platform);
   const int most = std::min({res.instances, pool.concurrency, static_cast<int>(batch)});
   std::uint64_t draws = 0;
@@ -138,21 +139,46 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
     // The exchange alone (no compute), simulated once per (n, exchange).
     struct Exchange {
       std::string name;
-      bool server = false;
-      double seconds = 0, puts = 0, gets = 0;  // per iteration
+      bool server = false, cache = false;
+      double seconds = 0, puts = 0, gets = 0;  // per iteration (the store's or the cache's)
     };
     std::vector<Exchange> exchanges;
-    for (ServerlessExchange x : {ServerlessExchange::allreduce, ServerlessExchange::scatter_reduce,
-                                 ServerlessExchange::parameter_server}) {
-      if (n == 1 && x != ServerlessExchange::allreduce) continue;
+    // Through the store, to the server, and (when the platform has one) through the cache.
+    struct Channel {
+      ServerlessExchange x;
+      bool cache;
+    };
+    std::vector<Channel> channels = {{ServerlessExchange::allreduce, false},
+                                     {ServerlessExchange::scatter_reduce, false},
+                                     {ServerlessExchange::parameter_server, false}};
+    if (res.cache) {
+      channels.push_back({ServerlessExchange::allreduce, true});
+      channels.push_back({ServerlessExchange::scatter_reduce, true});
+    }
+    for (const Channel& c : channels) {
+      if (n == 1 && (c.x != ServerlessExchange::allreduce || c.cache)) continue;
       // Scatter-reduce makes n (n - 1) PUTs and twice as many GETs an iteration; past 64
       // functions SimGrid 3.32's per-completion scan of its activity list makes the run
       // quadratic in them (docs/simulator.md), so larger pools exchange by allreduce and PS.
-      if (x == ServerlessExchange::scatter_reduce && n > kMostScatterReduce) continue;
-      const bool to_server = x == ServerlessExchange::parameter_server;
+      if (c.x == ServerlessExchange::scatter_reduce && n > kMostScatterReduce) continue;
+      const bool to_server = c.x == ServerlessExchange::parameter_server;
+      const std::size_t hub = to_server ? server : c.cache ? cache_host : store_host;
+      // The server's sum as the replay prices it: n - 1 additions of the gradient, an
+      // element-wise kernel on the VM (collectives.cpp), as work at its speed.
+      Task sum;
+      sum.kind = TaskKind::elementwise;
+      sum.dtype = whole.info.dtype;
+      sum.bytes_read = 2 * params * element * (n - 1);
+      sum.bytes_written = params * element * (n - 1);
+      const double server_sum = cost.compute_time(sum, vms.hosts.front()) * routes.speed[server];
       const ServerlessIteration it =
-          serverless_iteration(routes, workers, to_server ? server : store_host, 0, params, element, x);
-      Exchange ex{std::string(to_string(x)), to_server, 0, n > 1 ? it.puts : 0, n > 1 ? it.gets : 0};
+          serverless_iteration(routes, workers, hub, 0, params, element, c.x, to_server ? server_sum : 0);
+      Exchange ex{(c.cache ? "cache-" : "") + std::string(to_string(c.x)),
+                  to_server,
+                  c.cache,
+                  0,
+                  n > 1 ? it.puts : 0,
+                  n > 1 ? it.gets : 0};
       if (n > 1)
         ex.seconds =
             run_workflow_schedule(it.dag, it.schedule, platform, network, it.parallel_host).makespan_s;
@@ -168,9 +194,9 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
       const double compute = compute_time(share, host, cost);
       for (const Exchange& x : exchanges) {
         HybridPlan p;
-        p.kind = x.server ? "hybrid" : "functions";
+        p.kind = x.server || x.cache ? "hybrid" : "functions";
         p.gradient_mb = static_cast<std::int64_t>(std::ceil(params * element / 1e6));
-        p.vms = x.server ? 1 : 0;
+        p.vms = x.server || x.cache ? 1 : 0;
         p.functions = n, p.memory_mb = memory, p.exchange = x.name;
         p.iteration_s = compute + x.seconds;
         const double load = storage_transfer_s(store, job.samples / n * sample_bytes, 1, 1);
@@ -184,11 +210,14 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
         for (double d : inv.durations_s) p.gb_s += gb_seconds(pool, n, memory, d);
         p.function_usd = p.gb_s * pool.price_per_gb_s;
         p.request_usd = static_cast<double>(n) * inv.invocations * pool.price_per_request;
-        const double puts = iterations * x.puts + n * inv.checkpoints;
-        const double gets = iterations * x.gets + n * (1 + inv.checkpoints);
+        // The exchange's requests go to the store (priced per request) or to the cache (rented
+        // by the hour); data, checkpoints and restores always to the store.
+        const double puts = (x.cache ? 0 : iterations * x.puts) + n * inv.checkpoints;
+        const double gets = (x.cache ? 0 : iterations * x.gets) + n * (1 + inv.checkpoints);
         p.storage_usd = puts * store.price_per_put + gets * store.price_per_get;
         if (p.vms > 0)
           p.vm_usd = vms.hosts.front().price_per_hour * std::max(p.total_s, kVmMinimumBilledS) / 3600;
+        if (x.cache) p.vm_usd = res.cache->price_per_hour * std::ceil(p.total_s / 3600 - 1e-12);
         p.cost_usd = p.function_usd + p.request_usd + p.storage_usd + p.vm_usd;
         plans.push_back(p);
       }

@@ -148,27 +148,32 @@ void check_routes(const std::string& path, const LoadedPlatform& platform) {
                                                  "' to host '" + platform.summary().hosts[b].name +
                                                  "' (SimGrid aborts on a transfer between them)"));
     }
-  // The object store: storage collectives send to it from worker slots and function instances
-  // (the first of each zone whose routes SimGrid computes, every one elsewhere) and back.
-  if (platform.store() < 0) return;
-  simgrid::s4u::Host* store = platform.host(platform.store());
+  // The object store and the cache VM: storage and cache collectives send to them from worker
+  // slots and function instances (the first of each zone whose routes SimGrid computes, every
+  // one elsewhere) and back.
+  std::vector<simgrid::s4u::Host*> hubs;
+  for (int hub : {platform.store(), platform.cache()})
+    if (hub >= 0) hubs.push_back(platform.host(hub));
+  if (hubs.empty()) return;
   std::vector<simgrid::s4u::Host*> ends;
   for (std::size_t a : reps) ends.push_back(platform.host(static_cast<int>(a)));
   std::set<const simgrid::s4u::NetZone*> seen;
   for (simgrid::s4u::Host* f : platform.function_hosts())
     if (!computes_its_routes(f->get_englobing_zone()) || seen.insert(f->get_englobing_zone()).second)
       ends.push_back(f);
-  for (simgrid::s4u::Host* h : ends)
-    for (const auto& [from, to] : {std::pair{h, store}, std::pair{store, h}}) {
-      links.clear();
-      double latency = 0;
-      from->route_to(to, links, &latency);
-      if (links.empty() && latency <= 0)
-        throw InputError(input_error_message(path, "",
-                                             "no route from host '" + from->get_name() + "' to host '" +
-                                                 to->get_name() +
-                                                 "' (the object store's transfers would abort SimGrid)"));
-    }
+  for (simgrid::s4u::Host* store : hubs)
+    for (simgrid::s4u::Host* h : ends)
+      for (const auto& [from, to] : {std::pair{h, store}, std::pair{store, h}}) {
+        links.clear();
+        double latency = 0;
+        from->route_to(to, links, &latency);
+        if (links.empty() && latency <= 0)
+          throw InputError(input_error_message(
+              path, "",
+              "no route from host '" + from->get_name() + "' to host '" + to->get_name() + "' (the " +
+                  (store == hubs.front() && platform.store() >= 0 ? "object store" : "cache") +
+                  "'s transfers would abort SimGrid)"));
+      }
 }
 
 }  // namespace
@@ -203,16 +208,22 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
   // a function of that memory: its vCPU share of the speed, its memory.
   summary_.path = path;
   const bool on_functions = function_memory_mb > 0;
-  simgrid::s4u::Host* store = nullptr;
+  simgrid::s4u::Host *store = nullptr, *cache = nullptr, *server = nullptr;
+  HostSpec server_spec;
   try {
     for (simgrid::s4u::Host* h : natural_hosts(*engine_)) {
       const std::map<std::string, std::string> p = properties_of(h);
       if (is_storage_host(p)) {
-        if (store == nullptr) store = h;
+        simgrid::s4u::Host*& first = object_store_from_properties(h->get_name(), p).cache ? cache : store;
+        if (first == nullptr) first = h;
         continue;
       }
       if (is_function_host(p) != on_functions) {
         if (!on_functions) function_hosts_.push_back(h);
+        if (on_functions && server == nullptr) {
+          server = h;
+          server_spec = host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count());
+        }
         continue;
       }
       HostSpec spec = host_spec_from_properties(h->get_name(), p, h->get_speed(), h->get_core_count());
@@ -240,10 +251,22 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     net.inter_bw = net.intra_bw;
     net.inter_latency = net.intra_latency;
   }
-  if (store != nullptr) {  // after the workers' hosts: no worker is placed on it
-    store_ = static_cast<int>(hosts_.size());
-    hosts_.push_back(store);
-  }
+  // After the workers' hosts: no worker is placed on them.
+  auto append = [this](simgrid::s4u::Host* h, HostSpec spec, int& index) {
+    if (h == nullptr) return;
+    index = static_cast<int>(hosts_.size());
+    hosts_.push_back(h);
+    spec.name = h->get_name();
+    appended_specs_.push_back(std::move(spec));
+  };
+  append(store, HostSpec{}, store_);  // a store or cache runs no kernel
+  append(cache, HostSpec{}, cache_);
+  append(server, server_spec, server_);
+}
+
+const HostSpec& LoadedPlatform::spec(int index) const {
+  const auto i = static_cast<std::size_t>(index);
+  return i < summary_.hosts.size() ? summary_.hosts[i] : appended_specs_[i - summary_.hosts.size()];
 }
 
 std::vector<simgrid::s4u::Host*> natural_hosts(const simgrid::s4u::Engine& engine) {

@@ -60,6 +60,13 @@ class LoadedPlatform {
   // The index (for host()) of the platform's first object store, after the summary's hosts; -1
   // when it has none.
   int store() const { return store_; }
+  // The same for the first cache VM (a store with storage_kind=cache), -1 without one.
+  int cache() const { return cache_; }
+  // With the workers in functions: the first VM (a host of worker slots, none of which a
+  // worker uses), a parameter server's host, after the store and cache; -1 otherwise.
+  int server() const { return server_; }
+  // The host spec of any index: a worker host's (summary().hosts) or an appended host's.
+  const HostSpec& spec(int index) const;
   // The function pool the workers run in (function_memory_mb > 0): its first instance's.
   const std::optional<FunctionPool>& pool() const { return pool_; }
   // The function pool's instances when the workers run on worker slots (for the route check).
@@ -80,7 +87,8 @@ class LoadedPlatform {
   PlatformSummary summary_;
   std::map<std::pair<int, int>, double> latency_;
   bool host_profiles_ = true;
-  int store_ = -1;
+  int store_ = -1, cache_ = -1, server_ = -1;
+  std::vector<HostSpec> appended_specs_;  // the store's, cache's and server's, in index order
   std::optional<FunctionPool> pool_;
   std::vector<simgrid::s4u::Host*> function_hosts_;
 };

@@ -69,8 +69,10 @@ ServerlessResources serverless_resources(const std::string& path) {
               j["pool"] = {{"host", h->get_name()}, {"speed", h->get_speed()}, {"properties", p}};
             j["instances"] = j["instances"].get<int>() + 1;
             j["function_hosts"].push_back(h->get_name());
-          } else if (is_storage_host(p) && !j.contains("store")) {
-            j["store"] = {{"host", h->get_name()}, {"properties", p}};
+          } else if (is_storage_host(p)) {
+            const char* key =
+                p.count("storage_kind") != 0 && p["storage_kind"] == "cache" ? "cache" : "store";
+            if (!j.contains(key)) j[key] = {{"host", h->get_name()}, {"properties", p}};
           }
         }
         return j.dump();
@@ -90,6 +92,11 @@ ServerlessResources serverless_resources(const std::string& path) {
       r.store_host = j["store"]["host"].get<std::string>();
       r.store = object_store_from_properties(
           r.store_host, j["store"]["properties"].get<std::map<std::string, std::string>>());
+    }
+    if (j.contains("cache")) {
+      r.cache_host = j["cache"]["host"].get<std::string>();
+      r.cache = object_store_from_properties(
+          r.cache_host, j["cache"]["properties"].get<std::map<std::string, std::string>>());
     }
   } catch (const InputError& e) {
     throw InputError(input_error_message(path, "", e.what()));

@@ -1,6 +1,7 @@
 #include "strata/sim/replay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <deque>
 #include <unordered_map>
@@ -20,13 +21,15 @@ constexpr double kMaxTransferBytes = 9007199254740992.0;  // 2^53
 
 class ReplayEngine {
  public:
+  // `server`: the parameter server's host (server_host), -1 without one.
   ReplayEngine(const Plan& plan, LoadedPlatform& platform, const ReplayOptions& options,
-               std::vector<int> host_of, CollectiveFidelity fidelity)
+               std::vector<int> host_of, CollectiveFidelity fidelity, int server)
       : plan_(plan),
         platform_(platform),
         cost_(options.calibration),
         host_of_(std::move(host_of)),
         store_id_(plan.num_workers()),
+        hub_hosts_{platform.store(), platform.cache(), server},
         fidelity_(fidelity),
         dispatcher_(plan, options.comm_streams),
         first_span_(plan.size(), 0),
@@ -86,10 +89,18 @@ class ReplayEngine {
     std::size_t remaining = 0;
   };
 
-  // The host of a worker, or of the object store for the id store_id_ (a storage collective's
-  // flows, collectives.hpp).
+  // The host of a worker, or, for the ids from store_id_ on, of the object store, the cache and
+  // the parameter server (a hub collective's flows, collectives.hpp).
   int host_index(WorkerId w) const {
-    return w == store_id_ ? platform_.store() : host_of_[static_cast<std::size_t>(w)];
+    return w >= store_id_ ? hub_hosts_[static_cast<std::size_t>(w - store_id_)]
+                          : host_of_[static_cast<std::size_t>(w)];
+  }
+  // The id a hub collective's flows give its store, cache or server; -1 for other algorithms.
+  WorkerId hub_id(CollectiveAlgo algo) const {
+    if (is_storage_algo(algo)) return store_id_;
+    if (is_cache_algo(algo)) return store_id_ + 1;
+    if (algo == CollectiveAlgo::parameter_server) return store_id_ + 2;
+    return -1;
   }
   sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_index(w)); }
 
@@ -197,7 +208,7 @@ class ReplayEngine {
   void start_collective(TaskIndex t) {
     const Task& task = plan_.task(t);
     CollectiveState state;
-    state.flows = expand_collective(task, fidelity_, host_of_, platform_.store() >= 0 ? store_id_ : -1);
+    state.flows = expand_collective(task, fidelity_, host_of_, hub_id(task.algo));
     if (state.flows.empty()) {
       finish_task(t);
       return;
@@ -224,8 +235,7 @@ class ReplayEngine {
       merge.dtype = plan_.task(t).dtype;
       merge.bytes_read = flow.merge_bytes * 2 / 3;
       merge.bytes_written = flow.merge_bytes / 3;
-      const double seconds =
-          cost_.compute_time(merge, specs_[static_cast<std::size_t>(host_index(flow.src))]);
+      const double seconds = cost_.compute_time(merge, platform_.spec(host_index(flow.src)));
       if (seconds > 0) {
         sg_compat::at(sg::Engine::get_clock() + seconds, [this, t, f] {
           const Flow& after = collectives_[t].flows[f];
@@ -293,6 +303,7 @@ class ReplayEngine {
   std::vector<int> host_of_;
   std::vector<double> ready_at_;  // per worker: when its function has started (cold starts); empty: at 0
   WorkerId store_id_;             // the object store's id in storage collectives' flows: num_workers
+  std::array<int, 3> hub_hosts_;  // the hosts of ids store_id_, + 1 (cache), + 2 (server); -1: none
   CollectiveFidelity fidelity_;
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
@@ -341,16 +352,34 @@ void check_host_links(const Plan& plan, const PlatformSummary& platform, const s
   }
 }
 
-// A collective through an object store (dp_algo=storage_*) needs the platform's store.
-void check_store(const Plan& plan, const LoadedPlatform& platform) {
-  if (platform.store() >= 0) return;
-  for (const Task& t : plan.tasks())
-    if (is_collective(t.kind) && is_storage_algo(t.algo))
-      throw InputError(input_error_message(platform.summary().path, "",
-                                           "task '" + t.id + "' goes through an object store (" +
-                                               std::string(to_string(t.algo)) +
-                                               ") and the platform has none (a host with "
-                                               "storage_connection_bw, platforms/README.md)"));
+// A parameter server's host: the platform's first VM when the workers run in functions, else
+// the first host of worker slots that holds no worker; -1 when every one does.
+int server_host(const LoadedPlatform& platform, const std::vector<int>& host_of) {
+  if (platform.server() >= 0) return platform.server();
+  std::vector<char> used(platform.summary().hosts.size(), 0);
+  for (int h : host_of) used[static_cast<std::size_t>(h)] = 1;
+  const auto free = std::find(used.begin(), used.end(), 0);
+  return free == used.end() ? -1 : static_cast<int>(free - used.begin());
+}
+
+// A collective through an object store, a cache or a parameter server (dp_algo=storage_*,
+// cache_*, parameter_server) needs that host in the platform.
+void check_hubs(const Plan& plan, const LoadedPlatform& platform, int server) {
+  for (const Task& t : plan.tasks()) {
+    if (!is_collective(t.kind) || !is_hub_algo(t.algo)) continue;
+    const char* missing = is_storage_algo(t.algo) && platform.store() < 0
+                              ? "an object store (a host with storage_connection_bw, platforms/README.md)"
+                          : is_cache_algo(t.algo) && platform.cache() < 0
+                              ? "a cache VM (a store host with storage_kind=cache, platforms/README.md)"
+                          : t.algo == CollectiveAlgo::parameter_server && server < 0
+                              ? "a host for the parameter server (a VM that runs no worker)"
+                              : nullptr;
+    if (missing != nullptr)
+      throw InputError(input_error_message(
+          platform.summary().path, "",
+          "task '" + t.id + "' goes through " + std::string(to_string(t.algo)) + " and the platform has no " +
+              std::string(missing).substr(std::string(missing).find(' ') + 1)));
+  }
 }
 
 CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& options,
@@ -394,12 +423,13 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   check_transfer_sizes(plan);
   LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes,
                           plan.function_memory_mb);
-  check_store(plan, platform);
   std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(),
                                            options.placement.empty() ? plan.placement : options.placement);
+  const int server = server_host(platform, host_of);
+  check_hubs(plan, platform, server);
   check_host_links(plan, platform.summary(), host_of);
   const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);
-  ReplayEngine engine(plan, platform, options, host_of, fidelity);
+  ReplayEngine engine(plan, platform, options, host_of, fidelity, server);
   engine.run();
   ReplayResult result;
   ReplayFacts facts = engine.facts();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
 #include "cli_process.hpp"
@@ -172,6 +173,33 @@ TEST_F(ScheduleCli, SimulatePlacesAPlansUnplacedTasks) {
   expect_one_line_error(
       run("simulate --plan " + path("u.json") + " --platform " + platform + " --report " + path("r2.json")),
       "the Plan leaves tasks unplaced: give heft", path("r2.json"));
+}
+
+// run and validate take the same unplaced Plans: the MLP's Plan with three 1 ms side tasks after
+// its loss, left unplaced. validate places them with HEFT on cpu-cluster-4 (each on a worker of
+// its own: they run side by side), runs the placed Plan on this machine and predicts it; the
+// side tasks busy-wait 1 ms each, as predicted. Without a policy, run says how to place them.
+TEST_F(ScheduleCli, RunAndValidatePlaceAPlansUnplacedTasks) {
+  ASSERT_EQ(run("plan --model mlp --strategy dp=1 --global-batch 64 -o " + path("p.json")).rc, 0);
+  nlohmann::json plan = json_of("p.json");
+  std::string loss;
+  for (const nlohmann::json& t : plan["tasks"])
+    if (t["kind"] == "loss_fwd") loss = t["id"];
+  for (int i = 0; i < 3; ++i)
+    plan["tasks"].push_back({{"id", "it0/side" + std::to_string(i)},
+                             {"kind", "fixed"},
+                             {"flops", 0},
+                             {"bytes_read", 0},
+                             {"bytes_written", 0},
+                             {"attrs", {{"duration_s", 0.001}}},
+                             {"data_deps", {loss}}});
+  write("u.json", plan.dump());
+  const Outcome v = run("validate --plan " + path("u.json") + " --schedule-policy heft --platform " +
+                        kPlatforms + "cpu-cluster-4.xml --perfetto '' --svg '' --json " + path("v.json"));
+  ASSERT_EQ(v.rc, 0) << v.err;
+  EXPECT_TRUE(std::regex_search(v.out, std::regex("fixed +3 +3.000 ms +3\\.[0-9]+ ms"))) << v.out;
+  expect_one_line_error(run("run --plan " + path("u.json") + " --epochs 1"),
+                        "--schedule-policy: the Plan leaves tasks unplaced", path("none.json"));
 }
 
 TEST_F(ScheduleCli, WorkflowTableHasEveryPolicyAndSimGridsOnlineMinMin) {

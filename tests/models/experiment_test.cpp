@@ -99,9 +99,10 @@ TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=-1"); }), "--set lr: must be >= 0, got -1");
   EXPECT_EQ(error_of([&] { apply_set(e, "momentum=1"); }), "--set momentum: must be < 1, got 1");
   EXPECT_EQ(error_of([&] { apply_set(e, "lr"); }), "--set 'lr': expected key=value");
-  EXPECT_EQ(error_of([&] { apply_set(e, "dp_algo=star"); }),
-            "--set dp_algo: unknown algorithm 'star' (known: ring, tree, halving_doubling, hierarchical, "
-            "storage_allreduce, storage_scatter_reduce)");
+  EXPECT_EQ(
+      error_of([&] { apply_set(e, "dp_algo=star"); }),
+      "--set dp_algo: unknown algorithm 'star' (known: ring, tree, halving_doubling, hierarchical, "
+      "storage_allreduce, storage_scatter_reduce, cache_allreduce, cache_scatter_reduce, parameter_server)");
   EXPECT_EQ(error_of([&] { apply_set(e, "sizes=784,0"); }),
             "--set sizes=784,0: '0' is not a positive integer");
   EXPECT_EQ(error_of([&] { apply_set(e, "replicas=1.5"); }), "--set replicas: '1.5' is not an integer");

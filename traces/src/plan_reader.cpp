@@ -57,7 +57,7 @@ void read_placement(const JsonNode& node, Task& task) {
     std::optional<JsonNode> algo = node.find("algo");
     task.algo = algo ? read_enum<CollectiveAlgo>(*algo, parse_collective_algo, "collective algorithm")
                      : CollectiveAlgo::ring;
-    if (is_storage_algo(task.algo) && task.kind != TaskKind::allreduce)
+    if (is_hub_algo(task.algo) && task.kind != TaskKind::allreduce)
       algo->fail("'" + std::string(to_string(task.algo)) + "' applies to allreduce only, not to " +
                  quote_for_message(to_string(task.kind)));
   } else {

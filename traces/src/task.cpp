@@ -27,13 +27,16 @@ std::optional<Enum> parse_enum(const std::array<std::string_view, N>& names, std
 
 constexpr std::array<std::string_view, 4> kDTypeNames = {"fp32", "bf16", "fp16", "fp64"};
 constexpr std::array<std::string_view, 2> kStreamNames = {"compute", "comm"};
-constexpr std::array<std::string_view, 7> kAlgoNames = {"none",
-                                                        "ring",
-                                                        "tree",
-                                                        "halving_doubling",
-                                                        "hierarchical",
-                                                        "storage_allreduce",
-                                                        "storage_scatter_reduce"};
+constexpr std::array<std::string_view, 10> kAlgoNames = {"none",
+                                                         "ring",
+                                                         "tree",
+                                                         "halving_doubling",
+                                                         "hierarchical",
+                                                         "storage_allreduce",
+                                                         "storage_scatter_reduce",
+                                                         "cache_allreduce",
+                                                         "cache_scatter_reduce",
+                                                         "parameter_server"};
 
 }  // namespace
 

@@ -30,9 +30,14 @@ double allreduce_time(CollectiveAlgo algo, int ranks, double bytes, double bw, d
     // in sequence (collectives.hpp): the merger's PUT, n - 1 GETs and the sum's PUT, then the
     // others' GET of the sum; scatter-reduce: n - 1 shard PUTs, n - 1 GETs, one PUT, n - 1 GETs.
     case CollectiveAlgo::storage_allreduce:
+    case CollectiveAlgo::cache_allreduce:
       return (n + 2) * (latency + transfer);
     case CollectiveAlgo::storage_scatter_reduce:
+    case CollectiveAlgo::cache_scatter_reduce:
       return (3 * n - 2) * (latency + transfer / n);
+    // A parameter server (latency and bw: the server's link): n pushes share it, then n pulls.
+    case CollectiveAlgo::parameter_server:
+      return 2 * (latency + n * transfer);
     case CollectiveAlgo::none:
     case CollectiveAlgo::ring:
     case CollectiveAlgo::hierarchical:

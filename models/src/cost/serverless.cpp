@@ -53,12 +53,15 @@ double unit_open(std::uint64_t bits) { return (static_cast<double>(bits >> 11) +
 }  // namespace
 
 const std::vector<std::string>& serverless_property_names() {
-  static const std::vector<std::string> names = {
-      "function_memory_mb",           "function_mb_per_vcpu",      "function_max_vcpus",
-      "function_cold_start_median_s", "function_cold_start_sigma", "function_keep_alive_s",
-      "function_max_duration_s",      "function_concurrency",      "function_price_per_gb_s",
-      "function_price_per_request",   "storage_request_latency_s", "storage_connection_bw",
-      "storage_price_per_put",        "storage_price_per_get",     "storage_price_per_gb_month"};
+  static const std::vector<std::string> names = {"function_memory_mb",         "function_mb_per_vcpu",
+                                                 "function_max_vcpus",         "function_cold_start_median_s",
+                                                 "function_cold_start_sigma",  "function_keep_alive_s",
+                                                 "function_max_duration_s",    "function_concurrency",
+                                                 "function_price_per_gb_s",    "function_price_per_request",
+                                                 "storage_request_latency_s",  "storage_connection_bw",
+                                                 "storage_price_per_put",      "storage_price_per_get",
+                                                 "storage_price_per_gb_month", "storage_kind",
+                                                 "storage_price_per_hour"};
   return names;
 }
 
@@ -116,6 +119,12 @@ ObjectStore object_store_from_properties(const std::string& host,
   s.price_per_put = read(host, p, "storage_price_per_put", 0, 0, 1);
   s.price_per_get = read(host, p, "storage_price_per_get", 0, 0, 1);
   s.price_per_gb_month = read(host, p, "storage_price_per_gb_month", 0, 0, 1e3);
+  s.price_per_hour = read(host, p, "storage_price_per_hour", 0, 0, 1e4);
+  if (const auto kind = p.find("storage_kind"); kind != p.end()) {
+    if (kind->second != "object" && kind->second != "cache")
+      fail(host, "storage_kind", "'" + kind->second + "' is neither object nor cache");
+    s.cache = kind->second == "cache";
+  }
   return s;
 }
 

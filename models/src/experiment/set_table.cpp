@@ -17,9 +17,17 @@ namespace {
 
 constexpr double kMaxInt = 1e9;
 const std::vector<std::string> kTpAlgorithmNames = {"ring", "tree", "halving_doubling", "hierarchical"};
-// The data-parallel exchange may also go through an object store (docs/serverless.md).
-const std::vector<std::string> kAlgorithmNames = {
-    "ring", "tree", "halving_doubling", "hierarchical", "storage_allreduce", "storage_scatter_reduce"};
+// The data-parallel exchange may also go through an object store, a cache VM or a parameter
+// server (docs/serverless.md).
+const std::vector<std::string> kAlgorithmNames = {"ring",
+                                                  "tree",
+                                                  "halving_doubling",
+                                                  "hierarchical",
+                                                  "storage_allreduce",
+                                                  "storage_scatter_reduce",
+                                                  "cache_allreduce",
+                                                  "cache_scatter_reduce",
+                                                  "parameter_server"};
 const std::vector<Solver> kAdmmSolvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
 
 std::string join(const std::vector<std::string>& items) {

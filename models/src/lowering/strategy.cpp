@@ -395,13 +395,15 @@ std::string memory_option_set(const StrategyConfig& c) {
 
 namespace {
 
-// The object-store algorithms (LambdaML's, docs/serverless.md) exchange whole data-parallel
-// gradients between functions: an allreduce, nothing sharded, compressed or tensor-parallel.
+// The object-store, cache and parameter-server algorithms (LambdaML's, docs/serverless.md)
+// exchange whole data-parallel gradients between functions: an allreduce, nothing sharded,
+// compressed or tensor-parallel.
 void check_storage_exchange(const StrategyConfig& config) {
-  if (is_storage_algo(config.tp_algo))
-    throw InputError("--set tp_algo=" + std::string(to_string(config.tp_algo)) +
-                     ": the object-store algorithms exchange data-parallel gradients only");
-  if (!is_storage_algo(config.dp_algo)) return;
+  if (is_hub_algo(config.tp_algo))
+    throw InputError(
+        "--set tp_algo=" + std::string(to_string(config.tp_algo)) +
+        ": the store, cache and parameter-server algorithms exchange data-parallel gradients only");
+  if (!is_hub_algo(config.dp_algo)) return;
   const std::string flag = "--set dp_algo=" + std::string(to_string(config.dp_algo));
   if (config.zero > 0) throw InputError(flag + ": not with --set zero (the store exchanges whole gradients)");
   if (config.compression != Compression::none)

@@ -21,7 +21,7 @@ std::string_view to_string(ServerlessExchange exchange) {
 ServerlessIteration serverless_iteration(const PlatformRoutes& routes,
                                          const std::vector<std::size_t>& workers, std::size_t hub,
                                          double compute_flops, double gradient_elements, double element_bytes,
-                                         ServerlessExchange exchange) {
+                                         ServerlessExchange exchange, double server_sum_flops) {
   ServerlessIteration out;
   DagProblem& p = out.dag.problem;
   p.processors = routes.hosts.size();
@@ -111,7 +111,8 @@ ServerlessIteration serverless_iteration(const PlatformRoutes& routes,
         if (i != j) done[i] = get(i, summed[j], shard, "s" + std::to_string(j));
     }
   } else {
-    const std::size_t sum = task("ps/sum", static_cast<double>(n) * gradient_elements, hub);
+    const std::size_t sum = task(
+        "ps/sum", server_sum_flops > 0 ? server_sum_flops : static_cast<double>(n) * gradient_elements, hub);
     for (std::size_t i = 0; i < n; ++i) edge(compute[i], sum, gradient);
     for (std::size_t i = 0; i < n; ++i) {
       done[i] = task("w" + std::to_string(i) + "/pull", 0, workers[i]);

@@ -208,6 +208,11 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     case TaskKind::spmm:
       return "";
     case TaskKind::allreduce: {
+      // The object store is emulated by files; a cache VM and a parameter server are not yet.
+      if (is_cache_algo(t.algo) || t.algo == CollectiveAlgo::parameter_server)
+        return "allreduce '" + std::string(to_string(t.algo)) +
+               "' is simulated only (the real executor runs the object store's, storage_allreduce and "
+               "storage_scatter_reduce, through files)";
       const std::string codec = t.attr_string("compression").value_or("none");
       ByteCodec unused{};
       return codec == "none" || parse_byte_codec(codec, unused) || codec == "powersgd"

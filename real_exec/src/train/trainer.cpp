@@ -117,7 +117,10 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     s.local = share.runs(i);
     slots_.push_back(s);
   }
-  STRATA_ASSERT(!slots_.empty(), "the Plan has no loss task");
+  if (slots_.empty())
+    throw InputError(
+        "plan: no loss task (loss_fwd): strata run and validate train a model, and this Plan "
+        "has none to train (simulate it instead)");
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
     const std::string& id = plan.buffer(b).id;
     if (id.size() < 10 || id.compare(id.size() - 10, 10, "/act/input") != 0) continue;

@@ -39,9 +39,11 @@ struct Flow {
 };
 
 // REQUIRES: task is a collective with a non-empty group; host_of_worker maps every group member;
-// for an object-store algorithm (storage_allreduce, storage_scatter_reduce: LambdaML's, one flow
-// per PUT or GET, each rank's requests in sequence, at any fidelity), `store` is the id flows
-// to and from the store carry (not a worker). Flows are listed so that every flow's deps precede it.
+// for an object-store or cache algorithm (storage_* and cache_* allreduce and scatter-reduce:
+// LambdaML's, one flow per PUT or GET, each rank's requests in sequence, at any fidelity) and for
+// parameter_server (every rank's push at once, the server's sum, every rank's pull at once),
+// `store` is the id flows to and from the store, cache or server carry (not a worker). Flows are listed so
+// that every flow's deps precede it.
 std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
                                     const std::vector<int>& host_of_worker, WorkerId store = -1);
 

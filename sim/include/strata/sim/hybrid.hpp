@@ -8,7 +8,9 @@
 //   with dp = k · slots, the same global batch.
 // - functions: n functions (powers of two up to the pool's instances and concurrency) of m MB,
 //   exchanging gradients through the store by LambdaML's allreduce or scatter-reduce; hybrid:
-//   the same functions with a parameter server on the first VM. An iteration is each function's
+//   the same functions with a parameter server on the first VM, or exchanging through the
+//   platform's cache VM (storage_kind=cache) by allreduce or scatter-reduce, rented by the
+//   started hour (ElastiCache bills each partial node-hour as a full one). An iteration is each function's
 //   compute (the cost model on a host of the function's vCPU share) plus the exchange, run on
 //   SimGrid as a placed DAG (models/schedule/serverless_iteration.hpp) over the platform's
 //   links: the store's link carries its request latency, a function's its per-connection
@@ -39,11 +41,12 @@ struct HybridJob {
 };
 
 struct HybridPlan {
-  std::string kind;  // vm | functions | hybrid
+  std::string kind;  // vm | functions | hybrid (functions with a server or cache VM)
   int vms = 0;       // VMs rented (hybrid: the server's)
   int functions = 0;
   double memory_mb = 0;  // per function
-  std::string exchange;  // ring (VMs' replay) | allreduce | scatter-reduce | ps
+  // ring (VMs' replay) | allreduce | scatter-reduce | ps | cache-allreduce | cache-scatter-reduce
+  std::string exchange;
   double iteration_s = 0;
   double total_s = 0;  // the whole job, wall-clock
   double cost_usd = 0;

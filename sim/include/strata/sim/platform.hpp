@@ -63,8 +63,10 @@ struct ServerlessResources {
   std::optional<FunctionPool> pool;
   int instances = 0;                        // function hosts
   std::vector<std::string> function_hosts;  // natural order
-  std::optional<ObjectStore> store;
+  std::optional<ObjectStore> store;         // the first object store (storage_kind object)
   std::string store_host;
+  std::optional<ObjectStore> cache;  // the first cache VM (storage_kind=cache)
+  std::string cache_host;
 };
 ServerlessResources serverless_resources(const std::string& path);
 

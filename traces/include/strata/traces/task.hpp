@@ -114,9 +114,24 @@ enum class CollectiveAlgo : std::uint8_t {
   // Through an object store, as LambdaML runs them (docs/serverless.md); allreduce only:
   storage_allreduce,       // every rank PUTs; the first GETs the others, sums, PUTs; the rest GET
   storage_scatter_reduce,  // rank j merges shard j of every rank's buffer, the ranks GET the merged shards
+  // The same two through an in-memory cache VM (LambdaML's Memcached/Redis channel):
+  cache_allreduce,
+  cache_scatter_reduce,
+  // Through a parameter server on a VM (LambdaML's hybrid): every rank sends its buffer to the
+  // server, which sums them and sends the sum back to every rank.
+  parameter_server,
 };
+// Through the object store (the real executor runs these through files).
 constexpr bool is_storage_algo(CollectiveAlgo algo) {
   return algo == CollectiveAlgo::storage_allreduce || algo == CollectiveAlgo::storage_scatter_reduce;
+}
+constexpr bool is_cache_algo(CollectiveAlgo algo) {
+  return algo == CollectiveAlgo::cache_allreduce || algo == CollectiveAlgo::cache_scatter_reduce;
+}
+// Through a host of the platform that runs no worker (store, cache or server): data-parallel
+// allreduces only.
+constexpr bool is_hub_algo(CollectiveAlgo algo) {
+  return is_storage_algo(algo) || is_cache_algo(algo) || algo == CollectiveAlgo::parameter_server;
 }
 std::string_view to_string(CollectiveAlgo algo);
 std::optional<CollectiveAlgo> parse_collective_algo(std::string_view name);

@@ -50,6 +50,8 @@ struct ObjectStore {
   double price_per_put = 0;         // USD per request
   double price_per_get = 0;         // USD per request
   double price_per_gb_month = 0;    // USD
+  double price_per_hour = 0;        // USD, a VM's rent (a cache)
+  bool cache = false;               // storage_kind=cache: an in-memory cache VM (dp_algo=cache_*)
 };
 
 // The pool of a host's properties (`function_*`), or none when the host has no

@@ -40,11 +40,13 @@ struct ServerlessIteration {
 // `routes`: the platform's hosts (platform_routes). `workers`: the worker hosts; `hub`: the
 // store host (allreduce, scatter_reduce) or the server's (parameter_server). `compute_flops`:
 // each worker's forward, backward and update, in flop at its host's speed; `gradient_elements`
-// and `element_bytes`: the gradient.
+// and `element_bytes`: the gradient. `server_sum_flops` > 0: the parameter server's sum as that
+// much work at its host's speed (the hybrid policy gives the cost model's memory-bound time of
+// the sum, as the replay prices it), instead of n·g flop.
 ServerlessIteration serverless_iteration(const PlatformRoutes& routes,
                                          const std::vector<std::size_t>& workers, std::size_t hub,
                                          double compute_flops, double gradient_elements, double element_bytes,
-                                         ServerlessExchange exchange);
+                                         ServerlessExchange exchange, double server_sum_flops = 0);
 
 }  // namespace models
 }  // namespace strata
