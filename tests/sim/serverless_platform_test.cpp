@@ -49,6 +49,18 @@ TEST(ServerlessPlatform, ShippedPlatformHasVmsFunctionsAndAStore) {
   EXPECT_DOUBLE_EQ(summary.hosts.front().price_per_hour, 0.68);
 }
 
+// The MLP's Plan, data-parallel over n functions of 3,538 MB, a global batch of 256, exchanging by
+// `algo`.
+Plan mlp_in_functions(int n, CollectiveAlgo algo) {
+  StrategyConfig c;
+  c.dp = n;
+  c.global_batch = 256;
+  c.dp_algo = algo;
+  Plan plan = lower(make_model("mlp", {}), c);
+  plan.function_memory_mb = 3538;
+  return plan;
+}
+
 // Data parallelism through the object store, the workers in functions of 3,538 MB (2 vCPUs):
 // every PUT and GET pays the store's 150 ms request latency and moves its bytes at the 87.5 MB/s
 // of a connection, one request after another per worker. Allreduce over n workers of S bytes:
@@ -60,12 +72,7 @@ TEST(ServerlessPlatform, CollectivesThroughTheStoreTakeLambdaMlsRequests) {
   const int n = 4;
   for (CollectiveAlgo algo : {CollectiveAlgo::storage_allreduce, CollectiveAlgo::storage_scatter_reduce}) {
     SCOPED_TRACE(std::string(to_string(algo)));
-    StrategyConfig c;
-    c.dp = n;
-    c.global_batch = 256;
-    c.dp_algo = algo;
-    Plan plan = lower(make_model("mlp", {}), c);
-    plan.function_memory_mb = 3538;
+    const Plan plan = mlp_in_functions(n, algo);
     double bytes = 0;
     for (const Task& t : plan.tasks())
       if (is_collective(t.kind)) bytes += t.comm_bytes;
@@ -93,12 +100,7 @@ TEST(ServerlessPlatform, CacheAndParameterServerTakeTheirRequests) {
   for (CollectiveAlgo algo : {CollectiveAlgo::cache_allreduce, CollectiveAlgo::cache_scatter_reduce,
                               CollectiveAlgo::parameter_server}) {
     SCOPED_TRACE(std::string(to_string(algo)));
-    StrategyConfig c;
-    c.dp = n;
-    c.global_batch = 256;
-    c.dp_algo = algo;
-    Plan plan = lower(make_model("mlp", {}), c);
-    plan.function_memory_mb = 3538;
+    const Plan plan = mlp_in_functions(n, algo);
     double bytes = 0;
     int collectives = 0;
     for (const Task& t : plan.tasks())

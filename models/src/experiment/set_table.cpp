@@ -17,17 +17,16 @@ namespace {
 
 constexpr double kMaxInt = 1e9;
 const std::vector<std::string> kTpAlgorithmNames = {"ring", "tree", "halving_doubling", "hierarchical"};
-// The data-parallel exchange may also go through an object store, a cache VM or a parameter
-// server (docs/serverless.md).
-const std::vector<std::string> kAlgorithmNames = {"ring",
-                                                  "tree",
-                                                  "halving_doubling",
-                                                  "hierarchical",
-                                                  "storage_allreduce",
-                                                  "storage_scatter_reduce",
-                                                  "cache_allreduce",
-                                                  "cache_scatter_reduce",
-                                                  "parameter_server"};
+// The data-parallel exchange: every algorithm of traces/task.hpp, the object store's, the cache
+// VM's and the parameter server's too (docs/serverless.md).
+std::vector<std::string> dp_algorithm_names() {
+  std::vector<std::string> names;
+  for (auto a = static_cast<int>(CollectiveAlgo::ring);
+       a <= static_cast<int>(CollectiveAlgo::parameter_server); ++a)
+    names.emplace_back(to_string(static_cast<CollectiveAlgo>(a)));
+  return names;
+}
+const std::vector<std::string> kAlgorithmNames = dp_algorithm_names();
 const std::vector<Solver> kAdmmSolvers = {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q};
 
 std::string join(const std::vector<std::string>& items) {
