@@ -204,7 +204,9 @@ std::vector<HybridPlan> hybrid_plans(const HybridJob& job, const std::string& pl
         const double state = storage_transfer_s(store, state_bytes, 1, 1);
         const Invocations inv = split_into_invocations(pool, work, state, state);
         p.invocations = inv.invocations, p.checkpoints = inv.checkpoints;
-        for (int k = 0; k < inv.invocations; ++k)
+        // Each re-invocation is issued as the previous one returns (gap 0): warm within the
+        // pool's keep-alive, so only the first waits a cold start unless keep_alive_s is 0.
+        for (int k = 0; k < cold_invocations(pool, inv.invocations, 0); ++k)
           p.cold_start_s += cold_start_s(pool, static_cast<std::uint64_t>(e.seed), draws++);
         p.total_s = inv.billed_s + p.cold_start_s;
         for (double d : inv.durations_s) p.gb_s += gb_seconds(pool, n, memory, d);

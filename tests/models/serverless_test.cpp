@@ -78,6 +78,20 @@ TEST(Serverless, MemoryBuysCpuOnlyForThreadsThatUseIt) {
                    2 * function_compute_time(pool, 1769, flops, 1));
 }
 
+// A 2,000 s job under the 900 s cap makes 3 invocations, each issued as the previous one returns:
+// only the first starts cold while the pool keeps an idle instance warm for 600 s; all three do
+// when it keeps none, or when the gap reaches the keep-alive.
+TEST(Serverless, ReinvocationsStartWarmWithinTheKeepAlive) {
+  FunctionPool pool = lambda();
+  EXPECT_DOUBLE_EQ(pool.keep_alive_s, 600);
+  EXPECT_EQ(cold_invocations(pool, 3, 0), 1);
+  EXPECT_EQ(cold_invocations(pool, 3, 599.9), 1);
+  EXPECT_EQ(cold_invocations(pool, 3, 600), 3);
+  EXPECT_EQ(cold_invocations(pool, 0, 0), 0);
+  pool.keep_alive_s = 0;
+  EXPECT_EQ(cold_invocations(pool, 3, 0), 3);
+}
+
 TEST(Serverless, ColdStartsAreSeededAndLogNormal) {
   const FunctionPool pool = lambda();
   EXPECT_EQ(cold_start_s(pool, 7, 3), cold_start_s(pool, 7, 3));

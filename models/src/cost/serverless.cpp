@@ -202,6 +202,11 @@ Invocations split_into_invocations(const FunctionPool& pool, double work_s, doub
   return out;
 }
 
+int cold_invocations(const FunctionPool& pool, int invocations, double gap_s) {
+  if (invocations <= 0) return 0;
+  return gap_s >= pool.keep_alive_s ? invocations : 1;
+}
+
 double cold_start_s(const FunctionPool& pool, std::uint64_t seed, std::uint64_t k) {
   if (pool.cold_start_sigma == 0) return pool.cold_start_median_s;
   const std::uint64_t a = mix(seed ^ mix(2 * k)), b = mix(seed ^ mix(2 * k + 1));

@@ -18,9 +18,11 @@
 //   is simulated once per (n, exchange) and the compute added per memory size.
 // The job's time: its iterations (epochs × ⌈samples / global batch⌉), for functions also each
 // one reading its share of the data from the store, cold starts (seeded draws from the pool's
-// distribution, one per invocation) and, past the pool's duration cap, checkpoints of the
-// model and its optimizer state to the store and restores. Money: VM-hours at the hosts' price;
-// GB-seconds and requests of the functions (billing of serverless.hpp); PUT and GET requests.
+// distribution: the first invocation's, and a re-invocation's only when the pool keeps no
+// instance warm, keep_alive_s = 0, since each is issued as the previous one returns) and, past the pool's
+// duration cap, checkpoints of the model and its optimizer state to the store and restores. Money: VM-hours
+// at the hosts' price; GB-seconds and requests of the functions (billing of serverless.hpp); PUT and GET
+// requests.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +55,7 @@ struct HybridPlan {
   double vm_usd = 0, gb_s = 0, function_usd = 0, request_usd = 0, storage_usd = 0;
   int invocations = 0;           // per function
   int checkpoints = 0;           // per function
-  double cold_start_s = 0;       // waited in all (the first invocation's and each re-invocation's)
+  double cold_start_s = 0;       // waited in all (the first invocation's; re-invocations' when not kept warm)
   bool pareto = false;           // on the time-money front
   std::int64_t gradient_mb = 0;  // the gradient in MB (10^6 B), rounded up: one bucket holds it
   std::string label() const;

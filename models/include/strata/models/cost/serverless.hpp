@@ -103,6 +103,11 @@ struct Invocations {
 Invocations split_into_invocations(const FunctionPool& pool, double work_s, double checkpoint_s,
                                    double restore_s);
 
+// How many of a function's `invocations` start cold when each is issued `gap_s` after the
+// previous one returned: the first, and the others only when the instance was idle for at least
+// keep_alive_s (a re-invocation after a checkpoint, gap 0, finds it warm while keep_alive_s > 0).
+int cold_invocations(const FunctionPool& pool, int invocations, double gap_s);
+
 // The k-th cold start (s) of the stream `seed`.
 double cold_start_s(const FunctionPool& pool, std::uint64_t seed, std::uint64_t k);
 
