@@ -256,6 +256,10 @@ TpPartition partition_layers_and_tp(const std::vector<int>& degrees,
   return out;
 }
 
+Partition timed_partition(const PartitionProblem& problem, std::vector<int> first) {
+  return describe(problem, Sums(problem), std::move(first));
+}
+
 Partition uniform_partition(const PartitionProblem& p) {
   const Sums sums(p);
   const int layers = static_cast<int>(p.layers.size());

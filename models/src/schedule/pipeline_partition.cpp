@@ -13,25 +13,6 @@ namespace strata {
 inline namespace models {
 namespace {
 
-// A cut (first block of each stage) timed by a problem's stage costs.
-Partition timed(const PartitionProblem& problem, const std::vector<int>& cuts) {
-  Partition out;
-  out.first = cuts;
-  const std::size_t stages = cuts.size() - 1;
-  for (std::size_t s = 0; s < stages; ++s) {
-    double time = 0;
-    for (int k = cuts[s]; k < cuts[s + 1]; ++k) {
-      const auto i = static_cast<std::size_t>(k);
-      time += problem.stages[s].layer_time_s.empty() ? problem.layers[i].time_s / problem.stages[s].speed
-                                                     : problem.stages[s].layer_time_s[i];
-    }
-    if (s + 1 < stages) time += problem.layers[static_cast<std::size_t>(cuts[s + 1] - 1)].transfer_s;
-    out.stage_time_s.push_back(time);
-    out.bottleneck_s = std::max(out.bottleneck_s, time);
-  }
-  return out;
-}
-
 // The blocks on `degree` tensor-parallel ranks of one host class: each block's forward and
 // backward plus its TP collectives over the host's own link (the ranks of a stage sit on one
 // host), its output sent to the next stage, its bytes at that degree.
@@ -99,7 +80,7 @@ void joint_cut(const Model& model, const StrategyConfig& config, const SlotPlatf
   const TpPartition joint = partition_layers_and_tp(degrees, problems, config.pp * config.tp, source);
   const PartitionProblem at_tp =
       problem_at(model, config, config.tp, host, platform, cost, latency, bandwidth);
-  out.default_cut = timed(at_tp, partition_blocks(model, config.pp));
+  out.default_cut = timed_partition(at_tp, partition_blocks(model, config.pp));
   // The joint answer minimises the slowest stage; of two splits as slow, the one whose stages
   // sum to less fills and drains the pipeline sooner: (m − 1) · slowest + Σ stages (1F1B and
   // GPipe alike). The joint split is taken only where that is below the best cut at tp.
@@ -202,7 +183,7 @@ PipelineCut balanced_pipeline_cut(const Model& model, const StrategyConfig& conf
   for (int s = 0; s < pp; ++s)
     out.stage_blocks.push_back(out.balanced.first[static_cast<std::size_t>(s) + 1] -
                                out.balanced.first[static_cast<std::size_t>(s)]);
-  out.default_cut = timed(problem, partition_blocks(model, pp));
+  out.default_cut = timed_partition(problem, partition_blocks(model, pp));
   return out;
 }
 

@@ -73,6 +73,10 @@ TpPartition partition_layers_and_tp(const std::vector<int>& degrees,
                                     const std::vector<PartitionProblem>& problems, int devices,
                                     const std::string& source);
 
+// A given cut (`first`: stages + 1 boundaries) with its stage times and bytes, as the
+// partitioners time theirs. REQUIRES: the boundaries rise from 0 to the layer count.
+Partition timed_partition(const PartitionProblem& problem, std::vector<int> first);
+
 // Every stage given the same number of layers (the first ones one more when they do not divide),
 // as strata's lowering splits today, with its times and bytes, for comparison.
 Partition uniform_partition(const PartitionProblem& problem);
