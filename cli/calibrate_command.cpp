@@ -126,7 +126,19 @@ struct Measured {
   std::vector<real::TaskSample> tasks;
   real::DispatchOverhead dispatch;
   Calibration calibration;
+  std::vector<real::TransportSample> stores;  // the object stores' samples (files, cache)
 };
+
+// The stores' requests apart, at 1 MiB: what the α–β of a request (their median) blends.
+void print_store_requests(const std::vector<real::TransportSample>& stores) {
+  std::map<std::string, std::map<std::string, double>> at;
+  for (const real::TransportSample& s : stores)
+    if (s.bytes == 1048576) at[s.transport][s.op] = s.seconds;
+  for (const auto& [name, ops] : at)
+    if (ops.count("put") != 0 && ops.count("get") != 0 && ops.count("remove") != 0)
+      std::printf("object store %s at 1 MiB, one request alone: PUT %.1f us, GET %.1f us, removal %.1f us\n",
+                  name.c_str(), ops.at("put") * 1e6, ops.at("get") * 1e6, ops.at("remove") * 1e6);
+}
 
 Measured measure_cpu(const std::vector<std::string>& transports, const real::Progress& step) {
   Measured m;
@@ -142,7 +154,13 @@ Measured measure_cpu(const std::vector<std::string>& transports, const real::Pro
     m.calibration.transports[t] = measure_transport_calibration(t);
   }
   if (step) step("object store of files");
-  m.calibration.transports["files"] = real::fit_transport(real::measure_file_store());
+  const std::vector<real::TransportSample> files = real::measure_file_store();
+  m.calibration.transports["files"] = real::fit_transport(files);
+  if (step) step("cache of files in RAM");
+  const std::vector<real::TransportSample> cache = real::measure_file_store(real::Medium::memory);
+  m.calibration.transports["cache"] = real::fit_transport(cache);
+  m.stores = files;
+  m.stores.insert(m.stores.end(), cache.begin(), cache.end());
   return m;
 }
 
@@ -204,6 +222,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
       c.source = o->output;
       write_file_atomically(o->output, calibration_to_json(c, m.backend + ", " + peaks.host, utc_now()));
       print_calibration(peaks, dispatch, c);
+      print_store_requests(m.stores);
       print_gemm_grids(c.gemm, peaks.host);
       std::printf("%zu tasks measured -> %s\n", tasks.size(), o->output.c_str());
       if (!o->samples.empty()) {

@@ -149,6 +149,12 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
   // one-vCPU functions, one per core, and the store (docs/serverless.md).
   const auto files = calibration.transports.find("files");
   const bool serverless = files != calibration.transports.end();
+  // With the same store in RAM measured (`cache`), a cache VM `cache` too.
+  const auto cache_files = calibration.transports.find("cache");
+  const bool cache = serverless && cache_files != calibration.transports.end();
+  auto bw_of = [](const TransportCalibration& c) {
+    return c.p2p_beta_s_per_byte > 0 ? 1 / c.p2p_beta_s_per_byte : 1e15;
+  };
   std::vector<std::string> functions;
   if (serverless)
     for (int c = 0; c < h.cores; ++c) functions.push_back("fn-" + std::to_string(c));
@@ -165,6 +171,11 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
            "  (strata's workers run one thread each); no cold starts, no prices (this machine).\n"
            "  Object store `store`: files in a folder on this machine's disk; its request latency and\n"
            "  per-connection bandwidth are the measured alpha and 1/beta of one PUT or GET.\n";
+  if (cache)
+    xml +=
+        "  Cache VM `cache` (storage_kind=cache): the same files in RAM (/dev/shm), its request\n"
+        "  latency and per-connection bandwidth measured the same way (transport `cache`).\n";
+  if (serverless) xml += "  A parameter server for functions runs on the host " + name + ", the first VM.\n";
   xml += "-->\n";
   xml += "<platform version=\"4.1\">\n  <zone id=\"" + name + "-zone\" routing=\"Full\">\n";
   auto host = [&](const std::string& id, const std::string& props) {
@@ -185,37 +196,48 @@ std::string one_host_platform_xml(const Calibration& calibration, const std::str
            "      <prop id=\"function_max_vcpus\" value=\"1\"/>\n"
            "      <prop id=\"function_concurrency\" value=\"" +
                std::to_string(h.cores) + "\"/>\n");
-    const TransportCalibration& f = files->second;
-    xml += "    <host id=\"store\" speed=\"1Gf\" core=\"1\">\n";
-    xml += "      <prop id=\"storage_request_latency_s\" value=\"" + num(f.p2p_alpha_s) + "\"/>\n";
-    xml += "      <prop id=\"storage_connection_bw\" value=\"" +
-           num(f.p2p_beta_s_per_byte > 0 ? 1 / f.p2p_beta_s_per_byte : 1e15) + "\"/>\n";
-    xml += "    </host>\n";
+    auto store_host = [&](const std::string& id, const TransportCalibration& c, const std::string& kind) {
+      xml += "    <host id=\"" + id + "\" speed=\"1Gf\" core=\"1\">\n";
+      if (!kind.empty()) xml += "      <prop id=\"storage_kind\" value=\"" + kind + "\"/>\n";
+      xml += "      <prop id=\"storage_request_latency_s\" value=\"" + num(c.p2p_alpha_s) + "\"/>\n";
+      xml += "      <prop id=\"storage_connection_bw\" value=\"" + num(bw_of(c)) + "\"/>\n";
+      xml += "    </host>\n";
+    };
+    store_host("store", files->second, "");
+    if (cache) store_host("cache", cache_files->second, "cache");
   }
   xml += "    <link id=\"loopback\" bandwidth=\"" + num(bw) + "Bps\" latency=\"" + num(t.p2p_alpha_s) +
          "s\"/>\n";
   if (serverless) {
     // A request pays the store's latency once (its link) and its bytes at a function's
-    // connection (the function's link), as hybrid-serverless.xml does.
-    const TransportCalibration& f = files->second;
-    for (const std::string& fn : functions)
-      xml += "    <link id=\"" + fn + "-link\" bandwidth=\"" +
-             num(f.p2p_beta_s_per_byte > 0 ? 1 / f.p2p_beta_s_per_byte : 1e15) +
-             "Bps\" latency=\"0s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
-    xml += "    <link id=\"store-link\" bandwidth=\"1e15Bps\" latency=\"" + num(f.p2p_alpha_s) +
-           "s\" sharing_policy=\"FATPIPE\"/>\n";
+    // connection (the function's link), as hybrid-serverless.xml does; the cache's requests
+    // the same over links of their own.
+    auto request_links = [&](const std::string& hub, const TransportCalibration& c) {
+      for (const std::string& fn : functions)
+        xml += "    <link id=\"" + fn + (hub == "store" ? "" : "-" + hub) + "-link\" bandwidth=\"" +
+               num(bw_of(c)) + "Bps\" latency=\"0s\" sharing_policy=\"SPLITDUPLEX\"/>\n";
+      xml += "    <link id=\"" + hub + "-link\" bandwidth=\"1e15Bps\" latency=\"" + num(c.p2p_alpha_s) +
+             "s\" sharing_policy=\"FATPIPE\"/>\n";
+    };
+    request_links("store", files->second);
+    if (cache) request_links("cache", cache_files->second);
   }
   // Every ordered pair of hosts has a route (a host with itself included).
   std::vector<std::string> hosts{name};
   hosts.insert(hosts.end(), functions.begin(), functions.end());
   if (serverless) hosts.push_back("store");
+  if (cache) hosts.push_back("cache");
+  auto is_hub = [](const std::string& h) { return h == "store" || h == "cache"; };
   auto links_of = [&](const std::string& a, const std::string& b) {
-    if (a == "store" || b == "store") {
-      const std::string& other = a == "store" ? b : a;
-      if (other == "store") return std::string("<link_ctn id=\"store-link\"/>");
-      if (other == name) return std::string("<link_ctn id=\"loopback\"/><link_ctn id=\"store-link\"/>");
-      return "<link_ctn id=\"" + other + "-link\" direction=\"" + (a == "store" ? "DOWN" : "UP") +
-             "\"/><link_ctn id=\"store-link\"/>";
+    if (is_hub(a) && is_hub(b))
+      return a == b ? "<link_ctn id=\"" + a + "-link\"/>"
+                    : "<link_ctn id=\"" + a + "-link\"/><link_ctn id=\"" + b + "-link\"/>";
+    if (is_hub(a) || is_hub(b)) {
+      const std::string& hub = is_hub(a) ? a : b;
+      const std::string& other = is_hub(a) ? b : a;
+      if (other == name) return "<link_ctn id=\"loopback\"/><link_ctn id=\"" + hub + "-link\"/>";
+      return "<link_ctn id=\"" + other + (hub == "store" ? "" : "-" + hub) + "-link\" direction=\"" +
+             (a == hub ? "DOWN" : "UP") + "\"/><link_ctn id=\"" + hub + "-link\"/>";
     }
     return std::string("<link_ctn id=\"loopback\"/>");
   };

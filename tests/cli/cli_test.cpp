@@ -264,6 +264,12 @@ TEST_F(Cli, CalibrateWritesWhatSimulateReadsAndThePlatformOfThisMachine) {
   EXPECT_NE(c.find("\"files\""), std::string::npos);
   EXPECT_NE(xml.find("<host id=\"store\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("<host id=\"fn-0\""), std::string::npos) << xml;
+  // The same store in RAM, measured: the platform's cache VM.
+  EXPECT_NE(r.out.find("transport cache: point-to-point"), std::string::npos) << r.out;
+  EXPECT_NE(c.find("\"cache\""), std::string::npos);
+  EXPECT_NE(xml.find("<host id=\"cache\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<prop id=\"storage_kind\" value=\"cache\"/>"), std::string::npos) << xml;
+  EXPECT_NE(r.out.find("object store cache at 1 MiB, one request alone: PUT "), std::string::npos) << r.out;
   // The simulator takes both: two workers of the MLP on the two slots of this machine.
   r = run("simulate --platform " + path("me.xml") + " --calibration " + path("c.json") +
           " --model mlp --strategy dp=2");
@@ -302,21 +308,41 @@ TEST_F(Cli, ValidateMeasuresMemoryOptionsWithinFivePercentOfTheMemoryModel) {
 
 // Data parallelism through the object store of files, each worker a function of half a vCPU on
 // this machine's platform: the replay puts the workers in fn-0 and fn-1 at half speed, the real
-// run holds each worker to half its core, and the exchange's PUTs and GETs go through files.
+// run holds each worker to half its core, and the exchange's PUTs and GETs go through files; the
+// same through the cache (files in RAM) and through a parameter server on this machine's host.
 TEST_F(Cli, ValidateRunsAPlanThroughTheStoreInFunctions) {
   std::string calibration = kCalibration;
-  calibration.replace(
-      calibration.find("\"threads\""), 0,
+  const std::string files =
       "\"files\": {\"p2p_alpha_s\": 5e-5, \"p2p_beta_s_per_byte\": 2e-10, "
-      "\"allreduce_alpha_s\": 4e-4, \"allreduce_beta_s_per_byte\": 1e-9, \"allreduce_ranks\": 2}, ");
+      "\"allreduce_alpha_s\": 4e-4, \"allreduce_beta_s_per_byte\": 1e-9, \"allreduce_ranks\": 2}, ";
+  calibration.replace(calibration.find("\"threads\""), 0, files);
   write("c.json", calibration);
+  for (const char* algo : {"storage_allreduce", "parameter_server"}) {
+    SCOPED_TRACE(algo);
+    const Outcome r = run(std::string("validate --model mlp --strategy dp=2 --set dp_algo=") + algo +
+                          " --function-memory 885 --calibration " + path("c.json") + " --runs 3 --warmup 1");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("allreduce "), std::string::npos) << r.out;
+  }
+  // Without the cache measured, the platform has none: one line.
+  expect_one_line_error(run("validate --model mlp --strategy dp=2 --set dp_algo=cache_allreduce "
+                            "--function-memory 885 --calibration " +
+                            path("c.json")),
+                        "and the platform has no cache VM");
+  std::string with_cache = kCalibration;
+  with_cache.replace(with_cache.find("\"threads\""), 0,
+                     files +
+                         "\"cache\": {\"p2p_alpha_s\": 2e-5, \"p2p_beta_s_per_byte\": 1e-10, "
+                         "\"allreduce_alpha_s\": 2e-4, \"allreduce_beta_s_per_byte\": 5e-10, "
+                         "\"allreduce_ranks\": 2}, ");
+  write("cache.json", with_cache);
   const Outcome r =
-      run("validate --model mlp --strategy dp=2 --set dp_algo=storage_allreduce --function-memory 885 "
-          "--calibration " +
-          path("c.json") + " --runs 3 --warmup 1");
+      run("validate --model mlp --strategy dp=2 --set dp_algo=cache_scatter_reduce "
+          "--function-memory 885 --calibration " +
+          path("cache.json") + " --runs 3 --warmup 1");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("iteration time: predicted"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("allreduce "), std::string::npos) << r.out;
   // This machine's pool offers 128 to 1,769 MB (one vCPU at most: a worker runs one thread), and
   // a function's quota needs its worker pinned.
   expect_one_line_error(

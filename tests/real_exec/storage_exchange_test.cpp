@@ -1,6 +1,7 @@
 // LambdaML's exchanges through an object store of files (file_store.hpp): every rank ends with
 // the sum, each rank PUTs what the algorithm says, old rounds are removed, a wrong object is an
-// error naming it, and data parallelism through the store trains to the ring's weights.
+// error naming it, the cache's folder is in RAM, and data parallelism through the store, the
+// cache and a parameter server trains to the ring's weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,10 +101,29 @@ TEST(StorageExchange, AnObjectOfAnotherSizeIsAnErrorNamingIt) {
   EXPECT_FALSE(fs::exists(kept));  // the folder goes with its objects
 }
 
-// Four workers: the merger adds the others' gradients in rank order and the shards' owners add
-// theirs in another order than the ring, so the weights agree within rounding.
+TEST(StorageExchange, TheCachesFolderIsInRamAndGoesWithItsObjects) {
+  fs::path kept;
+  {
+    TemporaryFolder folder("strata-cache-test", Medium::memory);
+    kept = folder.path();
+    EXPECT_EQ(kept.parent_path(), fs::path("/dev/shm"));
+    FileObjectStore cache(folder.path());
+    std::vector<std::vector<double>> data = ranks_data(2, 5);
+    for (int phase = 1; phase <= 3; ++phase)
+      for (std::size_t r = 0; r < 2; ++r)
+        storage_exchange_phase(cache, CollectiveAlgo::cache_allreduce, "it0/b0", 0, r, 2, data[r], phase);
+    EXPECT_EQ(data[1][4], 3.0 + 2 * 4);
+    EXPECT_EQ(files_under(kept), 3u);  // two gradients and the sum, as the store's allreduce
+  }
+  EXPECT_FALSE(fs::exists(kept));
+}
+
+// Four workers: the merger (or the server) adds the others' gradients in rank order and the
+// shards' owners add theirs in another order than the ring, so the weights agree within rounding.
 TEST(StorageExchange, DataParallelThroughTheStoreTrainsToTheRingsWeights) {
-  for (CollectiveAlgo algo : {CollectiveAlgo::storage_allreduce, CollectiveAlgo::storage_scatter_reduce}) {
+  for (CollectiveAlgo algo : {CollectiveAlgo::storage_allreduce, CollectiveAlgo::storage_scatter_reduce,
+                              CollectiveAlgo::cache_allreduce, CollectiveAlgo::cache_scatter_reduce,
+                              CollectiveAlgo::parameter_server}) {
     SCOPED_TRACE(std::string(to_string(algo)));
     StrategyConfig c = training_runs::mlp_config(4, 1, 1);
     const Plan ring = lower(make_model("mlp", {}), c);

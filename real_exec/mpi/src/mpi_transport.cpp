@@ -61,20 +61,26 @@ MpiTransport<T>::MpiTransport(const MpiSession& session, const Plan& plan)
     throw InputError("MPI: the Plan's " + std::to_string(plan.size()) + " tasks need message tags up to " +
                      std::to_string(stop_tag) + ", beyond this MPI's MPI_TAG_UB");
   tasks_ = static_cast<int>(plan.size());
-  const bool through_store = std::any_of(plan.tasks().begin(), plan.tasks().end(), [](const Task& t) {
-    return is_collective(t.kind) && is_storage_algo(t.algo);
-  });
-  if (through_store) {  // rank 0's folder, its path told to every rank
+  // Rank 0's folders (on disk for the store, in RAM for the cache), their paths told to every rank.
+  auto shared_folder = [&](bool wanted, const char* stem, Medium medium,
+                           std::unique_ptr<TemporaryFolder>& folder) {
+    if (!wanted) return std::string();
     std::vector<char> path(4096, '\0');
     if (rank_ == 0) {
-      store_folder_ = std::make_unique<TemporaryFolder>("strata-store");
-      const std::string& p = store_folder_->path().string();
+      folder = std::make_unique<TemporaryFolder>(stem, medium);
+      const std::string& p = folder->path().string();
       STRATA_ASSERT(p.size() < path.size(), "object store path too long: " + p);
       std::copy(p.begin(), p.end(), path.begin());
     }
     MPI_Bcast(path.data(), static_cast<int>(path.size()), MPI_CHAR, 0, MPI_COMM_WORLD);
-    store_path_ = path.data();
-  }
+    return std::string(path.data());
+  };
+  auto any_algo = [&](bool (*is)(CollectiveAlgo)) {
+    return std::any_of(plan.tasks().begin(), plan.tasks().end(),
+                       [&](const Task& t) { return is_collective(t.kind) && is(t.algo); });
+  };
+  store_path_ = shared_folder(any_algo(&is_storage_algo), "strata-store", Medium::disk, store_folder_);
+  cache_path_ = shared_folder(any_algo(&is_cache_algo), "strata-cache", Medium::memory, cache_folder_);
   p2p_ = duplicate_world();
   ring_ = duplicate_world();
   control_ = duplicate_world();
@@ -86,7 +92,8 @@ MpiTransport<T>::~MpiTransport() {
   // A message to itself with the reserved tag ends the progress thread's loop.
   MPI_Send(nullptr, 0, MPI_BYTE, rank_, 2 * tasks_, p2p_);
   progress_.join();
-  if (!store_path_.empty()) MPI_Barrier(control_);  // every rank done with the store before rank 0 removes it
+  // every rank done with the store and the cache before rank 0 removes them
+  if (!store_path_.empty() || !cache_path_.empty()) MPI_Barrier(control_);
   MPI_Comm_free(&control_);
   MPI_Comm_free(&ring_);
   MPI_Comm_free(&p2p_);
@@ -217,6 +224,44 @@ void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
 }
 
+// The server in the process of the group's first rank (me == 0): it receives every other rank's
+// bucket at once, adds the n in rank order, and sends the sum to each.
+template <typename T>
+void MpiTransport<T>::through_server(const Task& t, TaskIndex task, std::size_t me, std::vector<T>& data) {
+  const std::size_t n = t.group.size();
+  const std::string what = "parameter server " + t.id;
+  const int count = count_of(data.size(), what);
+  const int tag = static_cast<int>(task);
+  if (me != 0) {
+    MPI_Send(data.data(), count, datatype<T>(), t.group[0], tag, ring_);
+    bytes_ += data.size() * sizeof(T);
+    MPI_Recv(data.data(), count, datatype<T>(), t.group[0], tag, ring_, MPI_STATUS_IGNORE);
+    return;
+  }
+  std::vector<std::vector<T>> slots(n);
+  std::vector<MPI_Request> requests;
+  for (std::size_t r = 1; r < n; ++r) {
+    slots[r].resize(data.size());
+    requests.emplace_back();
+    MPI_Irecv(slots[r].data(), count, datatype<T>(), t.group[r], tag, ring_, &requests.back());
+  }
+  slots[0] = data;  // this rank's own push
+  bytes_ += data.size() * sizeof(T);
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  std::vector<T>& sum = slots[0];
+  for (std::size_t r = 1; r < n; ++r)
+    for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += slots[r][e];
+  requests.clear();
+  for (std::size_t r = 1; r < n; ++r) {
+    requests.emplace_back();
+    MPI_Isend(sum.data(), count, datatype<T>(), t.group[r], tag, ring_, &requests.back());
+    bytes_ += sum.size() * sizeof(T);
+  }
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  data = sum;
+  bytes_ += sum.size() * sizeof(T);
+}
+
 template <typename T>
 void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
@@ -297,18 +342,22 @@ void MpiTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>&
   std::vector<BufferIndex> part;
   for (BufferIndex b : t.reads)
     if (plan.buffer(b).worker == rank_) part.push_back(b);
-  if (is_storage_algo(t.algo)) {  // through files: a copy of the part, charged to this rank
-    std::size_t round = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      round = rounds_[task]++;
-    }
-    FileObjectStore store(store_path_);
+  if (is_hub_algo(t.algo)) {  // through files or the server: a copy of the part, charged to this rank
     std::vector<T> data;
     for (BufferIndex b : part) data.insert(data.end(), ws.data(b), ws.data(b) + ws.size(b));
     const Held held(ws.meter(), rank_, allocated_bytes(data));
-    for (int phase = 1; phase <= 3; ++phase)
-      bytes_ += storage_exchange_phase(store, t.algo, t.id, round, me, n, data, phase);
+    if (t.algo == CollectiveAlgo::parameter_server) {
+      through_server(t, task, me, data);
+    } else {
+      std::size_t round = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        round = rounds_[task]++;
+      }
+      FileObjectStore store(is_cache_algo(t.algo) ? cache_path_ : store_path_);
+      for (int phase = 1; phase <= 3; ++phase)
+        bytes_ += storage_exchange_phase(store, t.algo, t.id, round, me, n, data, phase);
+    }
     std::size_t offset = 0;
     for (BufferIndex b : part) {
       std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(offset), ws.size(b), ws.data(b));

@@ -320,8 +320,10 @@ std::vector<TransportSample> measure_transport(const std::string& name, const Pl
   return out;
 }
 
-std::vector<TransportSample> measure_file_store() {
-  TemporaryFolder folder("strata-store-calibrate");
+std::vector<TransportSample> measure_file_store(Medium medium) {
+  TemporaryFolder folder(medium == Medium::memory ? "strata-cache-calibrate" : "strata-store-calibrate",
+                         medium);
+  const std::string name = medium == Medium::memory ? "cache" : "files";
   FileObjectStore store(folder.path());
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -330,19 +332,24 @@ std::vector<TransportSample> measure_file_store() {
   for (double bytes : kMessageSizes) {
     const auto elements = static_cast<std::size_t>(bytes / sizeof(float));
     std::vector<float> data(elements, 1.0F), back(elements);
-    double request_best = INFINITY, allreduce_best = INFINITY;
+    double request_best = INFINITY, allreduce_best = INFINITY, put_best = INFINITY, get_best = INFINITY,
+           remove_best = INFINITY;
     for (int run = 0; run < kTransportRuns; ++run) {
-      std::vector<double> requests, allreduces;
+      std::vector<double> requests, allreduces, puts, gets, removes;
       for (int m = 0; m < kMessagesPerSize; ++m, ++round) {
         // Keyed as the exchange keys its objects: a fresh folder per round and rank.
         const std::string key = "request/" + std::to_string(round) + "/r0/g";
         auto t = Clock::now();
         store.put(key, data.data(), elements * sizeof(float));
-        requests.push_back(since(t));
+        puts.push_back(since(t));
+        requests.push_back(puts.back());
         t = Clock::now();
         store.get(key, back.data(), elements * sizeof(float));
-        requests.push_back(since(t));
+        gets.push_back(since(t));
+        requests.push_back(gets.back());
+        t = Clock::now();
         store.remove_all("request/" + std::to_string(round));
+        removes.push_back(since(t));
         std::vector<std::vector<float>> ranks(2, data);
         t = Clock::now();
         for (int phase = 1; phase <= 3; ++phase)
@@ -353,9 +360,15 @@ std::vector<TransportSample> measure_file_store() {
       }
       request_best = std::min(request_best, median(requests));
       allreduce_best = std::min(allreduce_best, median(allreduces));
+      put_best = std::min(put_best, median(puts));
+      get_best = std::min(get_best, median(gets));
+      remove_best = std::min(remove_best, median(removes));
     }
-    out.push_back(TransportSample{"files", "p2p", bytes, request_best});
-    out.push_back(TransportSample{"files", "allreduce", bytes, allreduce_best});
+    out.push_back(TransportSample{name, "p2p", bytes, request_best});
+    out.push_back(TransportSample{name, "put", bytes, put_best});
+    out.push_back(TransportSample{name, "get", bytes, get_best});
+    out.push_back(TransportSample{name, "remove", bytes, remove_best});
+    out.push_back(TransportSample{name, "allreduce", bytes, allreduce_best});
   }
   return out;
 }

@@ -208,11 +208,6 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     case TaskKind::spmm:
       return "";
     case TaskKind::allreduce: {
-      // The object store is emulated by files; a cache VM and a parameter server are not yet.
-      if (is_cache_algo(t.algo) || t.algo == CollectiveAlgo::parameter_server)
-        return "allreduce '" + std::string(to_string(t.algo)) +
-               "' is simulated only (the real executor runs the object store's, storage_allreduce and "
-               "storage_scatter_reduce, through files)";
       const std::string codec = t.attr_string("compression").value_or("none");
       ByteCodec unused{};
       return codec == "none" || parse_byte_codec(codec, unused) || codec == "powersgd"
@@ -413,13 +408,13 @@ void check_cuda_kernels(const Plan& plan, const std::string& source) {
         break;
       default:
         if (!t.attr_string("compression").has_value() && !t.attr_string("encoding").has_value() &&
-            !per_buffer(t) && !is_storage_algo(t.algo))
+            !per_buffer(t) && !is_hub_algo(t.algo))
           continue;
     }
     throw InputError(source + ": task " + t.id + " (" + std::string(to_string(t.kind)) +
                      (t.attr_string("compression") ? ", compression " + *t.attr_string("compression") : "") +
                      (per_buffer(t) ? ", ZeRO-2/3 shards" : "") +
-                     (is_storage_algo(t.algo) ? ", through the object store" : "") +
+                     (is_hub_algo(t.algo) ? ", through " + std::string(to_string(t.algo)) : "") +
                      ") has no CUDA kernel; run it with --device cpu");
   }
 }

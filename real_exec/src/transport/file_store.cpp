@@ -88,10 +88,18 @@ void FileObjectStore::remove_all(const std::string& prefix) {
   fs::remove_all(folder_ / prefix, ec);
 }
 
-TemporaryFolder::TemporaryFolder(const std::string& stem) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      (tmp != nullptr && *tmp != '\0' ? std::string(tmp) : std::string("/tmp")) + "/" + stem + "-XXXXXX";
+TemporaryFolder::TemporaryFolder(const std::string& stem, Medium medium) {
+  std::string root;
+  if (medium == Medium::memory) {
+    root = "/dev/shm";
+    std::error_code ec;
+    if (!fs::is_directory(root, ec))
+      throw InputError("the cache needs a folder in RAM and this machine has no " + root + " (tmpfs)");
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    root = tmp != nullptr && *tmp != '\0' ? std::string(tmp) : std::string("/tmp");
+  }
+  std::string pattern = root + "/" + stem + "-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr)
     throw InputError("cannot create a folder " + pattern + " for the object store");
   path_ = pattern;
@@ -106,7 +114,8 @@ template <typename T>
 std::size_t storage_exchange_phase(FileObjectStore& store, CollectiveAlgo algo, const std::string& task,
                                    std::size_t round, std::size_t me, std::size_t n, std::vector<T>& data,
                                    int phase) {
-  STRATA_ASSERT(is_storage_algo(algo) && me < n, "storage exchange: not a storage algorithm or rank");
+  STRATA_ASSERT((is_storage_algo(algo) || is_cache_algo(algo)) && me < n,
+                "storage exchange: not a storage or cache algorithm, or not a rank");
   const std::size_t size = data.size();
   auto key = [&](std::size_t rank, const std::string& name) { return key_path(task, round, rank, name); };
   auto put = [&](std::size_t rank, const std::string& name, std::size_t begin, std::size_t end) {
@@ -118,7 +127,7 @@ std::size_t storage_exchange_phase(FileObjectStore& store, CollectiveAlgo algo, 
   };
   std::size_t sent = 0;
   std::vector<T> other;
-  if (algo == CollectiveAlgo::storage_allreduce) {
+  if (algo == CollectiveAlgo::storage_allreduce || algo == CollectiveAlgo::cache_allreduce) {
     if (phase == 1) {
       if (round >= 2) store.remove_all(key_path(task, round - 2, me, ""));
       sent += put(me, "g", 0, size);

@@ -1,6 +1,12 @@
 #include "strata/real/transport/thread_transport.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <barrier>
+#include <exception>
+#include <thread>
 
 #include "strata/real/core/grad_codec.hpp"
 #include "strata/real/core/int8_codec.hpp"
@@ -15,6 +21,12 @@ TaskIndex matching_send(const Plan& plan, const Task& recv) {
   }
   STRATA_ASSERT(false, "recv " + recv.id + " has no matching send among its data dependencies");
   return 0;
+}
+
+template <typename T>
+ThreadTransport<T>::ThreadTransport() : affinity_(sizeof(cpu_set_t), 0) {
+  auto* set = reinterpret_cast<cpu_set_t*>(affinity_.data());
+  if (pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), set) != 0) affinity_.clear();
 }
 
 template <typename T>
@@ -135,19 +147,25 @@ void ThreadTransport<T>::compressed_ring(std::vector<std::vector<T>>& data, Byte
     }
 }
 
-// Each rank's bucket gathered into a copy (charged to it), exchanged through the store phase by
-// phase, and copied back.
+// Each rank's bucket gathered into a copy (charged to it), exchanged through the store or the
+// cache phase by phase (each phase's ranks in threads of their own), and copied back.
 template <typename T>
 void ThreadTransport<T>::through_store(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
+  const bool cache = is_cache_algo(t.algo);
   std::size_t round = 0;
+  std::filesystem::path folder;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!store_folder_) store_folder_ = std::make_unique<TemporaryFolder>("strata-store");
+    std::unique_ptr<TemporaryFolder>& held_folder = cache ? cache_folder_ : store_folder_;
+    if (!held_folder)
+      held_folder = std::make_unique<TemporaryFolder>(cache ? "strata-cache" : "strata-store",
+                                                      cache ? Medium::memory : Medium::disk);
+    folder = held_folder->path();
     round = rounds_[task]++;
   }
-  FileObjectStore store(store_folder_->path());
+  FileObjectStore store(folder);
   const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
   std::vector<std::vector<T>> data(n);
   std::vector<Held> held;
@@ -155,9 +173,39 @@ void ThreadTransport<T>::through_store(const Plan& plan, TaskIndex task, Workspa
     for (BufferIndex b : parts[r]) data[r].insert(data[r].end(), ws.data(b), ws.data(b) + ws.size(b));
     held.emplace_back(ws.meter(), t.group[r], allocated_bytes(data[r]));
   }
-  for (int phase = 1; phase <= 3; ++phase)
-    for (std::size_t r = 0; r < n; ++r)
-      bytes_ += storage_exchange_phase(store, t.algo, t.id, round, r, n, data[r], phase);
+  // Every phase's requests before any rank's next phase (a GET waits only for objects of an
+  // earlier phase, so a rank that failed stops every rank at the next barrier).
+  std::vector<std::exception_ptr> failed(n);
+  std::atomic<bool> any_failed{false};
+  std::barrier phases(static_cast<std::ptrdiff_t>(n));
+  auto run_rank = [&](std::size_t r) {
+    for (int phase = 1; phase <= 3; ++phase) {
+      if (!any_failed.load()) try {
+          bytes_ += storage_exchange_phase(store, t.algo, t.id, round, r, n, data[r], phase);
+        } catch (...) {
+          failed[r] = std::current_exception();
+          any_failed = true;
+        }
+      phases.arrive_and_wait();
+    }
+  };
+  {
+    // The rank threads start with the process's cores, not this stream's one pinned core:
+    // this thread takes the process's affinity while it creates them.
+    cpu_set_t own;
+    const bool widened = !affinity_.empty() &&
+                         pthread_getaffinity_np(pthread_self(), sizeof own, &own) == 0 &&
+                         pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t),
+                                                reinterpret_cast<const cpu_set_t*>(affinity_.data())) == 0;
+    std::vector<std::thread> others;
+    others.reserve(n - 1);
+    for (std::size_t r = 1; r < n; ++r) others.emplace_back(run_rank, r);
+    if (widened) pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+    run_rank(0);
+    for (std::thread& th : others) th.join();
+  }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   for (std::size_t r = 0; r < n; ++r) {
     std::size_t offset = 0;
     for (BufferIndex b : parts[r]) {
@@ -167,12 +215,42 @@ void ThreadTransport<T>::through_store(const Plan& plan, TaskIndex task, Workspa
   }
 }
 
+// Pushes into the server's slots, the server's sum in rank order, pulls back into the buckets.
+template <typename T>
+void ThreadTransport<T>::through_server(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
+  const Task& t = plan.task(task);
+  const std::size_t n = t.group.size();
+  const std::vector<std::vector<BufferIndex>> parts = buffers_by_rank(plan, t);
+  std::vector<std::vector<T>> slots(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (BufferIndex b : parts[r]) slots[r].insert(slots[r].end(), ws.data(b), ws.data(b) + ws.size(b));
+    bytes_ += slots[r].size() * sizeof(T);
+  }
+  std::vector<T>& sum = slots[0];
+  for (std::size_t r = 1; r < n; ++r) {
+    STRATA_ASSERT(slots[r].size() == sum.size(), "parameter server: ranks push buckets of different sizes");
+    for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += slots[r][e];
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t offset = 0;
+    for (BufferIndex b : parts[r]) {
+      std::copy_n(sum.begin() + static_cast<std::ptrdiff_t>(offset), ws.size(b), ws.data(b));
+      offset += static_cast<std::size_t>(ws.size(b));
+    }
+    bytes_ += sum.size() * sizeof(T);
+  }
+}
+
 template <typename T>
 void ThreadTransport<T>::collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   const std::size_t n = t.group.size();
-  if (is_storage_algo(t.algo)) {
+  if (is_storage_algo(t.algo) || is_cache_algo(t.algo)) {
     through_store(plan, task, ws);
+    return;
+  }
+  if (t.algo == CollectiveAlgo::parameter_server) {
+    through_server(plan, task, ws);
     return;
   }
   if (per_buffer(t)) {  // ZeRO-2, -3: one ring per layer, between unsharded buffers and shards

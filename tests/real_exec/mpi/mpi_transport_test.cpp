@@ -364,11 +364,14 @@ TEST(MpiTransportCli, CompressedRunsOverTwoProcessesReportWhatTheThreadsReport) 
   }
 }
 
-// Data parallelism through the object store of files over two processes: each rank PUTs and
-// GETs its own objects in the folder rank 0 made, and the run reports what it reports over
-// threads (at two ranks a + b = b + a); every folder is gone afterwards.
+// Data parallelism through the object store of files (and the cache's, in RAM) over two
+// processes: each rank PUTs and GETs its own objects in the folder rank 0 made; through a
+// parameter server in rank 0's process, each rank's bucket crosses to it and the sum back. The
+// run reports what it reports over threads (at two ranks a + b = b + a); every store folder is
+// gone afterwards.
 TEST(MpiTransportCli, StorageCollectivesOverTwoProcessesReportWhatTheThreadsReport) {
-  for (const char* algo : {"storage_allreduce", "storage_scatter_reduce"}) {
+  for (const char* algo : {"storage_allreduce", "storage_scatter_reduce", "cache_allreduce",
+                           "cache_scatter_reduce", "parameter_server"}) {
     SCOPED_TRACE(algo);
     const auto dir = scratch(std::string("store_") + algo);
     const auto tmp = dir / "tmp";

@@ -62,7 +62,7 @@ struct DispatchOverhead {
 // One message size of one transport operation.
 struct TransportSample {
   std::string transport;
-  std::string op;      // "p2p" or "allreduce"
+  std::string op;      // "p2p" or "allreduce" (fitted); an object store's "put", "get", "remove" too
   double bytes = 0;    // B per message (allreduce: the reduced buffer)
   double seconds = 0;  // median
 };

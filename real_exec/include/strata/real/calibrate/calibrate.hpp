@@ -37,6 +37,7 @@
 #include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #include "strata/real/train/trainer.hpp"
+#include "strata/real/transport/file_store.hpp"
 #include "strata/traces/plan.hpp"
 
 namespace strata::real {
@@ -70,10 +71,12 @@ DispatchOverhead measure_dispatch(const ExecutorFactory<float>& executor = {});
 using PlanTimer = std::function<std::vector<std::pair<double, double>>(const Plan&)>;
 std::vector<TransportSample> measure_transport(const std::string& name, const PlanTimer& run_plan);
 PlanTimer thread_plan_timer();
-// The object store of files (file_store.hpp), as transport "files": "p2p" samples are one
-// request, a PUT or a GET (the median of both, per size), "allreduce" samples a two-rank
-// storage_allreduce run phase by phase in this thread, in a fresh folder under TMPDIR.
-std::vector<TransportSample> measure_file_store();
+// The object store of files (file_store.hpp) on `medium`: as transport "files" on disk (a fresh
+// folder under TMPDIR), as transport "cache" in RAM (/dev/shm, the cache VM's stand-in). "p2p"
+// samples are one request, a PUT or a GET (the median of both, per size), "allreduce" samples
+// a two-rank storage_allreduce run phase by phase in this thread; "put", "get" and "remove" the
+// medians of each alone (remove: the object's folder), which the fit does not use.
+std::vector<TransportSample> measure_file_store(Medium medium = Medium::disk);
 // Runs the Plan's workers as threads of this process on what `executor` builds (the GPU
 // executor's device-to-device copies, say), after one warm-up run.
 PlanTimer executor_plan_timer(ExecutorFactory<float> executor);

@@ -1,7 +1,9 @@
-// An object store in a folder on this machine's disk, and LambdaML's exchanges through it: what
-// the real executor runs for a Plan's storage collectives (dp_algo=storage_allreduce or
-// storage_scatter_reduce; docs/serverless.md), where the simulator sends the same PUTs and GETs
-// to the platform's object store host (sim/collectives.hpp).
+// An object store in a folder on this machine, and LambdaML's exchanges through it: what the
+// real executor runs for a Plan's storage collectives (dp_algo=storage_allreduce or
+// storage_scatter_reduce: a folder on disk) and cache collectives (cache_allreduce or
+// cache_scatter_reduce: a folder in RAM, /dev/shm, standing for a Memcached VM), where the
+// simulator sends the same PUTs and GETs to the platform's store or cache host
+// (sim/collectives.hpp; docs/serverless.md).
 //
 // A PUT writes the object to a temporary file and renames it into place (a reader never sees
 // half an object); a GET waits for the object to appear, polling as LambdaML polls S3 for a key,
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -36,11 +39,14 @@ class FileObjectStore {
   std::filesystem::path folder_;
 };
 
-// A fresh folder under the temporary directory (TMPDIR, else /tmp), removed with what it holds
-// by the destructor.
+// Where a temporary folder lives: `disk`, the temporary directory (TMPDIR, else /tmp); `memory`,
+// /dev/shm (tmpfs: RAM), the cache's medium (InputError when this machine has none).
+enum class Medium : std::uint8_t { disk, memory };
+
+// A fresh folder on `medium`, removed with what it holds by the destructor.
 class TemporaryFolder {
  public:
-  explicit TemporaryFolder(const std::string& stem);
+  explicit TemporaryFolder(const std::string& stem, Medium medium = Medium::disk);
   ~TemporaryFolder();
   TemporaryFolder(const TemporaryFolder&) = delete;
   TemporaryFolder& operator=(const TemporaryFolder&) = delete;
@@ -55,11 +61,11 @@ class TemporaryFolder {
 // thread: every rank's phase 1 before any rank's phase 2, and so on). `task` and `round` (the
 // how-manieth run of the task, counted by each rank) name the objects. After phase 3 every rank
 // holds the sum over the ranks. Phase 1 first removes the rank's objects of round - 2. Returns
-// the bytes the rank PUT.
-//   storage_allreduce: 1: PUT the buffer; 2: rank 0 GETs the others', sums, PUTs the sum;
-//                      3: the others GET the sum.
-//   storage_scatter_reduce: 1: PUT shard j for every j != me; 2: GET shard `me` of the others,
-//                      sum, PUT it; 3: GET the summed shards j != me.
+// the bytes the rank PUT. The cache's exchanges are the store's, in another folder.
+//   storage_allreduce, cache_allreduce: 1: PUT the buffer; 2: rank 0 GETs the others', sums,
+//                      PUTs the sum; 3: the others GET the sum.
+//   storage_scatter_reduce, cache_scatter_reduce: 1: PUT shard j for every j != me; 2: GET shard
+//                      `me` of the others, sum, PUT it; 3: GET the summed shards j != me.
 template <typename T>
 std::size_t storage_exchange_phase(FileObjectStore& store, CollectiveAlgo algo, const std::string& task,
                                    std::size_t round, std::size_t me, std::size_t n, std::vector<T>& data,

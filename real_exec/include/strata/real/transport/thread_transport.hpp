@@ -15,9 +15,16 @@
 //   sends each message as codes (compressed_ring; each rank sends 2(n−1) messages of S/n codes
 //   and a 4-byte scale); it works on a copy of each rank's bucket, charged to that rank.
 // - an allreduce through an object store (dp_algo=storage_allreduce or storage_scatter_reduce)
-//   runs LambdaML's PUTs and GETs through files in a folder of its own (file_store.hpp), every
-//   rank's phase in turn in the thread that executes the task; each rank's bucket is copied out
-//   and back, the copy charged to it.
+//   runs LambdaML's PUTs and GETs through files in a folder of its own on disk
+//   (file_store.hpp), through a cache (cache_allreduce, cache_scatter_reduce) the same in a
+//   folder in RAM (/dev/shm). Each of the exchange's three phases runs every rank's requests at
+//   once, one thread per rank (free to run on any core of the process), as concurrent functions
+//   issue them; each rank's bucket is copied
+//   out and back, the copy charged to it.
+// - an allreduce through a parameter server (parameter_server): every rank's bucket is pushed
+//   (copied) into the server's slot for it, the server adds the slots in rank order, and every
+//   rank pulls (copies) the sum back, in the thread that executes the task. The server's slots
+//   are the server's memory (a VM's), charged to no worker; pushes and pulls count as sent.
 // Thread safety: send/recv/collective may be called from several threads at once.
 #pragma once
 
@@ -36,6 +43,10 @@ namespace strata::real {
 template <typename T>
 class ThreadTransport final : public Transport<T> {
  public:
+  // Remembers the constructing thread's CPU affinity (the process's, before the interpreter pins
+  // its streams): the store's rank threads run with it, not with the pinned core of the stream
+  // that runs the exchange, so that the ranks' requests run side by side.
+  ThreadTransport();
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
@@ -46,6 +57,7 @@ class ThreadTransport final : public Transport<T> {
   void ring(TaskKind kind, const std::vector<RingPieces<T>>& data);
   void compressed_ring(std::vector<std::vector<T>>& data, ByteCodec codec);
   void through_store(const Plan& plan, TaskIndex task, Workspace<T>& ws);
+  void through_server(const Plan& plan, TaskIndex task, Workspace<T>& ws);
 
   template <typename V>
   struct Staged {
@@ -57,7 +69,9 @@ class ThreadTransport final : public Transport<T> {
   std::map<TaskIndex, Staged<std::vector<std::int8_t>>> codes_;  // by send task, int8-encoded payloads
   std::atomic<std::uint64_t> bytes_{0};
   std::unique_ptr<TemporaryFolder> store_folder_;  // created by the first storage collective
-  std::map<TaskIndex, std::size_t> rounds_;        // storage collectives: runs so far, by task
+  std::unique_ptr<TemporaryFolder> cache_folder_;  // created by the first cache collective
+  std::vector<unsigned char> affinity_;            // a cpu_set_t: the constructing thread's
+  std::map<TaskIndex, std::size_t> rounds_;        // storage and cache collectives: runs so far, by task
 };
 
 extern template class ThreadTransport<float>;

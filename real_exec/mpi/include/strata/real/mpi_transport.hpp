@@ -28,7 +28,12 @@
 //   run, sums, maxima).
 // An allreduce through an object store (dp_algo=storage_allreduce or storage_scatter_reduce)
 // sends no MPI message: each rank runs its PUTs and GETs through files (file_store.hpp) in a
-// folder rank 0 creates at construction, tells the others of, and removes at destruction.
+// folder rank 0 creates at construction, tells the others of, and removes at destruction; one
+// through a cache (cache_allreduce, cache_scatter_reduce) does the same in a folder in RAM
+// (/dev/shm). An allreduce through a parameter server (parameter_server) has its server in the
+// process of the group's first rank: every other rank sends its bucket there (ring, tag = the
+// task's index), the server adds the n buckets in rank order into a sum of its own and sends the
+// sum back to each; the server's copies are its memory (a VM's), charged to no worker.
 // Point-to-point messages travel as MPI_BYTE: a payload's values, or, for a send with an int8
 // encoding (pdADMM-G-Q's p, task_runner.hpp int8_encoding), its one-byte grid codes, which the
 // receiver decodes. Bytes counted are payload bytes this process sent (sends, as encoded, and
@@ -117,10 +122,14 @@ class MpiTransport final : public Transport<T> {
 
   const Plan& plan_;
   int rank_ = 0;
+  void through_server(const Task& t, TaskIndex task, std::size_t me, std::vector<T>& data);
+
   std::unique_ptr<TemporaryFolder> store_folder_;  // rank 0's, when the Plan has storage collectives
   std::string store_path_;                         // every rank's path to it
-  std::map<TaskIndex, std::size_t> rounds_;        // storage collectives: runs so far; guarded by mutex_
-  int tasks_ = 0;  // N: run tags are [0, N), forward-only tags [N, 2N), 2N stops
+  std::unique_ptr<TemporaryFolder> cache_folder_;  // rank 0's, in RAM, when it has cache collectives
+  std::string cache_path_;                         // every rank's path to it
+  std::map<TaskIndex, std::size_t> rounds_;  // storage and cache collectives: runs so far; guarded by mutex_
+  int tasks_ = 0;                            // N: run tags are [0, N), forward-only tags [N, 2N), 2N stops
   MPI_Comm p2p_ = MPI_COMM_NULL;
   MPI_Comm ring_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
