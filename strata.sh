@@ -27,7 +27,7 @@ cd "$(dirname "$0")"
 
 readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libexpat1-dev libboost-graph-dev
                    nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev
-                   libopenblas-dev zlib1g-dev dataset-fashion-mnist
+                   libopenblas-dev zlib1g-dev libsqlite3-dev dataset-fashion-mnist
                    libopenmpi-dev openmpi-bin)
 readonly TIDY_PACKAGES=(clang-tidy-14)
 # clang++ and its runtimes (libFuzzer, ASan, UBSan): Debian 12 ships libFuzzer in libclang-rt-14-dev.

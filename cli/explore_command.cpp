@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "db_flags.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/sim/explore.hpp"
@@ -10,6 +11,40 @@
 #include "strata/traces/json_io.hpp"
 
 namespace strata::cli {
+namespace {
+
+// Every configuration's estimate in one transaction before the replays; each replay in its own
+// as it finishes; a replay already in the store (same experiment, platform, settings, seed and
+// a fidelity the requested one allows) is taken from it instead of replayed.
+void store_explore_rows(ResultsStore& store, ExploreOptions& options, const ReplayFlags& flags) {
+  const std::string hash = platform_hash(options.platform, replay_settings(flags, options.replay));
+  const Experiment base = *options.experiment;
+  const std::string platform = options.platform;
+  ResultsStore* db = &store;
+  options.estimated = [db, base, hash, platform](const std::vector<ExploreRow>& rows) {
+    std::vector<ResultRow> out;
+    out.reserve(rows.size());
+    for (const ExploreRow& r : rows)
+      out.push_back(estimate_row(r.estimate, "explore", experiment_for(base, r.config), hash, platform,
+                                 r.config.workers(), describe_config(r.config)));
+    db->commit(out);
+  };
+  std::vector<std::string> fidelities;
+  if (options.replay.collectives != CollectiveMode::aggregated) fidelities.emplace_back("step");
+  if (options.replay.collectives != CollectiveMode::step) fidelities.emplace_back("aggregated");
+  options.stored_replay = [db, base, hash, fidelities](const StrategyConfig& c) -> std::optional<Report> {
+    const Experiment e = experiment_for(base, c);
+    for (const std::string& f : fidelities)
+      if (std::optional<ResultRow> row = db->find(ResultKey{experiment_hash(e), hash, f, e.seed}))
+        return report_of_row(*row);
+    return std::nullopt;
+  };
+  options.replayed = [db, base, hash](const StrategyConfig& c, const Report& report) {
+    db->commit({report_row(report, "explore", experiment_for(base, c), hash, describe_config(c))});
+  };
+}
+
+}  // namespace
 
 void add_explore_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("explore", "rank every parallel configuration of a model on a platform");
@@ -25,6 +60,7 @@ void add_explore_command(CLI::App& app, Action& action) {
     std::string csv;
     std::string json;
     ReplayFlags replay;
+    DbFlags db;
     std::size_t rows = 20;
   };
   auto o = std::make_shared<Options>();
@@ -41,6 +77,7 @@ void add_explore_command(CLI::App& app, Action& action) {
   add_output_option(*cmd, "--json", o->json,
                     "write the table's rows and the best line as JSON (default: none)");
   add_replay_flags(*cmd, o->replay);
+  add_db_flags(*cmd, o->db, true);
   cmd->add_option("--rows", o->rows, "rows of the table to print")->transform(whole_number(0));
   cmd->callback([&action, o] {
     action = [o] {
@@ -66,6 +103,8 @@ void add_explore_command(CLI::App& app, Action& action) {
       options.best_perfetto_path = o->perfetto;
       options.best_svg_path = o->svg;
       options.progress = progress_wanted();
+      std::unique_ptr<ResultsStore> store = open_results_store(o->db);
+      if (store) store_explore_rows(*store, options, o->replay);
       ExploreResult result = explore(options);
       std::printf(
           "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "commands.hpp"
+#include "db_flags.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "placement_flags.hpp"
@@ -41,6 +42,8 @@ struct RunOptions {
   nlohmann::json experiment;  // canonical spec of the run (null for --plan)
   PlacementFlags placement;
   double cpu_share = 1;  // each worker's, in functions of less than one vCPU (--function-memory)
+  DbFlags db;
+  std::shared_ptr<ResultsStore> store;  // with --db: the run's row, rewritten after each epoch
 };
 
 // A measured trace that records what was run.
@@ -63,10 +66,34 @@ void draw_progress(int epoch, int epochs, std::int64_t done, std::int64_t all) {
 // The --log CSV of every run: a header, then a row per epoch, the file rewritten after each row
 // so that a stopped run keeps its log. Beside it, <log>.experiment.json records what ran (its
 // `experiment`, `experiment_hash` and `strata_version`; `strata spec --from log.csv` reads it),
-// written with the first row. `write` false (not process 0, or no --log) keeps it quiet.
+// written with the first row. `write` false (not process 0, or no --log) keeps it quiet. With
+// --db, process 0 also keeps the run's row in the results store (fidelity real), written again
+// after each epoch with the accuracy curve so far.
 class RunLog {
  public:
-  RunLog(const RunOptions& o, const Plan& plan, bool write) : path_(o.log), write_(write && !path_.empty()) {
+  RunLog(const RunOptions& o, const Plan& plan, bool write)
+      : path_(o.log), write_(write && !path_.empty()), store_(write ? o.store : nullptr) {
+    if (store_) {
+      row_.key.experiment_hash = plan.info.experiment_hash;
+      std::vector<std::string> settings = {"this machine: " + real::host_name(),
+                                           "transport: " + o.transport,
+                                           "device: " + o.device,
+                                           "precision: " + o.precision,
+                                           "init: " + o.init,
+                                           std::string("pinned: ") + (o.no_pin ? "no" : "yes"),
+                                           "cpu_share: " + std::to_string(o.cpu_share)};
+      row_.key.platform_hash = platform_hash("", settings);
+      row_.key.fidelity = "real";
+      row_.key.seed = o.flags.seed;
+      row_.command = "run";
+      row_.model = plan.info.model;
+      row_.strategy = plan.info.strategy;
+      row_.platform = "this machine";
+      row_.workers = plan.num_workers();
+      row_.spec = o.experiment.is_null() ? "" : o.experiment.dump();
+      row_.strata_version = std::string(strata_version());
+      batch_ = static_cast<double>(plan.info.global_batch);
+    }
     nlohmann::ordered_json j;
     j["format"] = "strata-run-log";
     j["log"] = std::filesystem::path(path_).filename().string();
@@ -81,6 +108,13 @@ class RunLog {
     std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%lld,%.6f,%.6f,%.1f\n", epoch, train_s, wall_s, samples,
                   loss, accuracy, samples_per_s);
     text_ += row;
+    if (store_) {
+      curve_.push_back({{"epoch", epoch}, {"test_accuracy", accuracy}, {"train_seconds", train_s}});
+      row_.accuracy = curve_.dump();
+      row_.samples_per_s = samples_per_s;
+      if (batch_ > 0 && samples_per_s > 0) row_.iteration_time_s = batch_ / samples_per_s;
+      store_->commit({row_});
+    }
     if (!write_) return;
     if (!sidecar_.empty()) write_file_atomically(path_ + ".experiment.json", sidecar_);
     sidecar_.clear();
@@ -90,6 +124,10 @@ class RunLog {
  private:
   std::string path_;
   bool write_;
+  std::shared_ptr<ResultsStore> store_;
+  ResultRow row_;
+  nlohmann::json curve_ = nlohmann::json::array();
+  double batch_ = 0;     // samples per Plan iteration
   std::string sidecar_;  // until written
   std::string text_ =
       "epoch,train_seconds,wall_seconds,samples,train_loss,test_accuracy,samples_per_second\n";
@@ -361,6 +399,7 @@ void add_run_command(CLI::App& app, Action& action) {
   add_input_option(*cmd, "--platform", o->flags.platform,
                    "SimGrid platform XML a --schedule-policy places the workers on (this machine's: "
                    "strata calibrate --emit-platform)");
+  add_db_flags(*cmd, o->db, false);
   cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")
       ->check(CLI::IsMember({"auto", "he", "uniform"}));
   cmd->callback([&action, o] {
@@ -369,6 +408,7 @@ void add_run_command(CLI::App& app, Action& action) {
       check_device(o->device, o->transport);
       if (o->precision != "fp32" && o->precision != "fp64")
         throw InputError("--precision: unknown '" + o->precision + "' (fp32, fp64)");
+      o->store = open_results_store(o->db);
       real::OptimizerSettings optimizer;
       Plan plan;
       if (o->plan.empty()) {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "db_flags.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "placement_flags.hpp"
@@ -23,6 +24,7 @@ struct SimulateOptions {
   CommonFlags flags;
   ReplayFlags replay;
   PlacementFlags placement;
+  DbFlags db;
   std::string plan, trace, report, perfetto;
 };
 
@@ -56,6 +58,9 @@ int simulate(const SimulateOptions& o) {
   if (!o.trace.empty()) write_trace(result.trace, o.trace);
   if (!o.perfetto.empty()) write_chrome_trace(result.trace, o.perfetto);
   if (!o.report.empty()) write_file_atomically(o.report, report_to_json(result.report).dump(1) + "\n");
+  if (std::unique_ptr<ResultsStore> store = open_results_store(o.db))
+    store->commit({report_row(result.report, "simulate", experiment,
+                              platform_hash(platform, replay_settings(o.replay, options)), "")});
   std::cout << format_report(result.report);
   return 0;
 }
@@ -74,6 +79,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_replay_flags(*cmd, o->replay);
   o->flags.calibration = &o->replay.calibration;  // prices --partition balanced
   add_placement_flags(*cmd, o->placement, true);
+  add_db_flags(*cmd, o->db, false);
   cmd->callback([&action, o] { action = [o] { return simulate(*o); }; });
 }
 

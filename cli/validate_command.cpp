@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "db_flags.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "placement_flags.hpp"
@@ -49,6 +50,8 @@ struct ValidateOptions {
   bool speedup = false;               // also the same flags on 1 worker, runs alternated
   nlohmann::json experiment;          // canonical spec of what runs (null for --plan)
   real::OptimizerSettings optimizer;  // the experiment's (--plan: --optimizer and --set's)
+  DbFlags db;
+  std::shared_ptr<ResultsStore> store;  // open_results_store(db), checked before any run
 };
 
 double span_of(const Trace& t) {
@@ -188,6 +191,37 @@ void print_memory(const Report& predicted, const std::vector<std::int64_t>& meas
   std::printf("\n");
 }
 
+// The validation's row: the replay's figures with the measured median and the error; the
+// platform hash also covers what runs for real (transport, device, pinning, function share).
+void store_validation(const ValidateOptions& o, const Plan& plan, const Simulation& s,
+                      const std::string& platform, const Report& predicted, double measured) {
+  if (!o.store) return;
+  std::vector<std::string> settings = replay_settings(o.replay, s.options);
+  settings.push_back("transport: " + o.transport);
+  settings.push_back("device: " + o.device);
+  settings.push_back(std::string("pinned: ") + (o.no_pin ? "no" : "yes"));
+  settings.push_back("cpu_share: " + std::to_string(o.cpu_share));
+  std::string hash;
+  if (s.platform.empty()) {  // this machine's, generated from the calibration: its text
+    std::string bytes = s.platform_xml;
+    for (const std::string& one : settings) bytes += std::string(1, '\0') + one;
+    char text[20];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
+    hash = text;
+  } else {
+    hash = platform_hash(platform, settings);
+  }
+  ResultRow row = report_row(predicted, "validate", std::nullopt, hash, plan.info.strategy);
+  row.key.experiment_hash = plan.info.experiment_hash;
+  row.key.fidelity = "validate";
+  row.key.seed = o.experiment.is_object() ? o.experiment.value("seed", std::int64_t{0}) : 0;
+  row.spec = o.experiment.is_null() ? "" : o.experiment.dump();
+  row.platform = s.platform.empty() ? "this machine" : std::filesystem::path(platform).filename().string();
+  row.measured_iteration_time_s = measured;
+  row.error_pct = 100 * (predicted.iteration_time_s - measured) / measured;
+  o.store->commit({row});
+}
+
 int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measured& m,
            double* predicted_s = nullptr) {
   ReplayOptions& options = s.options;
@@ -220,6 +254,7 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
   const MeasuredSpread spread = measured_spread(m.iteration_s);
   const double measured = spread.median, p10 = spread.p10, p90 = spread.p90;
   const TraceComparison cmp = compare_traces(sim.trace, m.runs);
+  store_validation(o, plan, s, platform, sim.report, measured);
 
   std::printf("platform %s, calibration %s\n",
               generated ? "of this machine (from the calibration)" : platform.c_str(),
@@ -360,6 +395,7 @@ void add_validate_command(CLI::App& app, Action& action) {
                     "predicted and measured traces side by side (\"\" to skip)");
   add_output_option(*cmd, "--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
   add_output_option(*cmd, "--json", o->json, "the figures as JSON");
+  add_db_flags(*cmd, o->db, true);
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->add_flag(
       "--speedup", o->speedup,
@@ -368,6 +404,7 @@ void add_validate_command(CLI::App& app, Action& action) {
     action = [o] {
       check_transport(o->transport);
       check_device(o->device, o->transport);
+      o->store = open_results_store(o->db);
       if (o->speedup && !o->plan.empty())
         throw InputError(
             "--speedup: needs the flags that build the Plan (--model, --solver, --workers), not --plan");

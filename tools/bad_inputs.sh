@@ -122,6 +122,20 @@ bad "calibrate output's folder missing" calibrate -o nodir/c.json
 bad "run log's folder missing" run --plan p.json --epochs 1 --log nodir/l.csv
 bad "validate output's folder missing" validate --plan p.json --json nodir/v.json
 bad "device that refuses the bytes" plan --model mlp -o /dev/full
+# ---- the results store (docs/results.md) --------------------------------------------------------
+bad "query of a missing store" query --db none.db
+SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db r.db >/dev/null' \
+  bad "query ordered by an unknown column" query --db r.db --order-by speed
+SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db r.db >/dev/null' \
+  bad "query that would write" query --db r.db --sql "delete from results"
+SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db r.db >/dev/null' \
+  bad "diff of a key not stored" query --db r.db --diff a/b/step/0 a/b/step/1
+SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db ro.db >/dev/null && chmod 444 ro.db' \
+  bad "read-only store" simulate --platform "$FLAT4" --plan p.json --db ro.db
+bad "store that is no store" simulate --platform "$FLAT4" --plan p.json --db p.json
+bad "store that is a folder" explore --top 0 --db .
+bad "store in a missing folder" simulate --platform "$FLAT4" --plan p.json --db nodir/r.db
+bad "negative lock wait" explore --top 0 --db-wait -1
 bad "work fails after the check" simulate --platform "$FLAT4" --model mlp --strategy dp=8 --trace o.json
 
 # ---- platforms (checked before SimGrid sees them) --------------------------------------------------

@@ -373,14 +373,25 @@ void replay_top(ExploreResult& result, std::size_t k, const Model& model, const 
                                         static_cast<double>(options.max_replay_tasks) / 1e6);
       continue;
     }
+    if (options.stored_replay)
+      if (std::optional<Report> stored = options.stored_replay(config)) {  // a resumed sweep
+        result.rows[i].simulated = std::move(stored);
+        continue;
+      }
     replayed.push_back(i);
     jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
   }
-  std::vector<std::string> reports = run_in_children(jobs, options.parallel, [&](std::size_t done) {
-    if (options.progress)
-      std::cerr << "explore: replayed " << done << " of " << jobs.size() << " ("
-                << fmt("%.1f s", seconds_since(t1)) << ")\n";
-  });
+  std::vector<std::string> reports =
+      run_in_children(jobs, options.parallel, [&](std::size_t n, const std::string& report) {
+        if (options.progress)
+          std::cerr << "explore: replayed " << n + 1 << " of " << jobs.size() << " ("
+                    << fmt("%.1f s", seconds_since(t1)) << ")\n";
+        const nlohmann::json j = nlohmann::json::parse(report);
+        if (!options.replayed || j.contains("not_replayed")) return;
+        StrategyConfig config = result.rows[replayed[n]].config;
+        if (result.rows[replayed[n]].reduced) config.lowered_replicas = 1;
+        options.replayed(config, report_from_json(j));
+      });
   for (std::size_t n = 0; n < replayed.size(); ++n) {
     const std::size_t i = replayed[n];
     const nlohmann::json j = nlohmann::json::parse(reports[n]);
@@ -456,6 +467,7 @@ ExploreResult explore(const ExploreOptions& requested) {
   result.candidates = result.rows.size();
   std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate);
   result.analytical_wall_s = seconds_since(t0);
+  if (options.estimated) options.estimated(result.rows);
   const std::size_t k =
       std::min<std::size_t>(result.rows.size(), static_cast<std::size_t>(std::max(0, options.top_k)));
   if (options.progress)

@@ -38,16 +38,15 @@ OptionValues option_values(const StrategyConfig& c) {
           c.offload ? "1" : "0", std::to_string(c.interleave)};
 }
 
-// "dp=8,tp=8,pp=16 1f1b microbatches=1024 (1 sample each) recompute=full ...": every option.
-std::string describe(const StrategyConfig& c) {
+}  // namespace
+
+std::string describe_config(const StrategyConfig& c) {
   const OptionValues o = option_values(c);
   return c.to_string() + " " + schedule_text(c) + " microbatches=" + std::to_string(c.microbatches) + " (" +
          std::to_string(microbatch_size(c)) + " per microbatch) recompute=" + o.recompute +
          " sequence_parallel=" + o.sequence_parallel + " zero=" + o.zero + " offload=" + o.offload +
          " interleave=" + o.interleave;
 }
-
-}  // namespace
 
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows) {
   std::string s;
@@ -92,14 +91,14 @@ std::string best_line(const ExploreResult& result) {
   const std::string capacity =
       result.gpu_memory > 0 ? fmt("%.1f GiB per GPU", result.gpu_memory / kGiB) : "an unknown GPU memory";
   if (const ExploreRow* best = best_row(result))
-    return "best: " + describe(best->config) + " (fits: " + fmt("%.1f GiB", best->peak_memory() / kGiB) +
-           " of " + capacity + ")";
+    return "best: " + describe_config(best->config) +
+           " (fits: " + fmt("%.1f GiB", best->peak_memory() / kGiB) + " of " + capacity + ")";
   if (result.rows.empty()) return "best: none (no valid configuration)";
   const ExploreRow* least = &result.rows.front();
   for (const ExploreRow& r : result.rows)
     if (r.peak_memory() < least->peak_memory()) least = &r;
   return "best: none - none of the " + std::to_string(result.candidates) + " configurations fits in " +
-         capacity + "; least memory: " + describe(least->config) + " needs " +
+         capacity + "; least memory: " + describe_config(least->config) + " needs " +
          fmt("%.1f GiB", least->peak_memory() / kGiB) + " per GPU (" +
          fmt("%.1f GiB", (least->peak_memory() - result.gpu_memory) / kGiB) + " over)";
 }

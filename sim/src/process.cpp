@@ -134,8 +134,9 @@ std::string run_in_quiet_child(const std::function<std::string()>& work, const s
   return collect(spawn(work, true), context);
 }
 
-std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
-                                         const std::function<void(std::size_t)>& on_done) {
+std::vector<std::string> run_in_children(
+    const std::vector<std::function<std::string()>>& jobs, int parallel,
+    const std::function<void(std::size_t, const std::string&)>& on_done) {
   std::vector<std::string> results(jobs.size());
   std::size_t next = 0;
   while (next < jobs.size()) {
@@ -144,7 +145,7 @@ std::vector<std::string> run_in_children(const std::vector<std::function<std::st
       batch.emplace_back(next, spawn(jobs[next]));
     for (auto& [index, child] : batch) {
       results[index] = collect(child);
-      if (on_done) on_done(index + 1);
+      if (on_done) on_done(index, results[index]);
     }
   }
   return results;

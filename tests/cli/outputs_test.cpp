@@ -161,11 +161,18 @@ TEST_F(Outputs, AKilledRunsTemporariesAreRemovedByTheNextWrite) {
   EXPECT_EQ(files(), (std::set<std::string>{"p.json", alive, "notes.tmp.x1"}));
 }
 
-TEST_F(Outputs, ExploreWritesNothingUnlessAsked) {
-  const Outcome r = run("explore --platform " + kPlatforms +
-                        "a100-node-8.xml --model gpt2-small --set layers=2 --workers 8 --top 1");
+// explore keeps its rows in the results store strata.db (docs/results.md) and writes nothing
+// else unless asked; with --no-db, nothing at all.
+TEST_F(Outputs, ExploreWritesNothingButItsStoreUnlessAsked) {
+  const std::string sweep = "explore --platform " + kPlatforms +
+                            "a100-node-8.xml --model gpt2-small --set layers=2 --workers 8 --top 1";
+  Outcome r = run(sweep + " --no-db");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(files().empty());
+  r = run(sweep);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(files(), std::set<std::string>{"strata.db"});
+  fs::remove(dir_ / "strata.db");
   expect_refused(
       run("explore --platform " + kPlatforms +
           "a100-node-8.xml --model gpt2-small --set layers=2 --top 1 --trace t.json --svg nodir/x.svg"),

@@ -14,6 +14,7 @@
 // and best_line() names the configuration that needs the least memory and what it lacks.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,6 +44,8 @@ std::vector<SearchDimension> estimated_search_space();
 // The --set keys a SearchDimension may name.
 std::vector<std::string> searchable_keys();
 
+struct ExploreRow;
+
 struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
@@ -71,10 +74,18 @@ struct ExploreOptions {
   // time; gpt3-175b's one-sequence microbatches on 1,024 GPUs (27.6 million tasks in one replica
   // by estimated_tasks) were killed for memory on a 23 GB machine.
   std::size_t max_replay_tasks = 2000000;
+  // The results store's part (cli/db_flags.hpp), each optional:
+  // - estimated: every configuration's estimate, ranked, before any replay;
+  // - stored_replay: a replay of this configuration (as lowered: its lowered_replicas) already
+  //   stored; the explorer takes it instead of replaying (a resumed sweep);
+  // - replayed: each replay as it finishes (its configuration as lowered), in the top-K order.
+  std::function<void(const std::vector<ExploreRow>&)> estimated;
+  std::function<std::optional<Report>(const StrategyConfig&)> stored_replay;
+  std::function<void(const StrategyConfig&, const Report&)> replayed;
 };
 
 struct ExploreRow {
-  StrategyConfig config;
+  StrategyConfig config;  // as ranked (lowered_replicas 0; `reduced` says how it was replayed)
   Estimate estimate;
   std::optional<Report> simulated;
   bool reduced = false;      // replayed as one DP replica with full DP allreduce flows
@@ -128,6 +139,9 @@ Experiment experiment_for(Experiment base, const StrategyConfig& config);
 
 // The best row: the first one, if it fits; null when none fits (or there is no row).
 const ExploreRow* best_row(const ExploreResult& result);
+
+// "dp=8,tp=8,pp=16 1f1b microbatches=1024 (1 per microbatch) recompute=full ...": every option.
+std::string describe_config(const StrategyConfig& c);
 
 // The ranked table: rank, dp, tp, pp, fits, schedule, microbatches (mb), microbatch size in
 // samples (mbs), the options as --set writes them (recompute, sequence_parallel, zero, offload,

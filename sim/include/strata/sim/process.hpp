@@ -21,9 +21,11 @@ std::string run_in_child(const std::function<std::string()>& work);
 std::string run_in_quiet_child(const std::function<std::string()>& work, const std::string& context);
 
 // Runs every job in a child, at most `parallel` at a time; results in job order. `on_done`, if
-// given, is called in the parent with the number of jobs finished so far.
-std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
-                                         const std::function<void(std::size_t)>& on_done = {});
+// given, is called in the parent as each job's result is collected (in job order), with the
+// job's index and its result.
+std::vector<std::string> run_in_children(
+    const std::vector<std::function<std::string()>>& jobs, int parallel,
+    const std::function<void(std::size_t, const std::string&)>& on_done = {});
 
 }  // namespace sim
 }  // namespace strata

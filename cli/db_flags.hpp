@@ -1,0 +1,59 @@
+// The results store from the command line (traces/results_store.hpp): the --db flags every
+// command that computes an answer shares, the platform hash of a row's key, and the rows of a
+// replay report or a closed-form estimate (docs/results.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flags.hpp"
+#include "strata/models/cost/analytical.hpp"
+#include "strata/models/experiment.hpp"
+#include "strata/sim/report.hpp"
+#include "strata/traces/results_store.hpp"
+
+namespace strata::cli {
+
+struct DbFlags {
+  std::string db;      // --db FILE
+  bool no_db = false;  // --no-db
+  double wait_s = 30;  // --db-wait SECONDS
+  bool by_default = false;
+};
+
+// --db, --db-wait and, where the command writes by default (explore, validate: `by_default`,
+// to strata.db in the current folder), --no-db.
+void add_db_flags(CLI::App& cmd, DbFlags& flags, bool by_default);
+
+// The store the flags name, checked for writing (ResultsStore::check_writable), or null: --no-db,
+// or no --db where the command writes only when asked (simulate, run).
+std::unique_ptr<ResultsStore> open_results_store(const DbFlags& flags);
+
+// What a replay's answer depends on outside the Experiment, as text: network model and factors,
+// the calibration (its file's bytes), communication streams, cold starts, placement.
+std::vector<std::string> replay_settings(const ReplayFlags& flags, const ReplayOptions& options);
+
+// FNV-1a 64 (16 hex digits) of the platform file's bytes and each setting ("" path: no file).
+std::string platform_hash(const std::string& platform_path, const std::vector<std::string>& settings);
+
+// The row of a replay: fidelity from the report's collectives (step or aggregated), the spec
+// when `experiment` is known (else the Plan's hash from the report).
+ResultRow report_row(const Report& report, const std::string& command,
+                     const std::optional<Experiment>& experiment, const std::string& platform_hash,
+                     const std::string& strategy);
+
+// The row of a closed-form estimate of `experiment` (fidelity analytical); energy and money
+// stay empty (the closed form does not price them).
+ResultRow estimate_row(const Estimate& estimate, const std::string& command, const Experiment& experiment,
+                       const std::string& platform_hash, const std::string& platform, int workers,
+                       const std::string& strategy);
+
+// A report with what a stored replay row holds (for ranking and the table): iteration time,
+// tokens and samples per second, MFU, bubble, exposed communication, peak memory, fits, energy
+// and money.
+Report report_of_row(const ResultRow& row);
+
+}  // namespace strata::cli
