@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -29,10 +30,11 @@ void store_explore_rows(ResultsStore& store, ExploreOptions& options, const Repl
                                  r.config.workers(), describe_config(r.config)));
     db->commit(out);
   };
-  std::vector<std::string> fidelities;
-  if (options.replay.collectives != CollectiveMode::aggregated) fidelities.emplace_back("step");
-  if (options.replay.collectives != CollectiveMode::step) fidelities.emplace_back("aggregated");
-  options.stored_replay = [db, base, hash, fidelities](const StrategyConfig& c) -> std::optional<Report> {
+  options.stored_replay = [db, base, hash](const StrategyConfig& c,
+                                           CollectiveMode mode) -> std::optional<Report> {
+    std::vector<std::string> fidelities;
+    if (mode != CollectiveMode::aggregated) fidelities.emplace_back("step");
+    if (mode != CollectiveMode::step) fidelities.emplace_back("aggregated");
     const Experiment e = experiment_for(base, c);
     for (const std::string& f : fidelities)
       if (std::optional<ResultRow> row = db->find(ResultKey{experiment_hash(e), hash, f, e.seed}))
@@ -62,12 +64,21 @@ void add_explore_command(CLI::App& app, Action& action) {
     ReplayFlags replay;
     DbFlags db;
     std::size_t rows = 20;
+    std::string fidelity;
+    int eta = 3;
+    const CLI::Option* top_option = nullptr;
   };
   auto o = std::make_shared<Options>();
   o->flags.model = "gpt3-13b";
   add_common_flags(*cmd, o->flags, false);
   add_platform_flag(*cmd, o->flags, PlatformFlag::shipped_default);
-  cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->transform(whole_number(0));
+  o->top_option =
+      cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->transform(whole_number(0));
+  cmd->add_option("--fidelity", o->fidelity,
+                  "multi-fidelity search up to analytical, aggregated or step (successive halving)")
+      ->check(CLI::IsMember({"analytical", "aggregated", "step"}));
+  cmd->add_option("--eta", o->eta, "successive halving: each fidelity keeps 1/eta of the previous one's")
+      ->transform(whole_number(2, 1000));
   cmd->add_flag("--allow-cross-host-tp", o->cross_host_tp, "let tensor parallelism span hosts");
   add_output_option(*cmd, "--trace", o->trace, "write the best configuration's Trace (default: none)");
   add_output_option(*cmd, "--perfetto", o->perfetto,
@@ -97,6 +108,12 @@ void add_explore_command(CLI::App& app, Action& action) {
       if (o->flags.workers < 0) throw InputError("--workers: negative value");
       options.workers = o->flags.workers > 0 || o->flags.spec.empty() ? o->flags.workers : e.workers();
       options.top_k = o->top;
+      if (!o->fidelity.empty()) {
+        if (o->top_option->count() > 0)
+          throw InputError("--top: conflicts with --fidelity (it chooses what to replay)");
+        options.fidelity = o->fidelity;
+        options.eta = o->eta;
+      }
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay = replay_options(o->replay);
       options.best_trace_path = o->trace;
@@ -109,9 +126,14 @@ void add_explore_command(CLI::App& app, Action& action) {
       std::printf(
           "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
           result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
-          result.analytical_wall_s, std::min<int>(o->top, static_cast<int>(result.candidates)),
+          result.analytical_wall_s,
+          options.fidelity
+              ? static_cast<int>(std::count_if(result.rows.begin(), result.rows.end(),
+                                               [](const ExploreRow& r) { return r.simulated.has_value(); }))
+              : std::min<int>(o->top, static_cast<int>(result.candidates)),
           result.replay_wall_s);
       std::cout << format_explore_table(result, o->rows);
+      std::cout << format_fidelity_line(result);
       if (!o->csv.empty()) write_file_atomically(o->csv, explore_csv(result, o->rows));
       if (!o->json.empty()) write_file_atomically(o->json, explore_json(result, o->rows));
       if (result.rows.empty()) {

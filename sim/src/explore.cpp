@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -81,9 +82,11 @@ std::string fmt(const char* f, double v) {
 
 // Replays one configuration in this (child) process and returns its report as JSON, or
 // {"not_replayed": <the lowering's one-line refusal>} for an option lower() does not build yet.
-std::string replay_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options) {
+std::string replay_job(const Model& model, const StrategyConfig& config, const ExploreOptions& options,
+                       CollectiveMode mode) {
   ReplayOptions replay_options = options.replay;
   replay_options.keep_trace = false;
+  replay_options.collectives = mode;
   Plan plan;
   try {
     plan = lower(model, config);
@@ -344,6 +347,29 @@ double ExploreRow::iteration_s() const {
   return simulated ? simulated->iteration_time_s : estimate.iteration_s;
 }
 
+double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {
+  STRATA_ASSERT(a.size() == b.size(), "kendall_tau_b: samples of different lengths");
+  if (a.size() < 2) return NAN;
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = i + 1; j < a.size(); ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0) {
+        ++ties_a;
+      } else if (db == 0) {
+        ++ties_b;
+      } else if ((da > 0) == (db > 0)) {
+        ++concordant;
+      } else {
+        ++discordant;
+      }
+    }
+  const double denominator =
+      std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  return denominator > 0 ? (concordant - discordant) / denominator : NAN;
+}
+
 const ExploreRow* best_row(const ExploreResult& result) {
   if (result.rows.empty() || !result.rows.front().fits()) return nullptr;
   return &result.rows.front();
@@ -351,35 +377,46 @@ const ExploreRow* best_row(const ExploreResult& result) {
 
 namespace {
 
-// Replays the top k rows (two at a time, each in its own process); a row the lowering refuses
-// keeps its estimate and the refusal.
-void replay_top(ExploreResult& result, std::size_t k, const Model& model, const ExploreOptions& options) {
+bool better_replay(const ExploreRow& a, const ExploreRow& b) {
+  if (a.fits() != b.fits()) return a.fits();
+  return a.iteration_s() < b.iteration_s();
+}
+
+// Replays the rows `which` with collectives `mode` (two at a time, each in its own process), or
+// takes a stored replay (`lookup`: the fidelity a stored row must have); a row the lowering
+// refuses, or too large to replay, keeps its estimate and says why. Returns the reports by
+// position in `which`.
+std::vector<std::optional<Report>> replay_rows(ExploreResult& result, const std::vector<std::size_t>& which,
+                                               CollectiveMode mode, CollectiveMode lookup, const Model& model,
+                                               const ExploreOptions& options) {
   const auto t1 = Clock::now();
+  std::vector<std::optional<Report>> out(which.size());
   std::vector<std::function<std::string()>> jobs;
-  std::vector<std::size_t> replayed;
-  for (std::size_t i = 0; i < k; ++i) {
-    StrategyConfig config = result.rows[i].config;
+  std::vector<std::size_t> replayed;  // positions in `which`
+  for (std::size_t w = 0; w < which.size(); ++w) {
+    ExploreRow& row = result.rows[which[w]];
+    StrategyConfig config = row.config;
     double tasks = estimated_tasks(model, config);
     if (config.dp > 1 && tasks > static_cast<double>(options.reduce_above_tasks)) {
       config.lowered_replicas = 1;
-      result.rows[i].reduced = true;
+      row.reduced = true;
       tasks /= config.dp;
     }
     if (tasks > static_cast<double>(options.max_replay_tasks)) {
-      result.rows[i].reduced = false;
-      result.rows[i].not_replayed = fmt("about %.1f million tasks", tasks / 1e6) +
-                                    (config.lowered_replicas == 1 ? " in one data-parallel replica" : "") +
-                                    fmt(", above the explorer's replay bound of %.1f million",
-                                        static_cast<double>(options.max_replay_tasks) / 1e6);
+      row.reduced = false;
+      row.not_replayed = fmt("about %.1f million tasks", tasks / 1e6) +
+                         (config.lowered_replicas == 1 ? " in one data-parallel replica" : "") +
+                         fmt(", above the explorer's replay bound of %.1f million",
+                             static_cast<double>(options.max_replay_tasks) / 1e6);
       continue;
     }
     if (options.stored_replay)
-      if (std::optional<Report> stored = options.stored_replay(config)) {  // a resumed sweep
-        result.rows[i].simulated = std::move(stored);
+      if (std::optional<Report> stored = options.stored_replay(config, lookup)) {  // a resumed sweep
+        out[w] = std::move(stored);
         continue;
       }
-    replayed.push_back(i);
-    jobs.push_back([&model, config, &options] { return replay_job(model, config, options); });
+    replayed.push_back(w);
+    jobs.push_back([&model, config, &options, mode] { return replay_job(model, config, options, mode); });
   }
   std::vector<std::string> reports =
       run_in_children(jobs, options.parallel, [&](std::size_t n, const std::string& report) {
@@ -388,27 +425,117 @@ void replay_top(ExploreResult& result, std::size_t k, const Model& model, const 
                     << fmt("%.1f s", seconds_since(t1)) << ")\n";
         const nlohmann::json j = nlohmann::json::parse(report);
         if (!options.replayed || j.contains("not_replayed")) return;
-        StrategyConfig config = result.rows[replayed[n]].config;
-        if (result.rows[replayed[n]].reduced) config.lowered_replicas = 1;
+        const ExploreRow& row = result.rows[which[replayed[n]]];
+        StrategyConfig config = row.config;
+        if (row.reduced) config.lowered_replicas = 1;
         options.replayed(config, report_from_json(j));
       });
+  result.replays += jobs.size();
   for (std::size_t n = 0; n < replayed.size(); ++n) {
-    const std::size_t i = replayed[n];
+    ExploreRow& row = result.rows[which[replayed[n]]];
     const nlohmann::json j = nlohmann::json::parse(reports[n]);
     if (j.contains("not_replayed")) {
-      result.rows[i].not_replayed = j["not_replayed"].get<std::string>();
-      result.rows[i].reduced = false;
+      row.not_replayed = j["not_replayed"].get<std::string>();
+      row.reduced = false;
     } else {
-      result.rows[i].simulated = report_from_json(j);
+      out[replayed[n]] = report_from_json(j);
     }
   }
-  result.replay_wall_s = seconds_since(t1);
-  // Re-rank the top k by the replay where there is one (fitting first); keep the rest by estimate.
-  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(k),
-                   [](const ExploreRow& a, const ExploreRow& b) {
-                     if (a.fits() != b.fits()) return a.fits();
-                     return a.iteration_s() < b.iteration_s();
-                   });
+  result.replay_wall_s += seconds_since(t1);
+  return out;
+}
+
+std::vector<std::size_t> first(std::size_t n) {
+  std::vector<std::size_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// Replays the top k rows at the requested collectives and re-ranks them by the replay where
+// there is one (fitting first); the rest keep their rank by estimate.
+void replay_top(ExploreResult& result, std::size_t k, const Model& model, const ExploreOptions& options) {
+  const std::vector<std::optional<Report>> reports =
+      replay_rows(result, first(k), options.replay.collectives, options.replay.collectives, model, options);
+  for (std::size_t i = 0; i < k; ++i)
+    if (reports[i]) result.rows[i].simulated = reports[i];
+  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(k), better_replay);
+}
+
+std::size_t ceil_div(std::size_t n, double d) {
+  return static_cast<std::size_t>(std::ceil(static_cast<double>(n) / d));
+}
+
+// Successive halving across fidelities: the closed form for every row (done), aggregated replays
+// for the best ceil(N / eta) by estimate, step replays (below the replay's step flow limit: a row
+// whose Plan has more flows stays aggregated) for the best ceil(N / eta^2) by the aggregated
+// replay; each rung re-ranks what it evaluated. Then each rung's Kendall tau against the next
+// and the regret of stopping at it.
+void explore_fidelities(ExploreResult& result, const Model& model, const ExploreOptions& options) {
+  const std::string top = *options.fidelity;
+  const std::size_t n = result.rows.size();
+  const double eta = options.eta;
+  FidelityRung analytical{"analytical", n, NAN, 0, ""};
+  result.rungs = {analytical};
+  if (top == "analytical" || n == 0) {
+    result.rungs[0].choice = describe_config(result.rows[0].config);
+    return;
+  }
+  // The rows' estimates by position before any re-ranking: the rungs' choices are read from them.
+  const std::size_t n1 = std::min(n, ceil_div(n, eta));
+  std::vector<std::optional<Report>> aggregated =
+      replay_rows(result, first(n1), CollectiveMode::aggregated, CollectiveMode::aggregated, model, options);
+  for (std::size_t i = 0; i < n1; ++i)
+    if (aggregated[i]) result.rows[i].simulated = aggregated[i];
+  std::vector<double> est, agg;
+  for (std::size_t i = 0; i < n1; ++i)
+    if (result.rows[i].simulated) {
+      est.push_back(result.rows[i].estimate.iteration_s);
+      agg.push_back(result.rows[i].simulated->iteration_time_s);
+    }
+  result.rungs[0].kendall_tau = kendall_tau_b(est, agg);
+  result.rungs[0].choice = describe_config(result.rows[0].config);  // ranked by estimate
+  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(n1), better_replay);
+  result.rungs.push_back(FidelityRung{"aggregated", n1, NAN, 0, describe_config(result.rows[0].config)});
+  if (top == "step") {
+    const std::size_t n2 = std::min(n1, ceil_div(n, eta * eta));
+    const std::vector<std::optional<Report>> step =
+        replay_rows(result, first(n2), CollectiveMode::automatic, CollectiveMode::step, model, options);
+    std::vector<double> a, b;
+    std::size_t stepped = 0;
+    for (std::size_t i = 0; i < n2; ++i) {
+      ExploreRow& row = result.rows[i];
+      if (!step[i] || step[i]->collectives != "step" || !row.simulated) continue;
+      a.push_back(row.simulated->iteration_time_s);
+      b.push_back(step[i]->iteration_time_s);
+      row.aggregated = row.simulated;
+      row.simulated = step[i];
+      ++stepped;
+    }
+    result.rungs[1].kendall_tau = kendall_tau_b(a, b);
+    std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(n2),
+                     better_replay);
+    result.rungs.push_back(FidelityRung{"step", stepped, NAN, 0, describe_config(result.rows[0].config)});
+  }
+  // Regret: every rung's choice timed at the last rung's fidelity (found among the rows, which
+  // hold each configuration once; a choice the last rung did not reach is replayed at it).
+  const std::string last = result.rungs.back().fidelity;
+  auto final_time = [&](const std::string& choice) -> std::optional<double> {
+    for (std::size_t i = 0; i < result.rows.size(); ++i) {
+      const ExploreRow& row = result.rows[i];
+      if (describe_config(row.config) != choice) continue;
+      if (row.simulated && row.simulated->collectives == last) return row.simulated->iteration_time_s;
+      const CollectiveMode mode = last == "step" ? CollectiveMode::step : CollectiveMode::aggregated;
+      const std::vector<std::optional<Report>> again = replay_rows(result, {i}, mode, mode, model, options);
+      if (again[0]) return again[0]->iteration_time_s;
+      return std::nullopt;
+    }
+    return std::nullopt;
+  };
+  const std::optional<double> best = final_time(result.rungs.back().choice);
+  for (FidelityRung& rung : result.rungs) {
+    const std::optional<double> t = final_time(rung.choice);
+    rung.regret_pct = best && t && *best > 0 ? 100 * (*t - *best) / *best : NAN;
+  }
 }
 
 }  // namespace
@@ -463,7 +590,7 @@ ExploreResult explore(const ExploreOptions& requested) {
   // across configurations (the per-configuration work is then O(stages + buckets)).
   Estimator estimator(model, cluster, cost);
   for (const StrategyConfig& c : enumerate_configs(model, options, platform))
-    result.rows.push_back(ExploreRow{c, estimator(c), std::nullopt, false, ""});
+    result.rows.push_back(ExploreRow{c, estimator(c), std::nullopt, std::nullopt, false, ""});
   result.candidates = result.rows.size();
   std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate);
   result.analytical_wall_s = seconds_since(t0);
@@ -473,7 +600,10 @@ ExploreResult explore(const ExploreOptions& requested) {
   if (options.progress)
     std::cerr << "explore: " << result.candidates << " configurations estimated in "
               << fmt("%.3f s", result.analytical_wall_s) << "; replaying the top " << k << "\n";
-  replay_top(result, k, model, options);
+  if (options.fidelity)
+    explore_fidelities(result, model, options);
+  else
+    replay_top(result, k, model, options);
 
   const bool outputs = !options.best_trace_path.empty() || !options.best_perfetto_path.empty() ||
                        !options.best_svg_path.empty();

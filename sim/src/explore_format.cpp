@@ -1,5 +1,6 @@
 // The explorer's outputs: the ranked table, the best line, CSV and JSON (explore.hpp). Every
 // option column prints the value as `--set` writes it, so a row can be re-run as printed.
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +47,23 @@ std::string describe_config(const StrategyConfig& c) {
          std::to_string(microbatch_size(c)) + " per microbatch) recompute=" + o.recompute +
          " sequence_parallel=" + o.sequence_parallel + " zero=" + o.zero + " offload=" + o.offload +
          " interleave=" + o.interleave;
+}
+
+std::string format_fidelity_line(const ExploreResult& result) {
+  if (result.rungs.empty()) return "";
+  auto number = [](double v, const char* f) { return std::isnan(v) ? std::string("-") : fmt(f, v); };
+  std::string s = "fidelities:";
+  for (std::size_t i = 0; i < result.rungs.size(); ++i) {
+    const FidelityRung& r = result.rungs[i];
+    s += (i == 0 ? " " : " -> ") + r.fidelity + " " + std::to_string(r.evaluated) +
+         (i == 0 ? " configurations" : " replayed");
+    if (i + 1 < result.rungs.size()) s += " (Kendall tau to the next " + number(r.kendall_tau, "%.3f") + ")";
+  }
+  s += "; " + std::to_string(result.replays) + " simulations run; regret of stopping at";
+  for (std::size_t i = 0; i < result.rungs.size(); ++i)
+    s += std::string(i == 0 ? " " : ", ") + result.rungs[i].fidelity + " " +
+         number(result.rungs[i].regret_pct, "%.2f %%");
+  return s + "\n";
 }
 
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows) {

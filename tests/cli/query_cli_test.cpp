@@ -94,6 +94,46 @@ TEST_F(Query, AnExploreKilledAndResumedLeavesTheRowsOfOneNeverStopped) {
   }
 }
 
+// Successive halving across fidelities (--fidelity step, eta 3): 720 configurations estimated,
+// the best 240 replayed with aggregated collectives, the best 80 of those with step ones. It
+// picks the configuration that replaying all 720 with step collectives picks, with at most
+// ceil(N/3) + ceil(N/9) + ... = 360 simulations (it runs 320, and one more only when a rung's
+// choice needs timing at the last fidelity), and the store keeps every rung's rows.
+TEST_F(Query, SuccessiveHalvingAcrossFidelitiesPicksTheBestOfReplayingEveryConfiguration) {
+  const Outcome halving = run(kSweep + " --fidelity step");
+  ASSERT_EQ(halving.rc, 0) << halving.err;
+  const Outcome all = run(kSweep + " --top 720 --collectives step --no-db");
+  ASSERT_EQ(all.rc, 0) << all.err;
+  ASSERT_NE(all.out.find("720 configurations"), std::string::npos) << all.out;
+  const auto best = [](const std::string& out) { return out.substr(out.find("\nbest: ")); };
+  EXPECT_EQ(best(halving.out), best(all.out));
+  const auto line = halving.out.find("fidelities: analytical 720 configurations (Kendall tau to the next ");
+  ASSERT_NE(line, std::string::npos) << halving.out;
+  EXPECT_NE(halving.out.find("-> aggregated 240 replayed", line), std::string::npos) << halving.out;
+  EXPECT_NE(halving.out.find("-> step 80 replayed", line), std::string::npos) << halving.out;
+  const auto run_count = halving.out.find(" simulations run", line);
+  ASSERT_NE(run_count, std::string::npos);
+  const std::size_t simulations = std::stoul(halving.out.substr(halving.out.rfind(' ', run_count - 1) + 1));
+  EXPECT_GE(simulations, 320u);
+  EXPECT_LE(simulations, 360u);
+  const std::vector<std::string> per_fidelity = lines(
+      run("query --sql \"select fidelity, count(*) from results group by fidelity order by fidelity\" --csv")
+          .out);
+  ASSERT_GE(per_fidelity.size(), 4u);
+  EXPECT_EQ(per_fidelity[1], "aggregated,240");
+  EXPECT_EQ(per_fidelity[2], "analytical,720");
+  ASSERT_EQ(per_fidelity[3].substr(0, 5), "step,");
+  EXPECT_GE(std::stoi(per_fidelity[3].substr(5)), 80);
+  // The closed form alone replays nothing; --top beside --fidelity, and eta below 2, are refused.
+  const Outcome closed = run(kSweep + " --fidelity analytical --no-db");
+  ASSERT_EQ(closed.rc, 0) << closed.err;
+  EXPECT_NE(closed.out.find("fidelities: analytical 720 configurations; 0 simulations run"),
+            std::string::npos)
+      << closed.out;
+  expect_one_line_error(run(kSweep + " --fidelity step --top 3"), "--top: conflicts with --fidelity");
+  expect_one_line_error(run(kSweep + " --fidelity step --eta 1"), "--eta");
+}
+
 TEST_F(Query, ListsFiltersRanksFrontsAndCompares) {
   ASSERT_EQ(run(kExplore).rc, 0);
   const Outcome all = run("query");
