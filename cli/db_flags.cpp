@@ -115,6 +115,8 @@ ResultRow estimate_row(const Estimate& e, const std::string& command, const Expe
   row.bubble_fraction = e.bubble_fraction;
   row.exposed_comm_s = e.exposed_comm_s;
   row.peak_memory_bytes = e.peak_memory_bytes;
+  row.energy_j = positive_or_none(e.energy_j);
+  row.cost_usd = positive_or_none(e.cost_usd);
   row.spec = text;
   row.strata_version = std::string(strata_version());
   return row;

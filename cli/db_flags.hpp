@@ -45,8 +45,8 @@ ResultRow report_row(const Report& report, const std::string& command,
                      const std::optional<Experiment>& experiment, const std::string& platform_hash,
                      const std::string& strategy);
 
-// The row of a closed-form estimate of `experiment` (fidelity analytical); energy and money
-// stay empty (the closed form does not price them).
+// The row of a closed-form estimate of `experiment` (fidelity analytical); energy and money as
+// the explorer priced them (price_estimate), empty where the platform gives no power or price.
 ResultRow estimate_row(const Estimate& estimate, const std::string& command, const Experiment& experiment,
                        const std::string& platform_hash, const std::string& platform, int workers,
                        const std::string& strategy);

@@ -66,12 +66,23 @@ void add_explore_command(CLI::App& app, Action& action) {
     std::size_t rows = 20;
     std::string fidelity;
     int eta = 3;
+    std::string objective = "time";
+    std::vector<std::string> platforms{"platforms/a100-cluster-64.xml"};
     const CLI::Option* top_option = nullptr;
   };
   auto o = std::make_shared<Options>();
   o->flags.model = "gpt3-13b";
   add_common_flags(*cmd, o->flags, false);
-  add_platform_flag(*cmd, o->flags, PlatformFlag::shipped_default);
+  // --platform, repeatable: one sweep over several platforms, ranked together.
+  const CLI::Option* platform =
+      cmd->add_option("--platform", o->platforms,
+                      "SimGrid platform XML (shipped ones: platforms/); repeat it to "
+                      "rank several platforms in one sweep")
+          ->capture_default_str();
+  track_input(*cmd, platform, o->flags.platform);  // the first: no output may replace it
+  cmd->add_option("--objective", o->objective,
+                  "rank by time, money or energy per iteration, or tokens-per-dollar (fitting first)")
+      ->check(CLI::IsMember({"time", "money", "energy", "tokens-per-dollar"}));
   o->top_option =
       cmd->add_option("--top", o->top, "configurations replayed on SimGrid")->transform(whole_number(0));
   cmd->add_option("--fidelity", o->fidelity,
@@ -91,9 +102,9 @@ void add_explore_command(CLI::App& app, Action& action) {
   add_db_flags(*cmd, o->db, true);
   cmd->add_option("--rows", o->rows, "rows of the table to print")->transform(whole_number(0));
   cmd->callback([&action, o] {
+    o->flags.platform = o->platforms.front();
     action = [o] {
       ExploreOptions options;
-      options.platform = resolve_platform(o->flags.platform);
       CommonFlags flags = o->flags;
       flags.workers = 0;  // the explorer chooses dp/tp/pp
       const Experiment e = experiment_of(flags);
@@ -114,26 +125,46 @@ void add_explore_command(CLI::App& app, Action& action) {
         options.fidelity = o->fidelity;
         options.eta = o->eta;
       }
+      options.objective = parse_objective(o->objective);
       options.allow_cross_host_tp = o->cross_host_tp;
       options.replay = replay_options(o->replay);
+      options.progress = progress_wanted();
+      const bool several = o->platforms.size() > 1;
+      if (several)
+        for (const std::string* f : {&o->trace, &o->perfetto, &o->svg, &o->csv, &o->json})
+          if (!f->empty())
+            throw InputError(
+                "--platform: several platforms write no best-configuration files or table files "
+                "(strata query reads their rows from the store)");
       options.best_trace_path = o->trace;
       options.best_perfetto_path = o->perfetto;
       options.best_svg_path = o->svg;
-      options.progress = progress_wanted();
       std::unique_ptr<ResultsStore> store = open_results_store(o->db);
-      if (store) store_explore_rows(*store, options, o->replay);
-      ExploreResult result = explore(options);
-      std::printf(
-          "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
-          result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
-          result.analytical_wall_s,
-          options.fidelity
-              ? static_cast<int>(std::count_if(result.rows.begin(), result.rows.end(),
-                                               [](const ExploreRow& r) { return r.simulated.has_value(); }))
-              : std::min<int>(o->top, static_cast<int>(result.candidates)),
-          result.replay_wall_s);
-      std::cout << format_explore_table(result, o->rows);
-      std::cout << format_fidelity_line(result);
+      std::vector<ExploreResult> results;
+      for (const std::string& given : o->platforms) {
+        ExploreOptions one = options;
+        one.platform = resolve_platform(given);
+        if (store) store_explore_rows(*store, one, o->replay);
+        ExploreResult result = explore(one);
+        std::printf(
+            "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
+            result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
+            result.analytical_wall_s,
+            options.fidelity
+                ? static_cast<int>(std::count_if(result.rows.begin(), result.rows.end(),
+                                                 [](const ExploreRow& r) { return r.simulated.has_value(); }))
+                : std::min<int>(o->top, static_cast<int>(result.candidates)),
+            result.replay_wall_s);
+        std::cout << format_explore_table(result, o->rows);
+        std::cout << format_fidelity_line(result);
+        if (several) std::cout << best_line(result) << "\n";
+        results.push_back(std::move(result));
+      }
+      if (several) {
+        std::cout << format_platforms_table(results, options.objective, o->rows);
+        return results_have_rows(results) ? 0 : 1;
+      }
+      const ExploreResult& result = results.front();
       if (!o->csv.empty()) write_file_atomically(o->csv, explore_csv(result, o->rows));
       if (!o->json.empty()) write_file_atomically(o->json, explore_json(result, o->rows));
       if (result.rows.empty()) {

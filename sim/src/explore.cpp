@@ -69,9 +69,31 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-bool better_estimate(const ExploreRow& a, const ExploreRow& b) {
-  if (a.estimate.fits != b.estimate.fits) return a.estimate.fits;
-  return a.estimate.iteration_s < b.estimate.iteration_s;
+// An objective's value from a time, money and energy per iteration and tokens per second:
+// lower is better (tokens per dollar negated); +inf where the platform gives no price or power.
+double objective_of(Objective objective, double time_s, double cost_usd, double energy_j,
+                    double tokens_per_s) {
+  switch (objective) {
+    case Objective::time:
+      return time_s;
+    case Objective::money:
+      return cost_usd > 0 ? cost_usd : INFINITY;
+    case Objective::energy:
+      return energy_j > 0 ? energy_j : INFINITY;
+    case Objective::tokens_per_dollar:
+      return cost_usd > 0 ? -tokens_per_s * time_s / cost_usd : INFINITY;
+  }
+  return INFINITY;
+}
+
+// Fitting first, then the objective: by the estimates alone, or by the replay where there is one.
+auto better_estimate(Objective objective) {
+  return [objective](const ExploreRow& a, const ExploreRow& b) {
+    if (a.estimate.fits != b.estimate.fits) return a.estimate.fits;
+    const Estimate &x = a.estimate, &y = b.estimate;
+    return objective_of(objective, x.iteration_s, x.cost_usd, x.energy_j, x.tokens_per_s) <
+           objective_of(objective, y.iteration_s, y.cost_usd, y.energy_j, y.tokens_per_s);
+  };
 }
 
 std::string fmt(const char* f, double v) {
@@ -346,6 +368,52 @@ double ExploreRow::peak_memory() const {
 double ExploreRow::iteration_s() const {
   return simulated ? simulated->iteration_time_s : estimate.iteration_s;
 }
+double ExploreRow::cost_usd() const { return simulated ? simulated->cost_usd : estimate.cost_usd; }
+double ExploreRow::energy_j() const { return simulated ? simulated->energy_j : estimate.energy_j; }
+double ExploreRow::tokens_per_s() const {
+  return simulated ? simulated->tokens_per_s : estimate.tokens_per_s;
+}
+
+double ExploreRow::objective_value(Objective objective) const {
+  return objective_of(objective, iteration_s(), cost_usd(), energy_j(), tokens_per_s());
+}
+
+Objective parse_objective(const std::string& text) {
+  if (text == "time") return Objective::time;
+  if (text == "money") return Objective::money;
+  if (text == "energy") return Objective::energy;
+  if (text == "tokens-per-dollar") return Objective::tokens_per_dollar;
+  throw InputError("--objective: unknown '" + text + "' (known: time, money, energy, tokens-per-dollar)");
+}
+
+std::string_view to_string(Objective objective) {
+  switch (objective) {
+    case Objective::time:
+      return "time";
+    case Objective::money:
+      return "money";
+    case Objective::energy:
+      return "energy";
+    case Objective::tokens_per_dollar:
+      return "tokens-per-dollar";
+  }
+  return "time";
+}
+
+void price_estimate(Estimate& e, int workers, const PlatformSummary& platform) {
+  e.energy_j = 0;
+  e.cost_usd = 0;
+  const double busy = e.iteration_s > 0 ? std::min(1.0, e.compute_s / e.iteration_s) : 0;
+  int left = workers;
+  for (const HostSpec& h : platform.hosts) {
+    if (left <= 0) break;
+    const int used = std::min(left, std::max(1, h.slots));
+    left -= used;
+    const double share = busy * used / std::max(1, h.slots);
+    e.energy_j += e.iteration_s * (h.watts_idle + (h.watts_busy - h.watts_idle) * share);
+    e.cost_usd += h.price_per_hour * e.iteration_s / 3600.0;
+  }
+}
 
 double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {
   STRATA_ASSERT(a.size() == b.size(), "kendall_tau_b: samples of different lengths");
@@ -377,9 +445,11 @@ const ExploreRow* best_row(const ExploreResult& result) {
 
 namespace {
 
-bool better_replay(const ExploreRow& a, const ExploreRow& b) {
-  if (a.fits() != b.fits()) return a.fits();
-  return a.iteration_s() < b.iteration_s();
+auto better_replay(Objective objective) {
+  return [objective](const ExploreRow& a, const ExploreRow& b) {
+    if (a.fits() != b.fits()) return a.fits();
+    return a.objective_value(objective) < b.objective_value(objective);
+  };
 }
 
 // Replays the rows `which` with collectives `mode` (two at a time, each in its own process), or
@@ -458,7 +528,8 @@ void replay_top(ExploreResult& result, std::size_t k, const Model& model, const 
       replay_rows(result, first(k), options.replay.collectives, options.replay.collectives, model, options);
   for (std::size_t i = 0; i < k; ++i)
     if (reports[i]) result.rows[i].simulated = reports[i];
-  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(k), better_replay);
+  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(k),
+                   better_replay(options.objective));
 }
 
 std::size_t ceil_div(std::size_t n, double d) {
@@ -494,7 +565,8 @@ void explore_fidelities(ExploreResult& result, const Model& model, const Explore
     }
   result.rungs[0].kendall_tau = kendall_tau_b(est, agg);
   result.rungs[0].choice = describe_config(result.rows[0].config);  // ranked by estimate
-  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(n1), better_replay);
+  std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(n1),
+                   better_replay(options.objective));
   result.rungs.push_back(FidelityRung{"aggregated", n1, NAN, 0, describe_config(result.rows[0].config)});
   if (top == "step") {
     const std::size_t n2 = std::min(n1, ceil_div(n, eta * eta));
@@ -513,7 +585,7 @@ void explore_fidelities(ExploreResult& result, const Model& model, const Explore
     }
     result.rungs[1].kendall_tau = kendall_tau_b(a, b);
     std::stable_sort(result.rows.begin(), result.rows.begin() + static_cast<std::ptrdiff_t>(n2),
-                     better_replay);
+                     better_replay(options.objective));
     result.rungs.push_back(FidelityRung{"step", stepped, NAN, 0, describe_config(result.rows[0].config)});
   }
   // Regret: every rung's choice timed at the last rung's fidelity (found among the rows, which
@@ -589,10 +661,12 @@ ExploreResult explore(const ExploreOptions& requested) {
   // One Estimator for the whole space: it keeps the layer costs, cuts and memory per model
   // across configurations (the per-configuration work is then O(stages + buckets)).
   Estimator estimator(model, cluster, cost);
-  for (const StrategyConfig& c : enumerate_configs(model, options, platform))
+  for (const StrategyConfig& c : enumerate_configs(model, options, platform)) {
     result.rows.push_back(ExploreRow{c, estimator(c), std::nullopt, std::nullopt, false, ""});
+    price_estimate(result.rows.back().estimate, c.workers(), platform);
+  }
   result.candidates = result.rows.size();
-  std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate);
+  std::stable_sort(result.rows.begin(), result.rows.end(), better_estimate(options.objective));
   result.analytical_wall_s = seconds_since(t0);
   if (options.estimated) options.estimated(result.rows);
   const std::size_t k =

@@ -1,5 +1,6 @@
 // The explorer's outputs: the ranked table, the best line, CSV and JSON (explore.hpp). Every
 // option column prints the value as `--set` writes it, so a row can be re-run as printed.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,47 @@ std::string describe_config(const StrategyConfig& c) {
          std::to_string(microbatch_size(c)) + " per microbatch) recompute=" + o.recompute +
          " sequence_parallel=" + o.sequence_parallel + " zero=" + o.zero + " offload=" + o.offload +
          " interleave=" + o.interleave;
+}
+
+bool results_have_rows(const std::vector<ExploreResult>& results) {
+  for (const ExploreResult& r : results)
+    if (!r.rows.empty()) return true;
+  return false;
+}
+
+std::string format_platforms_table(const std::vector<ExploreResult>& results, Objective objective,
+                                   std::size_t max_rows) {
+  struct Entry {
+    const ExploreResult* result;
+    const ExploreRow* row;
+  };
+  std::vector<Entry> all;
+  for (const ExploreResult& r : results)
+    for (const ExploreRow& row : r.rows) all.push_back({&r, &row});
+  std::stable_sort(all.begin(), all.end(), [objective](const Entry& a, const Entry& b) {
+    if (a.row->fits() != b.row->fits()) return a.row->fits();
+    return a.row->objective_value(objective) < b.row->objective_value(objective);
+  });
+  auto name = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  std::string s = "across platforms, by " + std::string(to_string(objective)) + " (fitting first):\n";
+  char line[768];
+  std::snprintf(line, sizeof line, "%4s  %-24s %4s %-10s %12s %14s %14s %14s  %s\n", "rank", "platform",
+                "fits", "fidelity", "iteration(s)", "USD/iteration", "J/iteration", "tokens/USD",
+                "configuration");
+  s += line;
+  for (std::size_t i = 0; i < all.size() && i < max_rows; ++i) {
+    const ExploreRow& r = *all[i].row;
+    const double usd = r.cost_usd();
+    std::snprintf(line, sizeof line, "%4zu  %-24s %4s %-10s %12.5g %14.6g %14.6g %14s  %s\n", i + 1,
+                  name(all[i].result->platform).c_str(), r.fits() ? "yes" : "no",
+                  r.simulated ? r.simulated->collectives.c_str() : "analytical", r.iteration_s(), usd,
+                  r.energy_j(), usd > 0 ? fmt("%.6g", r.tokens_per_s() * r.iteration_s() / usd).c_str() : "-",
+                  describe_config(r.config).c_str());
+    s += line;
+  }
+  if (all.empty() || !all.front().row->fits()) return s + "best across platforms: none fits\n";
+  return s + "best across platforms: " + name(all.front().result->platform) + ": " +
+         describe_config(all.front().row->config) + "\n";
 }
 
 std::string format_fidelity_line(const ExploreResult& result) {

@@ -354,6 +354,37 @@ TEST_F(Cli, ValidateRunsAPlanThroughTheStoreInFunctions) {
       "--function-memory: conflicts with --no-pin");
 }
 
+// A validation and a real run in the results store (docs/results.md): the validation's row holds
+// the prediction, the measured median and the error it printed; the run's row its accuracy per
+// epoch, written after each epoch.
+TEST_F(Cli, ValidateAndRunKeepTheirRowsInTheStore) {
+  write("c.json", kCalibration);
+  Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") +
+                  " --runs 2 --warmup 1 --no-pin --perfetto '' --svg '' --db " + path("v.db"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Outcome q = run("query --db " + path("v.db") + " --json");
+  ASSERT_EQ(q.rc, 0) << q.err;
+  nlohmann::json rows = nlohmann::json::parse(q.out)["rows"];
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["fidelity"], "validate");
+  EXPECT_EQ(rows[0]["command"], "validate");
+  const double predicted = rows[0]["iteration_time_s"], measured = rows[0]["measured_iteration_time_s"];
+  EXPECT_NEAR(rows[0]["error_pct"].get<double>(), 100 * (predicted - measured) / measured, 1e-9);
+  char line[64];
+  std::snprintf(line, sizeof line, "error %+.1f %%", rows[0]["error_pct"].get<double>());
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  r = run("run --model mlp --strategy dp=2 --epochs 2 --no-pin --db " + path("r.db"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  rows = nlohmann::json::parse(run("query --db " + path("r.db") + " --json").out)["rows"];
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["fidelity"], "real");
+  const nlohmann::json curve = nlohmann::json::parse(rows[0]["accuracy"].get<std::string>());
+  ASSERT_EQ(curve.size(), 2u);
+  EXPECT_EQ(curve[1]["epoch"], 2);
+  EXPECT_GT(curve[1]["test_accuracy"].get<double>(), 0.5);
+  EXPECT_GT(rows[0]["samples_per_s"].get<double>(), 0);
+}
+
 TEST_F(Cli, ValidateComparesTheSameTasksAndWritesBothTracesAndThePlot) {
   write("c.json", kCalibration);
   Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") +

@@ -134,6 +134,49 @@ TEST_F(Query, SuccessiveHalvingAcrossFidelitiesPicksTheBestOfReplayingEveryConfi
   expect_one_line_error(run(kSweep + " --fidelity step --eta 1"), "--eta");
 }
 
+// Two platforms in one sweep, ranked by money: every estimate is priced on its platform (16
+// workers fill two DGX hosts: USD 40.96 an hour each on a100-cluster-64, 98.32 on
+// h100-cluster-1024, as their files say), the table across platforms is ordered by USD per
+// iteration among fitting rows, and the store holds both platforms' rows.
+TEST_F(Query, SeveralPlatformsRankedByMoney) {
+  const Outcome r =
+      run("explore --platform a100-cluster-64.xml --platform h100-cluster-1024.xml --model gpt2-small "
+          "--set layers=2 --workers 16 --objective money --top 2 --rows 8");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto at = r.out.find("across platforms, by money (fitting first):\n");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best across platforms: "), std::string::npos);
+  std::vector<std::string> table = lines(r.out.substr(at));
+  ASSERT_GE(table.size(), 10u);
+  double previous = 0;
+  for (std::size_t i = 2; i < 10; ++i) {  // rank platform fits fidelity iteration USD ...
+    std::istringstream in(table[i]);
+    std::string rank, platform, fits, fidelity;
+    double iteration = 0, usd = 0;
+    in >> rank >> platform >> fits >> fidelity >> iteration >> usd;
+    ASSERT_EQ(fits, "yes") << table[i];
+    EXPECT_GE(usd, previous) << table[i];
+    previous = usd;
+  }
+  for (const auto& [platform, price] : {std::pair<std::string, double>{"a100-cluster-64.xml", 40.96},
+                                        std::pair<std::string, double>{"h100-cluster-1024.xml", 98.32}}) {
+    const std::vector<std::string> row = lines(
+        run("query --sql \"select iteration_time_s, cost_usd from results where fidelity = 'analytical' and "
+            "platform = '" +
+            platform + "' order by key limit 1\" --csv")
+            .out);
+    ASSERT_EQ(row.size(), 2u);
+    const double t = std::stod(row[1].substr(0, row[1].find(','))),
+                 usd = std::stod(row[1].substr(row[1].find(',') + 1));
+    EXPECT_NEAR(usd, 2 * price * t / 3600, 1e-5 * usd) << platform;  // CSV: 6 significant digits
+  }
+  expect_one_line_error(
+      run("explore --platform a100-node-8.xml --platform a100-cluster-64.xml --model gpt2-small "
+          "--set layers=2 --top 0 --csv e.csv"),
+      "--platform: several platforms write no best-configuration files or table files");
+  expect_one_line_error(run(kSweep + " --objective speed"), "--objective");
+}
+
 TEST_F(Query, ListsFiltersRanksFrontsAndCompares) {
   ASSERT_EQ(run(kExplore).rc, 0);
   const Outcome all = run("query");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -258,6 +259,43 @@ TEST(Explore, DefaultExplorationAnalyticalWithinFifteenPercent) {
                 std::string(to_string(row.config.schedule)).c_str(), est, sim, 100 * (est - sim) / sim);
     EXPECT_NEAR(est, sim, 0.15 * sim) << row.config.to_string();
   }
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// Kendall's tau-b, against values worked by hand: identical orders 1, reversed -1; with a tie
+// in the first sample (a = 1, 1, 2; b = 1, 2, 3): one concordant pair of three counted, two
+// pairs left, one tied in a only: (2 - 0) / sqrt((2 + 0 + 1) * (2 + 0 + 0)) = 2 / sqrt(6).
+TEST(ExploreFidelities, KendallTauB) {
+  EXPECT_DOUBLE_EQ(kendall_tau_b({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(kendall_tau_b({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  EXPECT_NEAR(kendall_tau_b({1, 1, 2}, {1, 2, 3}), 2 / std::sqrt(6.0), 1e-12);
+  EXPECT_TRUE(std::isnan(kendall_tau_b({1}, {2})));
+}
+
+// An estimate's money and energy: 12 workers fill a host of 8 slots and 4 of the next; each
+// used host costs its price for the iteration and draws idle power plus (busy - idle) times the
+// busy share of its slots (compute 0.5 s of a 2 s iteration: 0.25 on all 8 slots, 0.125 on 4).
+TEST(ExploreFidelities, EstimatesArePricedOnTheHostsTheyUse) {
+  PlatformSummary p;
+  for (int h = 0; h < 3; ++h) {
+    HostSpec s;
+    s.slots = 8;
+    s.price_per_hour = 36;
+    s.watts_idle = 100;
+    s.watts_busy = 900;
+    p.hosts.push_back(s);
+  }
+  Estimate e;
+  e.iteration_s = 2;
+  e.compute_s = 0.5;
+  price_estimate(e, 12, p);
+  EXPECT_DOUBLE_EQ(e.cost_usd, 2 * 36 * 2 / 3600.0);
+  EXPECT_DOUBLE_EQ(e.energy_j, 2 * (100 + 800 * 0.25) + 2 * (100 + 800 * 0.125));
 }
 
 }  // namespace

@@ -46,6 +46,12 @@ std::vector<std::string> searchable_keys();
 
 struct ExploreRow;
 
+// What the explorer ranks by, fitting configurations first: iteration time, money or energy per
+// iteration (lowest first), or tokens per dollar (highest first).
+enum class Objective : std::uint8_t { time, money, energy, tokens_per_dollar };
+Objective parse_objective(const std::string& text);  // InputError naming --objective
+std::string_view to_string(Objective objective);
+
 struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
@@ -87,6 +93,7 @@ struct ExploreOptions {
   // successive-halving factor (>= 2).
   std::optional<std::string> fidelity;
   int eta = 3;
+  Objective objective = Objective::time;
 };
 
 // One fidelity of a multi-fidelity search: how many configurations it evaluated, and how its
@@ -111,9 +118,14 @@ struct ExploreRow {
   bool reduced = false;              // replayed as one DP replica with full DP allreduce flows
   std::string not_replayed;          // why a top-K row was not replayed (the lowering's refusal), else ""
 
-  bool fits() const;           // the replay's verdict, else the estimate's
-  double peak_memory() const;  // B per GPU, the replay's, else the estimate's
-  double iteration_s() const;  // s, the replay's, else the estimate's
+  bool fits() const;            // the replay's verdict, else the estimate's
+  double peak_memory() const;   // B per GPU, the replay's, else the estimate's
+  double iteration_s() const;   // s, the replay's, else the estimate's
+  double cost_usd() const;      // USD per iteration, the replay's, else the estimate's
+  double energy_j() const;      // J per iteration, the replay's, else the estimate's
+  double tokens_per_s() const;  // the replay's, else the estimate's
+  // The objective's value, lower is better (tokens per dollar negated; +inf when unpriced).
+  double objective_value(Objective objective) const;
 };
 
 struct ExploreResult {
@@ -139,6 +151,12 @@ std::string format_fidelity_line(const ExploreResult& result);
 // Valid configurations, in a deterministic order.
 std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreOptions& options,
                                               const PlatformSummary& platform);
+
+// `e`'s energy and money per iteration: the workers fill the platform's hosts in order; each host
+// used draws its idle power plus (busy - idle) times its slots' busy share (the estimate's
+// compute time over its iteration, on the slots the workers take), as the replay's report
+// does, and costs its price per hour.
+void price_estimate(Estimate& e, int workers, const PlatformSummary& platform);
 
 // Cluster figures for the analytical model, from a platform summary.
 ClusterSpec cluster_spec(const PlatformSummary& platform);
@@ -182,6 +200,13 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
 // GPU)", or, when no configuration fits, "best: none — none of the N configurations fits in
 // 80.0 GiB per GPU; least memory: <configuration> needs 95.2 GiB per GPU (15.2 GiB over)".
 std::string best_line(const ExploreResult& result);
+
+// Several platforms' explorations ranked together by `objective` (fitting first): rank, platform,
+// fits, fidelity (estimate or the replay's), iteration (s), USD and J per iteration, tokens per
+// USD, configuration; the first max_rows rows, then "best across platforms: <platform>: ...".
+std::string format_platforms_table(const std::vector<ExploreResult>& results, Objective objective,
+                                   std::size_t max_rows);
+bool results_have_rows(const std::vector<ExploreResult>& results);
 
 // The same rows as the table (every row up to max_rows), as CSV with a header line, and as JSON
 // {"format":"strata-explore","schema_version":1, "model", "platform", "workers", "gpu_memory_bytes",

@@ -88,6 +88,10 @@ struct Estimate {
   double mfu = 0;                // model FLOP/s / (workers x peak FLOP/s of the dtype)
   double hfu = 0;                // hardware FLOP/s (recomputation counted) / the same peak, <= 1
   bool fits = true;              // peak memory <= host.gpu_memory (true when that is unknown)
+  // Per iteration, on the hosts the workers fill in order (the explorer prices them from its
+  // platform: price_estimate in sim/explore.hpp); 0 when the hosts give no price or power.
+  double energy_j = 0;
+  double cost_usd = 0;
 };
 
 // Time of one collective over `ranks` ranks, each holding `bytes`, on links of per-flow
