@@ -45,6 +45,7 @@ struct ValidateOptions {
   std::string perfetto = "validation.perfetto.json";
   std::string svg = "validation.svg";
   std::string json;
+  std::string csv;
   bool no_pin = false;
   double cpu_share = 1;               // each worker's, in functions of less than one vCPU (--function-memory)
   bool speedup = false;               // also the same flags on 1 worker, runs alternated
@@ -288,6 +289,25 @@ int report(const Plan& plan, const ValidateOptions& o, Simulation s, const Measu
                                                          "): predicted vs measured task durations"));
     std::printf("predicted vs measured task durations -> %s\n", o.svg.c_str());
   }
+  if (!o.csv.empty()) {  // the printed table: the iteration, then each task kind
+    std::vector<nlohmann::json> rows;
+    rows.push_back({{"row", "iteration"},
+                    {"tasks", plan.size()},
+                    {"predicted_s", predicted},
+                    {"measured_s", measured},
+                    {"error_pct", 100 * (predicted - measured) / measured}});
+    for (const KindComparison& k : cmp.kinds)
+      rows.push_back({{"row", std::string(to_string(k.kind))},
+                      {"tasks", k.tasks},
+                      {"predicted_s", k.predicted_total_s},
+                      {"measured_s", k.measured_total_s},
+                      {"median_abs_error_pct", 100 * k.median_abs_error},
+                      {"p90_abs_error_pct", 100 * k.p90_abs_error}});
+    write_table_files(rows,
+                      {"row", "tasks", "predicted_s", "measured_s", "error_pct", "median_abs_error_pct",
+                       "p90_abs_error_pct"},
+                      o.csv, "", {}, "rows");
+  }
   if (!o.json.empty()) {
     const ValidationRun run{plan.info.model,
                             plan.info.strategy,
@@ -395,6 +415,7 @@ void add_validate_command(CLI::App& app, Action& action) {
                     "predicted and measured traces side by side (\"\" to skip)");
   add_output_option(*cmd, "--svg", o->svg, "plot of predicted vs measured task durations (\"\" to skip)");
   add_output_option(*cmd, "--json", o->json, "the figures as JSON");
+  add_output_option(*cmd, "--csv", o->csv, "the table (iteration, then each task kind) as CSV");
   add_db_flags(*cmd, o->db, true);
   cmd->add_flag("--no-pin", o->no_pin, "do not pin worker threads to cores");
   cmd->add_flag(

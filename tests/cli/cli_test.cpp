@@ -360,8 +360,15 @@ TEST_F(Cli, ValidateRunsAPlanThroughTheStoreInFunctions) {
 TEST_F(Cli, ValidateAndRunKeepTheirRowsInTheStore) {
   write("c.json", kCalibration);
   Outcome r = run("validate --model mlp --strategy dp=2 --calibration " + path("c.json") +
-                  " --runs 2 --warmup 1 --no-pin --perfetto '' --svg '' --db " + path("v.db"));
+                  " --runs 2 --warmup 1 --no-pin --perfetto '' --svg '' --db " + path("v.db") + " --csv " +
+                  path("v.csv"));
   ASSERT_EQ(r.rc, 0) << r.err;
+  // The printed table as CSV too: the iteration first, then a row per task kind.
+  const std::string csv = slurp(path("v.csv"));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "row,tasks,predicted_s,measured_s,error_pct,median_abs_error_pct,p90_abs_error_pct");
+  EXPECT_NE(csv.find("\niteration,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nlinear_fwd,"), std::string::npos) << csv;
   Outcome q = run("query --db " + path("v.db") + " --json");
   ASSERT_EQ(q.rc, 0) << q.err;
   nlohmann::json rows = nlohmann::json::parse(q.out)["rows"];
