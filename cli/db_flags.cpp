@@ -63,9 +63,13 @@ std::vector<std::string> replay_settings(const ReplayFlags& flags, const ReplayO
 }
 
 std::string platform_hash(const std::string& platform_path, const std::vector<std::string>& settings) {
-  std::string bytes = platform_path.empty() ? std::string() : file_bytes(platform_path, "--platform");
-  for (const std::string& s : settings) bytes += std::string(1, '\0') + s;
-  return hex64(fnv1a64(bytes));
+  return platform_text_hash(platform_path.empty() ? std::string() : file_bytes(platform_path, "--platform"),
+                            settings);
+}
+
+std::string platform_text_hash(std::string platform_text, const std::vector<std::string>& settings) {
+  for (const std::string& s : settings) platform_text += std::string(1, '\0') + s;
+  return hex64(fnv1a64(platform_text));
 }
 
 ResultRow report_row(const Report& r, const std::string& command, const std::optional<Experiment>& experiment,

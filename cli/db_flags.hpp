@@ -38,6 +38,8 @@ std::vector<std::string> replay_settings(const ReplayFlags& flags, const ReplayO
 
 // FNV-1a 64 (16 hex digits) of the platform file's bytes and each setting ("" path: no file).
 std::string platform_hash(const std::string& platform_path, const std::vector<std::string>& settings);
+// The same over a platform's text (one generated, not read from a file).
+std::string platform_text_hash(std::string platform_text, const std::vector<std::string>& settings);
 
 // The row of a replay: fidelity from the report's collectives (step or aggregated), the spec
 // when `experiment` is known (else the Plan's hash from the report).

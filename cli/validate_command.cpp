@@ -202,16 +202,9 @@ void store_validation(const ValidateOptions& o, const Plan& plan, const Simulati
   settings.push_back("device: " + o.device);
   settings.push_back(std::string("pinned: ") + (o.no_pin ? "no" : "yes"));
   settings.push_back("cpu_share: " + std::to_string(o.cpu_share));
-  std::string hash;
-  if (s.platform.empty()) {  // this machine's, generated from the calibration: its text
-    std::string bytes = s.platform_xml;
-    for (const std::string& one : settings) bytes += std::string(1, '\0') + one;
-    char text[20];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
-    hash = text;
-  } else {
-    hash = platform_hash(platform, settings);
-  }
+  // This machine's platform, generated from the calibration, is hashed by its text.
+  const std::string hash =
+      s.platform.empty() ? platform_text_hash(s.platform_xml, settings) : platform_hash(platform, settings);
   ResultRow row = report_row(predicted, "validate", std::nullopt, hash, plan.info.strategy);
   row.key.experiment_hash = plan.info.experiment_hash;
   row.key.fidelity = "validate";
