@@ -6,6 +6,7 @@
 #include <string>
 
 #include "strata/models/cost/cost_model.hpp"
+#include "strata/sim/explore.hpp"
 
 namespace strata::cli {
 
@@ -16,7 +17,13 @@ void add_models_command(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
 void add_simulate_command(CLI::App& app, Action& action);
 void add_trace_export_command(CLI::App& app, Action& action);
-void add_explore_command(CLI::App& app, Action& action);
+// explore under mpirun: runs the sweep on every rank of the MPI job with that rank's shards and
+// returns the exit status (strata's executable in a build with MPI: explore_over_mpi); empty in
+// strata-sim and builds without MPI, where explore started by mpirun is refused in one line.
+using OverMpi = std::function<int(const std::function<int(const ExploreShards&)>&)>;
+void add_explore_command(CLI::App& app, Action& action, OverMpi over_mpi = {});
+// The sweep on the ranks of the MPI job this process belongs to (cli/real_run.cpp).
+int explore_over_mpi(const std::function<int(const ExploreShards&)>& sweep);
 void add_validate_published_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
@@ -37,5 +44,7 @@ int run_mpi_probe(const std::string& output);
 
 // True when stderr is a terminal: progress is shown only then.
 bool progress_wanted();
+// True when this process was started by mpirun (OpenMPI's or a PMI launcher's environment).
+bool launched_by_mpirun();
 
 }  // namespace strata::cli

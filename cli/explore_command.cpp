@@ -46,31 +46,34 @@ void store_explore_rows(ResultsStore& store, ExploreOptions& options, const Repl
   };
 }
 
+// explore's flags, and the sweep they ask for (on this rank of an MPI job, or alone).
+struct ExploreCommandOptions {
+  CommonFlags flags;
+  int top = 5;
+  bool cross_host_tp = false;
+  // The best configuration's files: none unless asked for (hundreds of MB for the largest
+  // models, so writing them by default would fill the folder explore runs in).
+  std::string trace;
+  std::string perfetto;
+  std::string svg;
+  std::string csv;
+  std::string json;
+  ReplayFlags replay;
+  DbFlags db;
+  std::size_t rows = 20;
+  std::string fidelity;
+  int eta = 3;
+  std::string objective = "time";
+  std::vector<std::string> platforms{"platforms/a100-cluster-64.xml"};
+  const CLI::Option* top_option = nullptr;
+  int sweep(const ExploreShards& shards) const;
+};
+
 }  // namespace
 
-void add_explore_command(CLI::App& app, Action& action) {
+void add_explore_command(CLI::App& app, Action& action, OverMpi over_mpi) {
   auto* cmd = app.add_subcommand("explore", "rank every parallel configuration of a model on a platform");
-  struct Options {
-    CommonFlags flags;
-    int top = 5;
-    bool cross_host_tp = false;
-    // The best configuration's files: none unless asked for (hundreds of MB for the largest
-    // models, so writing them by default would fill the folder explore runs in).
-    std::string trace;
-    std::string perfetto;
-    std::string svg;
-    std::string csv;
-    std::string json;
-    ReplayFlags replay;
-    DbFlags db;
-    std::size_t rows = 20;
-    std::string fidelity;
-    int eta = 3;
-    std::string objective = "time";
-    std::vector<std::string> platforms{"platforms/a100-cluster-64.xml"};
-    const CLI::Option* top_option = nullptr;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ExploreCommandOptions>();
   o->flags.model = "gpt3-13b";
   add_common_flags(*cmd, o->flags, false);
   // --platform, repeatable: one sweep over several platforms, ranked together.
@@ -101,92 +104,112 @@ void add_explore_command(CLI::App& app, Action& action) {
   add_replay_flags(*cmd, o->replay);
   add_db_flags(*cmd, o->db, true);
   cmd->add_option("--rows", o->rows, "rows of the table to print")->transform(whole_number(0));
-  cmd->callback([&action, o] {
+  cmd->callback([&action, o, over_mpi] {
     o->flags.platform = o->platforms.front();
-    action = [o] {
-      ExploreOptions options;
-      CommonFlags flags = o->flags;
-      flags.workers = 0;  // the explorer chooses dp/tp/pp
-      const Experiment e = experiment_of(flags);
-      if (e.solver.solver != Solver::backprop)
-        throw InputError("--solver " + flags.solver + ": this command runs backprop only");
-      options.model = e.model;
-      options.experiment = e;
-      options.base = strategy_of(e, model_of(e));  // dtype, optimizer, batch, ...
-      for (const std::string& key : model_keys(e.model))
-        if (const std::string value = set_value_text(e, key); !value.empty())
-          options.model_overrides[key] = value;
-      if (o->flags.workers < 0) throw InputError("--workers: negative value");
-      options.workers = o->flags.workers > 0 || o->flags.spec.empty() ? o->flags.workers : e.workers();
-      options.top_k = o->top;
-      if (!o->fidelity.empty()) {
-        if (o->top_option->count() > 0)
-          throw InputError("--top: conflicts with --fidelity (it chooses what to replay)");
-        options.fidelity = o->fidelity;
-        options.eta = o->eta;
+    action = [o, over_mpi] {
+      if (launched_by_mpirun()) {
+        if (!over_mpi)
+          throw InputError(
+              "explore: started by mpirun, but this executable has no MPI (run strata, "
+              "built with libopenmpi-dev, under mpirun)");
+        return over_mpi([o](const ExploreShards& shards) { return o->sweep(shards); });
       }
-      options.objective = parse_objective(o->objective);
-      options.allow_cross_host_tp = o->cross_host_tp;
-      options.replay = replay_options(o->replay);
-      options.progress = progress_wanted();
-      const bool several = o->platforms.size() > 1;
-      if (several)
-        for (const std::string* f : {&o->trace, &o->perfetto, &o->svg, &o->csv, &o->json})
-          if (!f->empty())
-            throw InputError(
-                "--platform: several platforms write no best-configuration files or table files "
-                "(strata query reads their rows from the store)");
-      options.best_trace_path = o->trace;
-      options.best_perfetto_path = o->perfetto;
-      options.best_svg_path = o->svg;
-      std::unique_ptr<ResultsStore> store = open_results_store(o->db);
-      std::vector<ExploreResult> results;
-      for (const std::string& given : o->platforms) {
-        ExploreOptions one = options;
-        one.platform = resolve_platform(given);
-        if (store) store_explore_rows(*store, one, o->replay);
-        ExploreResult result = explore(one);
-        std::printf(
-            "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s\n",
-            result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
-            result.analytical_wall_s,
-            options.fidelity
-                ? static_cast<int>(std::count_if(result.rows.begin(), result.rows.end(),
-                                                 [](const ExploreRow& r) { return r.simulated.has_value(); }))
-                : std::min<int>(o->top, static_cast<int>(result.candidates)),
-            result.replay_wall_s);
-        std::cout << format_explore_table(result, o->rows);
-        std::cout << format_fidelity_line(result);
-        if (several) std::cout << best_line(result) << "\n";
-        results.push_back(std::move(result));
-      }
-      if (several) {
-        std::cout << format_platforms_table(results, options.objective, o->rows);
-        return results_have_rows(results) ? 0 : 1;
-      }
-      const ExploreResult& result = results.front();
-      if (!o->csv.empty()) write_file_atomically(o->csv, explore_csv(result, o->rows));
-      if (!o->json.empty()) write_file_atomically(o->json, explore_json(result, o->rows));
-      if (result.rows.empty()) {
-        std::printf("no valid configuration\n");
-        return 1;
-      }
-      std::string files;
-      for (const std::string* f : {&o->trace, &o->perfetto, &o->svg})
-        if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
-      const ExploreRow* best = best_row(result);
-      const bool written = best != nullptr && best->simulated.has_value();
-      std::printf("%s%s%s\n", best_line(result).c_str(), written && !files.empty() ? " -> " : "",
-                  written ? files.c_str() : "");
-      if (!written && !files.empty())
-        std::fprintf(stderr, "explore: %s not written: %s\n", files.c_str(),
-                     best == nullptr ? "no configuration fits"
-                     : best->not_replayed.empty()
-                         ? "the best configuration was not replayed (--top 0)"
-                         : ("the best configuration was not replayed: " + best->not_replayed).c_str());
-      return 0;
+      return o->sweep(ExploreShards{});
     };
   });
+}
+
+int ExploreCommandOptions::sweep(const ExploreShards& shards) const {
+  // Under mpirun every rank sweeps (its share of the replays); rank 0 alone keeps the store,
+  // prints and writes files.
+  const bool speaks = shards.rank == 0;
+  ExploreOptions options;
+  CommonFlags chosen = flags;
+  chosen.workers = 0;  // the explorer chooses dp/tp/pp
+  const Experiment e = experiment_of(chosen);
+  if (e.solver.solver != Solver::backprop)
+    throw InputError("--solver " + flags.solver + ": this command runs backprop only");
+  options.model = e.model;
+  options.experiment = e;
+  options.base = strategy_of(e, model_of(e));  // dtype, optimizer, batch, ...
+  for (const std::string& key : model_keys(e.model))
+    if (const std::string value = set_value_text(e, key); !value.empty())
+      options.model_overrides[key] = value;
+  if (flags.workers < 0) throw InputError("--workers: negative value");
+  options.workers = flags.workers > 0 || flags.spec.empty() ? flags.workers : e.workers();
+  options.top_k = top;
+  if (!fidelity.empty()) {
+    if (top_option->count() > 0)
+      throw InputError("--top: conflicts with --fidelity (it chooses what to replay)");
+    options.fidelity = fidelity;
+    options.eta = eta;
+  }
+  options.objective = parse_objective(objective);
+  options.allow_cross_host_tp = cross_host_tp;
+  options.replay = replay_options(replay);
+  options.progress = progress_wanted() && speaks;
+  options.shards = shards;
+  const bool several = platforms.size() > 1;
+  if (several)
+    for (const std::string* f : {&trace, &perfetto, &svg, &csv, &json})
+      if (!f->empty())
+        throw InputError(
+            "--platform: several platforms write no best-configuration files or table files "
+            "(strata query reads their rows from the store)");
+  if (speaks) {
+    options.best_trace_path = trace;
+    options.best_perfetto_path = perfetto;
+    options.best_svg_path = svg;
+  }
+  std::unique_ptr<ResultsStore> store = speaks ? open_results_store(db) : nullptr;
+  std::vector<ExploreResult> results;
+  for (const std::string& given : platforms) {
+    ExploreOptions one = options;
+    one.platform = resolve_platform(given);
+    if (store) store_explore_rows(*store, one, replay);
+    ExploreResult result = explore(one);
+    if (!speaks) continue;
+    std::printf(
+        "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s%s\n",
+        result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,
+        result.analytical_wall_s,
+        options.fidelity
+            ? static_cast<int>(std::count_if(result.rows.begin(), result.rows.end(),
+                                             [](const ExploreRow& r) { return r.simulated.has_value(); }))
+            : std::min<int>(top, static_cast<int>(result.candidates)),
+        result.replay_wall_s,
+        shards.size > 1 ? (" over " + std::to_string(shards.size) + " MPI ranks").c_str() : "");
+    std::cout << format_explore_table(result, rows);
+    std::cout << format_fidelity_line(result);
+    if (several) std::cout << best_line(result) << "\n";
+    results.push_back(std::move(result));
+  }
+  if (!speaks) return 0;
+  if (several) {
+    std::cout << format_platforms_table(results, options.objective, rows);
+    return results_have_rows(results) ? 0 : 1;
+  }
+  const ExploreResult& result = results.front();
+  if (!csv.empty()) write_file_atomically(csv, explore_csv(result, rows));
+  if (!json.empty()) write_file_atomically(json, explore_json(result, rows));
+  if (result.rows.empty()) {
+    std::printf("no valid configuration\n");
+    return 1;
+  }
+  std::string files;
+  for (const std::string* f : {&trace, &perfetto, &svg})
+    if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+  const ExploreRow* best = best_row(result);
+  const bool written = best != nullptr && best->simulated.has_value();
+  std::printf("%s%s%s\n", best_line(result).c_str(), written && !files.empty() ? " -> " : "",
+              written ? files.c_str() : "");
+  if (!written && !files.empty())
+    std::fprintf(stderr, "explore: %s not written: %s\n", files.c_str(),
+                 best == nullptr ? "no configuration fits"
+                 : best->not_replayed.empty()
+                     ? "the best configuration was not replayed (--top 0)"
+                     : ("the best configuration was not replayed: " + best->not_replayed).c_str());
+  return 0;
 }
 
 }  // namespace strata::cli

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 
@@ -15,6 +16,12 @@
 namespace strata::cli {
 
 bool progress_wanted() { return ::isatty(STDERR_FILENO) != 0; }
+
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
 
 namespace {
 
@@ -64,7 +71,11 @@ int main(int argc, char** argv) {
   strata::cli::add_plan_command(app, action);
   strata::cli::add_simulate_command(app, action);
   strata::cli::add_trace_export_command(app, action);
+#if STRATA_HAVE_MPI
+  strata::cli::add_explore_command(app, action, strata::cli::explore_over_mpi);
+#else
   strata::cli::add_explore_command(app, action);
+#endif
   strata::cli::add_validate_published_command(app, action);
   strata::cli::add_spec_command(app, action);
   strata::cli::add_schedule_command(app, action);

@@ -1,9 +1,16 @@
 #include "real_run.hpp"
 
+#if STRATA_HAVE_MPI
+#include <mpi.h>
+#endif
+
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "commands.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/real/exec/task_runner.hpp"
 #if STRATA_HAVE_CUDA
@@ -104,7 +111,7 @@ void throw_no_mpi() {
 int on_mpi_ranks(int processes, const std::string& what, const std::string& command,
                  const std::function<int(const real::MpiSession&)>& work) {
   real::MpiSession session;
-  if (session.size() != processes) {
+  if (processes > 0 && session.size() != processes) {
     if (session.rank() == 0)
       std::fprintf(stderr,
                    "strata: error: --transport mpi: world size %d does not match the %s's %d workers "
@@ -121,6 +128,55 @@ int on_mpi_ranks(int processes, const std::string& what, const std::string& comm
   }
   std::fflush(stderr);
   session.abort(1);
+}
+#endif
+
+#if STRATA_HAVE_MPI
+// explore's sharding over the ranks of an MPI job: texts travel as bytes on MPI_COMM_WORLD.
+namespace {
+
+ExploreShards mpi_shards(const real::MpiSession& session) {
+  ExploreShards shards;
+  shards.rank = session.rank();
+  shards.size = session.size();
+  shards.broadcast = [](const std::string& text) {
+    unsigned long long size = text.size();
+    MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    std::string out = text;
+    out.resize(size);
+    if (size > static_cast<unsigned long long>(INT_MAX)) throw InputError("explore: a broadcast above 2 GB");
+    MPI_Bcast(out.data(), static_cast<int>(size), MPI_CHAR, 0, MPI_COMM_WORLD);
+    return out;
+  };
+  shards.all_gather = [ranks = session.size()](const std::string& mine) {
+    const int size = static_cast<int>(mine.size());
+    if (mine.size() > static_cast<std::size_t>(INT_MAX))
+      throw InputError("explore: a rank's results above 2 GB");
+    std::vector<int> sizes(static_cast<std::size_t>(ranks)), offsets(static_cast<std::size_t>(ranks));
+    MPI_Allgather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    long long total = 0;
+    for (int r = 0; r < ranks; ++r) {
+      offsets[static_cast<std::size_t>(r)] = static_cast<int>(total);
+      total += sizes[static_cast<std::size_t>(r)];
+      if (total > INT_MAX) throw InputError("explore: the ranks' results above 2 GB");
+    }
+    std::string all(static_cast<std::size_t>(total), '\0');
+    MPI_Allgatherv(mine.data(), size, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR,
+                   MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    for (int r = 0; r < ranks; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)])));
+    return out;
+  };
+  return shards;
+}
+
+}  // namespace
+
+int explore_over_mpi(const std::function<int(const ExploreShards&)>& sweep) {
+  return on_mpi_ranks(0, "sweep", "explore",
+                      [&](const real::MpiSession& session) { return sweep(mpi_shards(session)); });
 }
 #endif
 

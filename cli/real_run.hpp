@@ -45,11 +45,12 @@ real::ExecutorFactory<T> executor_for(const std::string& device, real::Backend& 
 [[noreturn]] void throw_no_mpi();
 
 #if STRATA_HAVE_MPI
-// Runs `work` on every rank of the MPI job started by mpirun and returns its exit status. A world
-// of other than `processes` ranks is refused in one line from rank 0 ("world size 3 does not match
-// the <what>'s 2 workers (run mpirun -np 2 strata <command> ...)"), and every rank returns 1. An
-// exception on one rank is printed there (one line naming the rank) and aborts the whole job:
-// returning would leave the other ranks waiting for it forever.
+// Runs `work` on every rank of the MPI job started by mpirun and returns its exit status
+// (`processes` 0: any world size). A world of other than `processes` ranks is refused in one line
+// from rank 0 ("world size 3 does not match the <what>'s 2 workers (run mpirun -np 2 strata
+// <command> ...)"), and every rank returns 1. An exception on one rank is printed there (one line
+// naming the rank) and aborts the whole job: returning would leave the other ranks waiting for it
+// forever.
 int on_mpi_ranks(int processes, const std::string& what, const std::string& command,
                  const std::function<int(const real::MpiSession&)>& work);
 #endif

@@ -461,8 +461,7 @@ std::vector<std::optional<Report>> replay_rows(ExploreResult& result, const std:
                                                const ExploreOptions& options) {
   const auto t1 = Clock::now();
   std::vector<std::optional<Report>> out(which.size());
-  std::vector<std::function<std::string()>> jobs;
-  std::vector<std::size_t> replayed;  // positions in `which`
+  std::vector<std::pair<std::size_t, StrategyConfig>> wanted;  // positions in `which`, as lowered
   for (std::size_t w = 0; w < which.size(); ++w) {
     ExploreRow& row = result.rows[which[w]];
     StrategyConfig config = row.config;
@@ -480,26 +479,77 @@ std::vector<std::optional<Report>> replay_rows(ExploreResult& result, const std:
                              static_cast<double>(options.max_replay_tasks) / 1e6);
       continue;
     }
-    if (options.stored_replay)
-      if (std::optional<Report> stored = options.stored_replay(config, lookup)) {  // a resumed sweep
-        out[w] = std::move(stored);
-        continue;
-      }
-    replayed.push_back(w);
-    jobs.push_back([&model, config, &options, mode] { return replay_job(model, config, options, mode); });
+    wanted.emplace_back(w, config);
   }
-  std::vector<std::string> reports =
-      run_in_children(jobs, options.parallel, [&](std::size_t n, const std::string& report) {
-        if (options.progress)
-          std::cerr << "explore: replayed " << n + 1 << " of " << jobs.size() << " ("
-                    << fmt("%.1f s", seconds_since(t1)) << ")\n";
-        const nlohmann::json j = nlohmann::json::parse(report);
-        if (!options.replayed || j.contains("not_replayed")) return;
-        const ExploreRow& row = result.rows[which[replayed[n]]];
-        StrategyConfig config = row.config;
-        if (row.reduced) config.lowered_replicas = 1;
-        options.replayed(config, report_from_json(j));
-      });
+  // A resumed sweep takes what the store holds; under MPI, rank 0's store answers for every rank.
+  std::vector<std::optional<Report>> stored(wanted.size());
+  if (options.stored_replay)
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+      stored[i] = options.stored_replay(wanted[i].second, lookup);
+  const ExploreShards& shards = options.shards;
+  if (shards.size > 1) {
+    nlohmann::json found = nlohmann::json::array();
+    for (const std::optional<Report>& r : stored) found.push_back(r ? report_to_json(*r) : nlohmann::json());
+    const nlohmann::json all = nlohmann::json::parse(shards.broadcast(found.dump()));
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+      stored[i] = all.at(i).is_null() ? std::nullopt : std::optional<Report>(report_from_json(all.at(i)));
+  }
+  std::vector<std::function<std::string()>> jobs;
+  std::vector<std::size_t> replayed;  // positions in `which`
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (stored[i]) {
+      out[wanted[i].first] = std::move(stored[i]);
+      continue;
+    }
+    replayed.push_back(wanted[i].first);
+    jobs.push_back([&model, config = wanted[i].second, &options, mode] {
+      return replay_job(model, config, options, mode);
+    });
+  }
+  const auto record = [&](std::size_t n, const std::string& report) {
+    const nlohmann::json j = nlohmann::json::parse(report);
+    if (!options.replayed || j.contains("not_replayed")) return;
+    const ExploreRow& row = result.rows[which[replayed[n]]];
+    StrategyConfig config = row.config;
+    if (row.reduced) config.lowered_replicas = 1;
+    options.replayed(config, report_from_json(j));
+  };
+  std::vector<std::string> reports;
+  if (shards.size <= 1) {
+    reports = run_in_children(jobs, options.parallel, [&](std::size_t n, const std::string& report) {
+      if (options.progress)
+        std::cerr << "explore: replayed " << n + 1 << " of " << jobs.size() << " ("
+                  << fmt("%.1f s", seconds_since(t1)) << ")\n";
+      record(n, report);
+    });
+  } else {
+    // Job n is rank n % size's; every rank's results come back to every rank, and rank 0
+    // records them all (in job order) once they are in.
+    std::vector<std::function<std::string()>> mine;
+    for (std::size_t n = static_cast<std::size_t>(shards.rank); n < jobs.size();
+         n += static_cast<std::size_t>(shards.size))
+      mine.push_back(jobs[n]);
+    const std::vector<std::string> done =
+        run_in_children(mine, options.parallel, [&](std::size_t n, const std::string&) {
+          if (options.progress)
+            std::cerr << "explore: rank " << shards.rank << " replayed " << n + 1 << " of " << mine.size()
+                      << " (" << fmt("%.1f s", seconds_since(t1)) << ")\n";
+        });
+    const std::vector<std::string> by_rank = shards.all_gather(nlohmann::json(done).dump());
+    STRATA_ASSERT(by_rank.size() == static_cast<std::size_t>(shards.size),
+                  "explore: a rank's results missing");
+    std::vector<std::vector<std::string>> parts;
+    for (const std::string& text : by_rank)
+      parts.push_back(nlohmann::json::parse(text).get<std::vector<std::string>>());
+    reports.resize(jobs.size());
+    for (std::size_t n = 0; n < jobs.size(); ++n) {
+      const std::size_t r = n % static_cast<std::size_t>(shards.size),
+                        at = n / static_cast<std::size_t>(shards.size);
+      STRATA_ASSERT(at < parts[r].size(), "explore: rank " + std::to_string(r) + " returned too few results");
+      reports[n] = parts[r][at];
+      record(n, reports[n]);
+    }
+  }
   result.replays += jobs.size();
   for (std::size_t n = 0; n < replayed.size(); ++n) {
     ExploreRow& row = result.rows[which[replayed[n]]];

@@ -384,5 +384,48 @@ TEST(MpiTransportCli, StorageCollectivesOverTwoProcessesReportWhatTheThreadsRepo
   }
 }
 
+// explore under mpirun: each rank replays its share of every rung (job n on rank n mod N), rank 0
+// alone prints and commits; the sharded sweep prints the serial table and leaves the serial rows,
+// with 2 ranks over successive halving (720 estimates, 240 aggregated and 80 step replays) and
+// with 3 ranks over 7 replays (a share of 3, 2 and 2).
+TEST(MpiExploreCli, AShardedSweepPrintsAndStoresWhatTheSerialOnePrintsAndStores) {
+  const std::string platforms = std::string(STRATA_SOURCE_DIR) + "/platforms/";
+  const std::vector<std::pair<int, std::string>> sweeps = {
+      {2, "explore --platform " + platforms +
+              "a100-node-8.xml --model gpt2-small --set layers=2 --fidelity step"},
+      {3, "explore --platform " + platforms + "a100-cluster-64.xml --model gpt3-1.3b --workers 16 --top 7"}};
+  for (const auto& [ranks, sweep] : sweeps) {
+    SCOPED_TRACE(sweep);
+    const auto dir = scratch("explore" + std::to_string(ranks));
+    const std::string strata = std::string(STRATA_BINARY) + " ";
+    const Outcome serial = run(strata + sweep + " --db " + (dir / "serial.db").string(), dir);
+    ASSERT_EQ(serial.status, 0) << serial.err;
+    const Outcome sharded =
+        run(mpirun(ranks) + strata + sweep + " --db " + (dir / "sharded.db").string(), dir);
+    ASSERT_EQ(sharded.status, 0) << sharded.err;
+    const std::vector<std::string> a = lines_of(serial.out), b = lines_of(sharded.out);
+    ASSERT_EQ(a.size(), b.size()) << sharded.out;
+    EXPECT_NE(b[0].find(" over " + std::to_string(ranks) + " MPI ranks"), std::string::npos) << b[0];
+    for (std::size_t i = 1; i < a.size(); ++i) EXPECT_EQ(b[i], a[i]);  // past the timings
+    const Outcome rows_a = run(strata + "query --csv --db " + (dir / "serial.db").string(), dir);
+    const Outcome rows_b = run(strata + "query --csv --db " + (dir / "sharded.db").string(), dir);
+    ASSERT_EQ(rows_a.status, 0) << rows_a.err;
+    EXPECT_GT(lines_of(rows_a.out).size(), 8u);
+    EXPECT_EQ(rows_b.out, rows_a.out);
+  }
+}
+
+TEST(MpiExploreCli, AnErrorOnTheRanksEndsTheSweepInOneLinePerRank) {
+  const auto dir = scratch("explore_error");
+  const Outcome o =
+      run(mpirun(2) + STRATA_BINARY + " explore --model no-such-model --db " + (dir / "x.db").string(), dir);
+  EXPECT_NE(o.status, 0);
+  const auto said = lines_starting(o.err, "strata: error: rank ");
+  ASSERT_GE(said.size(), 1u) << o.err;  // each rank that got there before the abort
+  for (const std::string& line : said) EXPECT_NE(line.find("no-such-model"), std::string::npos) << line;
+  EXPECT_EQ(o.out, "");
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.db"));
+}
+
 }  // namespace
 }  // namespace strata::real::mpi_test

@@ -52,6 +52,20 @@ enum class Objective : std::uint8_t { time, money, energy, tokens_per_dollar };
 Objective parse_objective(const std::string& text);  // InputError naming --objective
 std::string_view to_string(Objective objective);
 
+// Sharding over the ranks of an MPI job (`mpirun -np N strata explore ...`): every rank computes
+// the same estimates and the same lists of replays; each replays the jobs whose index modulo
+// `size` is its `rank` (in child processes, `parallel` at a time), and `all_gather` gives every
+// rank every rank's results. Rank 0 alone looks in the store (its answers reach the others by
+// `broadcast`) and is given `estimated` and `replayed`. The replays are deterministic, so the
+// sharded result is the serial one.
+struct ExploreShards {
+  int rank = 0;
+  int size = 1;
+  std::function<std::string(const std::string&)> broadcast;  // rank 0's text, on every rank
+  // This rank's text in; every rank's text out, by rank.
+  std::function<std::vector<std::string>(const std::string&)> all_gather;
+};
+
 struct ExploreOptions {
   std::string model;
   std::map<std::string, std::string> model_overrides;
@@ -94,6 +108,7 @@ struct ExploreOptions {
   std::optional<std::string> fidelity;
   int eta = 3;
   Objective objective = Objective::time;
+  ExploreShards shards;  // one rank unless explore runs under mpirun
 };
 
 // One fidelity of a multi-fidelity search: how many configurations it evaluated, and how its
