@@ -30,6 +30,8 @@ readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libexpat1-dev
                    libopenblas-dev zlib1g-dev libsqlite3-dev dataset-fashion-mnist
                    libopenmpi-dev openmpi-bin)
 readonly TIDY_PACKAGES=(clang-tidy-14)
+# The report's test loads its HTML in a real browser (headless).
+readonly TEST_PACKAGES=(chromium)
 # clang++ and its runtimes (libFuzzer, ASan, UBSan): Debian 12 ships libFuzzer in libclang-rt-14-dev.
 readonly FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 readonly FUZZ_HARNESSES=(plan trace calibration experiment set strategy platform)
@@ -144,6 +146,7 @@ cmd=${1:-explore}
 case "$cmd" in
   build) build ;;
   test)
+    install_missing "${TEST_PACKAGES[@]}"
     build
     ctest --test-dir "$BUILD_DIR" -j 2 --output-on-failure -LE slow "$@"
     ;;

@@ -146,4 +146,11 @@ Report report_of_row(const ResultRow& row) {
   return r;
 }
 
+std::map<std::string, std::string> row_files(const std::vector<std::pair<std::string, std::string>>& named) {
+  std::map<std::string, std::string> out;
+  for (const auto& [kind, path] : named)
+    if (!path.empty()) out[kind] = std::filesystem::absolute(path).lexically_normal().string();
+  return out;
+}
+
 }  // namespace strata::cli

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flags.hpp"
@@ -57,5 +59,9 @@ ResultRow estimate_row(const Estimate& estimate, const std::string& command, con
 // tokens and samples per second, MFU, bubble, exposed communication, peak memory, fits, energy
 // and money.
 Report report_of_row(const ResultRow& row);
+
+// The files written with a row, by kind (perfetto, trace, svg, ...), as absolute paths; the
+// kinds given an empty path are left out.
+std::map<std::string, std::string> row_files(const std::vector<std::pair<std::string, std::string>>& named);
 
 }  // namespace strata::cli

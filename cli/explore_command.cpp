@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "commands.hpp"
@@ -169,6 +170,20 @@ int ExploreCommandOptions::sweep(const ExploreShards& shards) const {
     if (store) store_explore_rows(*store, one, replay);
     ExploreResult result = explore(one);
     if (!speaks) continue;
+    if (const ExploreRow* best = best_row(result); store && best != nullptr && best->simulated) {
+      // The best configuration's replay row again, with the files written from it.
+      std::map<std::string, std::string> files = row_files(
+          {{"perfetto", one.best_perfetto_path}, {"trace", one.best_trace_path}, {"svg", one.best_svg_path}});
+      if (!files.empty()) {
+        StrategyConfig config = best->config;
+        if (best->reduced) config.lowered_replicas = 1;
+        ResultRow row = report_row(*best->simulated, "explore", experiment_for(e, config),
+                                   platform_hash(one.platform, replay_settings(replay, one.replay)),
+                                   describe_config(config));
+        row.files = std::move(files);
+        store->commit({row});
+      }
+    }
     std::printf(
         "explore %s on %s with %d workers: %zu configurations, analytical %.3f s, %d replays %.1f s%s\n",
         result.model.c_str(), result.platform.c_str(), result.workers, result.candidates,

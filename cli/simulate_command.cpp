@@ -58,9 +58,12 @@ int simulate(const SimulateOptions& o) {
   if (!o.trace.empty()) write_trace(result.trace, o.trace);
   if (!o.perfetto.empty()) write_chrome_trace(result.trace, o.perfetto);
   if (!o.report.empty()) write_file_atomically(o.report, report_to_json(result.report).dump(1) + "\n");
-  if (std::unique_ptr<ResultsStore> store = open_results_store(o.db))
-    store->commit({report_row(result.report, "simulate", experiment,
-                              platform_hash(platform, replay_settings(o.replay, options)), "")});
+  if (std::unique_ptr<ResultsStore> store = open_results_store(o.db)) {
+    ResultRow row = report_row(result.report, "simulate", experiment,
+                               platform_hash(platform, replay_settings(o.replay, options)), "");
+    row.files = row_files({{"perfetto", o.perfetto}, {"trace", o.trace}, {"report", o.report}});
+    store->commit({row});
+  }
   std::cout << format_report(result.report);
   return 0;
 }

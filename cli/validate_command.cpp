@@ -213,6 +213,7 @@ void store_validation(const ValidateOptions& o, const Plan& plan, const Simulati
   row.platform = s.platform.empty() ? "this machine" : std::filesystem::path(platform).filename().string();
   row.measured_iteration_time_s = measured;
   row.error_pct = 100 * (predicted.iteration_time_s - measured) / measured;
+  row.files = row_files({{"perfetto", o.perfetto}, {"svg", o.svg}, {"csv", o.csv}});
   o.store->commit({row});
 }
 

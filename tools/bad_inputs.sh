@@ -130,6 +130,10 @@ SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json 
   bad "query that would write" query --db r.db --sql "delete from results"
 SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db r.db >/dev/null' \
   bad "diff of a key not stored" query --db r.db --diff a/b/step/0 a/b/step/1
+bad "report of a missing store" report --db none.db -o r.html
+SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db r.db >/dev/null' \
+  bad "report of no row" report --db r.db -o r.html --where "model = 'none'"
+bad "report of a file that is no store" report --db p.json -o r.html
 SETUP='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db ro.db >/dev/null && chmod 444 ro.db' \
   bad "read-only store" simulate --platform "$FLAT4" --plan p.json --db ro.db
 bad "store that is no store" simulate --platform "$FLAT4" --plan p.json --db p.json

@@ -94,8 +94,9 @@ std::string line_plot_svg(const LinePlot& plot) {
     const std::string colour = kColours[i % kColours.size()];
     std::string points;
     for (const auto& [x, y] : s.points) points += num("%.1f", x_of(x)) + "," + num("%.1f", y_of(y)) + " ";
-    svg += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points +
-           "\"><title>" + xml_escape(s.name) + "</title></polyline>\n";
+    if (s.line)
+      svg += "<polyline fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + points +
+             "\"><title>" + xml_escape(s.name) + "</title></polyline>\n";
     for (const auto& [x, y] : s.points)
       svg += "<circle cx=\"" + num("%.1f", x_of(x)) + "\" cy=\"" + num("%.1f", y_of(y)) +
              "\" r=\"3\" fill=\"" + colour + "\"/>\n";

@@ -312,7 +312,9 @@ void ResultsStore::commit(const std::vector<ResultRow>& rows) {
        {create_meta, create_results_sql(),
         std::string("INSERT OR IGNORE INTO meta VALUES ('schema_version', '") +
             std::to_string(kSchemaVersion) + "')",
-        std::string("INSERT OR IGNORE INTO meta VALUES ('format', 'strata-results')")})
+        std::string("INSERT OR IGNORE INTO meta VALUES ('format', 'strata-results')"),
+        std::string("CREATE TABLE IF NOT EXISTS files (key TEXT NOT NULL, kind TEXT NOT NULL, path TEXT NOT "
+                    "NULL, PRIMARY KEY (key, kind))")})
     if (auto [rc, why] = exec(sql.c_str()); rc != SQLITE_OK) fail(rc, why);
   std::string insert = "INSERT OR REPLACE INTO results VALUES (?";
   for (std::size_t i = 0; i < std::size(kColumns); ++i) insert += ", ?";
@@ -353,6 +355,29 @@ void ResultsStore::commit(const std::vector<ResultRow>& rows) {
         fail(rc, why);
       }
     }
+    sqlite3_finalize(raw);
+  }
+  {
+    sqlite3_stmt* raw = nullptr;
+    if (const int rc =
+            sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO files VALUES (?, ?, ?)", -1, &raw, nullptr);
+        rc != SQLITE_OK) {
+      sqlite3_finalize(raw);
+      fail(rc, sqlite3_errmsg(db_));
+    }
+    for (const ResultRow& row : rows)
+      for (const auto& [kind, file] : row.files) {
+        const std::string key = row.key.text();
+        sqlite3_reset(raw);
+        sqlite3_bind_text(raw, 1, key.c_str(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(raw, 2, kind.c_str(), static_cast<int>(kind.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(raw, 3, file.c_str(), static_cast<int>(file.size()), SQLITE_TRANSIENT);
+        if (const int rc = sqlite3_step(raw); rc != SQLITE_DONE) {
+          const std::string why = sqlite3_errmsg(db_);
+          sqlite3_finalize(raw);
+          fail(rc, why);
+        }
+      }
     sqlite3_finalize(raw);
   }
   if (auto [rc, why] = exec("COMMIT"); rc != SQLITE_OK) fail(rc, why);
@@ -417,6 +442,18 @@ std::vector<ResultRow> ResultsStore::rows() {
   std::vector<ResultRow> out;
   out.reserve(t.rows.size());
   for (std::size_t i = 0; i < t.rows.size(); ++i) out.push_back(result_row_of(t, i));
+  if (!query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'files'").rows.empty()) {
+    const ResultTable f = query("SELECT key, kind, path FROM files ORDER BY key, kind");
+    std::map<std::string, std::size_t> at;
+    for (std::size_t i = 0; i < out.size(); ++i) at[out[i].key.text()] = i;
+    for (const auto& cells : f.rows) {
+      const auto* key = std::get_if<std::string>(&cells[0]);
+      const auto* kind = std::get_if<std::string>(&cells[1]);
+      const auto* file = std::get_if<std::string>(&cells[2]);
+      if (key == nullptr || kind == nullptr || file == nullptr) continue;
+      if (const auto it = at.find(*key); it != at.end()) out[it->second].files[*kind] = *file;
+    }
+  }
   return out;
 }
 

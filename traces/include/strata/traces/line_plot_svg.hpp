@@ -17,6 +17,7 @@ inline namespace traces {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
+  bool line = true;                               // false: the points alone (a scatter)
 };
 
 struct LinePlot {

@@ -20,12 +20,14 @@
 // middle leaves the store as it was before that transaction. Writers wait for a busy lock up to
 // `wait_s` (SQLite's busy timeout) and then fail in one line. Schema: table `meta` (key, value)
 // holds schema_version (kSchemaVersion) and format "strata-results"; table `results` one column
-// per ResultRow field (result_columns()). A store of a newer schema, a file that is not a strata
-// store, a read-only or locked file, a path that is not a regular file: InputError naming the
-// file, nothing written.
+// per ResultRow field (result_columns()); table `files` (key, kind, path) the files written with
+// a row (created at the first commit that has one; a store without it has none). A store of a newer schema, a
+// file that is not a strata store, a read-only or locked file, a path that is not a regular file: InputError
+// naming the file, nothing written.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -73,6 +75,10 @@ struct ResultRow {
   std::string accuracy;  // JSON array of per-epoch test accuracies of a real run, else ""
   std::string spec;      // the Experiment's canonical JSON, one line ("" for a bare Plan)
   std::string strata_version;
+  // Files written with this row's answer, by kind (perfetto, trace, svg): absolute paths, kept
+  // in table `files` (key, kind, path). A row committed again without a kind keeps the kind's
+  // path; one with it replaces it.
+  std::map<std::string, std::string> files;
 };
 
 // The `results` table's columns, in order: key, then every ResultRow field.
