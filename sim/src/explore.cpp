@@ -401,18 +401,7 @@ std::string_view to_string(Objective objective) {
 }
 
 void price_estimate(Estimate& e, int workers, const PlatformSummary& platform) {
-  e.energy_j = 0;
-  e.cost_usd = 0;
-  const double busy = e.iteration_s > 0 ? std::min(1.0, e.compute_s / e.iteration_s) : 0;
-  int left = workers;
-  for (const HostSpec& h : platform.hosts) {
-    if (left <= 0) break;
-    const int used = std::min(left, std::max(1, h.slots));
-    left -= used;
-    const double share = busy * used / std::max(1, h.slots);
-    e.energy_j += e.iteration_s * (h.watts_idle + (h.watts_busy - h.watts_idle) * share);
-    e.cost_usd += h.price_per_hour * e.iteration_s / 3600.0;
-  }
+  price_estimate(e, workers, platform.hosts);
 }
 
 double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {

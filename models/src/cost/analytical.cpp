@@ -433,5 +433,20 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   return e;
 }
 
+void price_estimate(Estimate& e, int workers, const std::vector<HostSpec>& hosts) {
+  e.energy_j = 0;
+  e.cost_usd = 0;
+  const double busy = e.iteration_s > 0 ? std::min(1.0, e.compute_s / e.iteration_s) : 0;
+  int left = workers;
+  for (const HostSpec& h : hosts) {
+    if (left <= 0) break;
+    const int used = std::min(left, std::max(1, h.slots));
+    left -= used;
+    const double share = busy * used / std::max(1, h.slots);
+    e.energy_j += e.iteration_s * (h.watts_idle + (h.watts_busy - h.watts_idle) * share);
+    e.cost_usd += h.price_per_hour * e.iteration_s / 3600.0;
+  }
+}
+
 }  // namespace models
 }  // namespace strata

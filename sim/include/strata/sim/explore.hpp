@@ -167,10 +167,7 @@ std::string format_fidelity_line(const ExploreResult& result);
 std::vector<StrategyConfig> enumerate_configs(const Model& model, const ExploreOptions& options,
                                               const PlatformSummary& platform);
 
-// `e`'s energy and money per iteration: the workers fill the platform's hosts in order; each host
-// used draws its idle power plus (busy - idle) times its slots' busy share (the estimate's
-// compute time over its iteration, on the slots the workers take), as the replay's report
-// does, and costs its price per hour.
+// `e`'s energy and money per iteration on the platform's hosts (models/cost/analytical.hpp).
 void price_estimate(Estimate& e, int workers, const PlatformSummary& platform);
 
 // Cluster figures for the analytical model, from a platform summary.

@@ -89,7 +89,7 @@ struct Estimate {
   double hfu = 0;                // hardware FLOP/s (recomputation counted) / the same peak, <= 1
   bool fits = true;              // peak memory <= host.gpu_memory (true when that is unknown)
   // Per iteration, on the hosts the workers fill in order (the explorer prices them from its
-  // platform: price_estimate in sim/explore.hpp); 0 when the hosts give no price or power.
+  // platform: price_estimate below); 0 when the hosts give no price or power.
   double energy_j = 0;
   double cost_usd = 0;
 };
@@ -117,6 +117,12 @@ double p2p_time(double bytes, double bw, double latency);
 // layer tasks to model them (layer_tasks.hpp).
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost);
+
+// `e`'s energy and money per iteration on `hosts` (a platform's, in natural order): the workers
+// fill the hosts in order; each host used draws its idle power plus (busy - idle) times its
+// slots' busy share (the estimate's compute time over its iteration, on the slots the workers
+// take), as the replay's report does, and costs its price per hour. O(hosts used).
+void price_estimate(Estimate& e, int workers, const std::vector<HostSpec>& hosts);
 
 // estimate() for many configurations of one model on one cluster (the explorer's inner loop):
 // the layers' task costs are computed once per (microbatch, tp, dtype, layer options) and reused
