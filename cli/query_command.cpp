@@ -137,9 +137,7 @@ int query(const QueryOptions& o) {
 void add_query_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("query", "read the results store: rows, filters, Pareto fronts, diffs");
   auto o = std::make_shared<QueryOptions>();
-  cmd->add_option("--db", o->db, "the results store (SQLite; default strata.db)");
-  cmd->add_option("--db-wait", o->wait_s, "seconds to wait for another process's lock")
-      ->transform(real_number(0, 86400));
+  add_store_reader_flags(*cmd, o->db, o->wait_s);
   cmd->add_option("--where", o->where,
                   "SQL condition on the results' columns, e.g. \"model = 'mlp' and fits\"");
   cmd->add_option("--order-by", o->order_by, "a column, optionally followed by asc or desc");

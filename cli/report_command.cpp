@@ -516,9 +516,7 @@ int report(const ReportOptions& o) {
 void add_report_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("report", "one self-contained HTML page of the results store");
   auto o = std::make_shared<ReportOptions>();
-  cmd->add_option("--db", o->db, "the results store (SQLite; default strata.db)");
-  cmd->add_option("--db-wait", o->wait_s, "seconds to wait for another process's lock")
-      ->transform(real_number(0, 86400));
+  add_store_reader_flags(*cmd, o->db, o->wait_s);
   add_output_option(*cmd, "-o,--output", o->output, "the HTML file")->required();
   cmd->add_option("--where", o->where, "report only the rows of this SQL condition, e.g. \"model = 'mlp'\"");
   cmd->add_option("--best", o->best, "configurations listed per model and platform")

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "flags.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata::cli {
@@ -161,9 +162,10 @@ ResultTable pareto_front(const ResultTable& t, const std::string& spec) {
   return out;
 }
 
-std::string objective_column(const std::string& objective) {
-  const auto it = kObjectives.find(objective);
-  return it == kObjectives.end() ? "" : it->second;
+void add_store_reader_flags(CLI::App& cmd, std::string& db, double& wait_s) {
+  cmd.add_option("--db", db, "the results store (SQLite; default strata.db)");
+  cmd.add_option("--db-wait", wait_s, "seconds to wait for another process's lock")
+      ->transform(real_number(0, 86400));
 }
 
 }  // namespace strata::cli

@@ -2,12 +2,16 @@
 // text, CSV, JSON, a projection, and Pareto fronts; shared by strata query and strata report.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "strata/traces/results_store.hpp"
 
 namespace strata::cli {
+
+// --db (default strata.db) and --db-wait of a command that reads the store (query, report).
+void add_store_reader_flags(CLI::App& cmd, std::string& db, double& wait_s);
 
 // A cell as text: SQL NULL "-" (CSV: empty), numbers with 6 significant digits, text as is
 // (CSV: quoted where it holds a comma, quote or newline).
@@ -23,7 +27,5 @@ ResultTable project(const ResultTable& t, const std::vector<std::string>& keep);
 // energy, memory, comma-separated: --pareto's text) and strictly in one, by the first objective;
 // rows missing one are left out. O(n^2). InputError naming --pareto for a bad spec.
 ResultTable pareto_front(const ResultTable& t, const std::string& spec);
-// The column an objective of --pareto names (time: iteration_time_s, ...); "" for none.
-std::string objective_column(const std::string& objective);
 
 }  // namespace strata::cli
