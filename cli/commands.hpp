@@ -35,6 +35,7 @@ void add_hybrid_command(CLI::App& app, Action& action);
 void add_partition_command(CLI::App& app, Action& action);
 void add_query_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
+void add_search_command(CLI::App& app, Action& action);
 
 // α–β of a real_exec transport measured on this machine: "threads" in this process; "mpi" in
 // two OpenMPI processes launched with mpirun (a build with MPI). Throws InputError.

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   strata::cli::add_hybrid_command(app, action);
   strata::cli::add_query_command(app, action);
   strata::cli::add_report_command(app, action);
+  strata::cli::add_search_command(app, action);
 #ifndef STRATA_SIM_ONLY  // strata-sim (cli/CMakeLists.txt) has the simulator's subcommands alone
   strata::cli::add_run_command(app, action);
   strata::cli::add_calibrate_command(app, action);

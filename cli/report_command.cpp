@@ -328,14 +328,17 @@ std::string validation_section(const std::vector<const ResultRow*>& rows, const 
   return out + "</tbody></table></section>\n";
 }
 
-std::string real_section(const std::vector<const ResultRow*>& rows, const fs::path& dir) {
-  std::string out = "<section id=\"real\"><h2>Real runs</h2>\n";
+// Rows with a test accuracy per epoch: real runs (`id` real) or a search's trials (`id` search).
+std::string curves_section(const std::vector<const ResultRow*>& rows, const fs::path& dir,
+                           const std::string& id, const std::string& title) {
+  std::string out = "<section id=\"" + id + "\"><h2>" + esc(title) + "</h2>\n";
   LinePlot p;
   p.title = "test accuracy per epoch";
   p.x_label = "epoch";
   p.y_label = "test accuracy (%)";
   p.y_from_zero = false;
   std::vector<std::string> finals;
+  std::vector<std::pair<double, PlotSeries>> series;  // (final accuracy, curve)
   for (const ResultRow* r : rows) {
     std::vector<double> curve;
     if (!r->accuracy.empty()) {
@@ -350,8 +353,16 @@ std::string real_section(const std::vector<const ResultRow*>& rows, const fs::pa
     PlotSeries s{r->model + " " + r->strategy, {}, true};
     for (std::size_t e = 0; e < curve.size(); ++e)
       s.points.emplace_back(static_cast<double>(e + 1), curve[e] * 100);
-    p.series.push_back(std::move(s));
+    series.emplace_back(curve.back(), std::move(s));
   }
+  // The ten best curves by their last accuracy (a search may hold thousands).
+  constexpr std::size_t kCurves = 10;
+  std::stable_sort(series.begin(), series.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (series.size() > kCurves)
+    p.title += " (the " + std::to_string(kCurves) + " best of " + std::to_string(series.size()) + ")";
+  for (std::size_t i = 0; i < series.size() && i < kCurves; ++i)
+    p.series.push_back(std::move(series[i].second));
   if (!p.series.empty()) out += plot(p);
   out += table_head(
       {"model", "strategy", "workers", "samples/s", "iteration (s)", "final accuracy (%)", "files", "row"},
@@ -469,7 +480,7 @@ int report(const ReportOptions& o) {
   const fs::path dir = fs::absolute(fs::path(o.output)).parent_path();
 
   std::map<std::string, std::vector<const ResultRow*>> groups;  // "model on platform (N workers)"
-  std::vector<const ResultRow*> validations, real;
+  std::vector<const ResultRow*> validations, real, searches;
   std::map<std::pair<std::string, std::string>, int> counts;  // (command, fidelity)
   std::set<std::string> versions;
   for (const ResultRow& r : rows) {
@@ -477,6 +488,7 @@ int report(const ReportOptions& o) {
     versions.insert(r.strata_version);
     if (r.key.fidelity == "validate") validations.push_back(&r);
     if (r.key.fidelity == "real") real.push_back(&r);
+    if (r.key.fidelity == "search") searches.push_back(&r);
     if (simulated(r)) groups[r.model + " on " + r.platform].push_back(&r);
   }
   std::string html =
@@ -493,6 +505,7 @@ int report(const ReportOptions& o) {
     html += "<a href=\"#g" + std::to_string(index++) + "\">" + esc(title) + "</a>";
   if (!validations.empty()) html += "<a href=\"#validation\">validations</a>";
   if (!real.empty()) html += "<a href=\"#real\">real runs</a>";
+  if (!searches.empty()) html += "<a href=\"#search\">search trials</a>";
   html += "<a href=\"#rows\">every row</a><a href=\"#specs\">experiments</a></nav>\n";
   html += table_head({"command", "fidelity", "rows"}, "counts");
   for (const auto& [cf, n] : counts)
@@ -502,12 +515,15 @@ int report(const ReportOptions& o) {
   index = 0;
   for (const auto& [title, members] : groups) html += group_section(title, members, o, dir, index++);
   if (!validations.empty()) html += validation_section(validations, dir);
-  if (!real.empty()) html += real_section(real, dir);
+  if (!real.empty()) html += curves_section(real, dir, "real", "Real runs");
+  if (!searches.empty()) html += curves_section(searches, dir, "search", "Search trials");
   html += all_rows_section(rows, dir);
   html += "<script>" + std::string(kScript) + "</script>\n</body></html>\n";
   write_file_atomically(o.output, html);
-  std::printf("report of %zu rows (%zu model-platform groups, %zu validations, %zu real runs) -> %s\n",
-              rows.size(), groups.size(), validations.size(), real.size(), o.output.c_str());
+  std::printf(
+      "report of %zu rows (%zu model-platform groups, %zu validations, %zu real runs, %zu search trials) -> "
+      "%s\n",
+      rows.size(), groups.size(), validations.size(), real.size(), searches.size(), o.output.c_str());
   return 0;
 }
 

@@ -192,6 +192,9 @@ TEST_F(Spec, ShippedExamplesLoadAndRun) {
   r = run("run --spec " + ex + "gist-run.json --epochs 1 --no-pin");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("round 1: train loss"), std::string::npos) << r.out;
+  r = run("search --spec " + ex + "search-family.json --no-db");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("search asha: 200 trials of mlp"), std::string::npos) << r.out;
 }
 
 }  // namespace

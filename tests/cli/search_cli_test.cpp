@@ -1,0 +1,75 @@
+// strata search from the command line (docs/search.md): a search file played out on a shipped
+// platform, its table, its rows in the results store, and one-line errors for bad search files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli_process.hpp"
+
+namespace {
+
+using strata_test::Outcome;
+
+class SearchCli : public strata_test::CliProcess {
+ protected:
+  SearchCli() : CliProcess("strata-search-", true) {}
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path(name)) << text; }
+};
+
+const std::string kSearch = R"({"format": "strata-experiment", "schema_version": 1, "model": {"name": "mlp"},
+  "global_batch": 64,
+  "search": {"platform": "platforms/a100-node-8.xml", "cluster_gpus": 4, "policy": "asha", "max_epochs": 9,
+    "eta": 3, "trials": 20, "target_accuracy": 0.88,
+    "space": {"lr": {"log_uniform": [1e-4, 1e-1]}, "sizes": {"choice": ["784,32,10", "784,256,10"]}}}})";
+
+TEST_F(SearchCli, PlaysTheSearchOutAndKeepsEveryTrialInTheStore) {
+  write("s.json", kSearch);
+  const Outcome r = run("search --spec s.json --csv t.csv");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("search asha: 20 trials of mlp on a100-node-8.xml (4 GPUs), 9 epochs at most; 2 replays"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("time to 88.00 % accuracy: "), std::string::npos);
+  // Two layer widths: two distinct epoch times, each replayed once.
+  std::ifstream csv(path("t.csv"));
+  std::string line;
+  int rows = -1;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, 20);
+  const nlohmann::json stored =
+      nlohmann::json::parse(run("query --json --where \"fidelity = 'search'\"").out)["rows"];
+  ASSERT_EQ(stored.size(), 20u);
+  for (const auto& row : stored) {
+    const nlohmann::json curve = nlohmann::json::parse(row["accuracy"].get<std::string>());
+    EXPECT_TRUE(curve.size() == 1 || curve.size() == 3 || curve.size() == 9) << row["strategy"];
+  }
+  // The same file gives the same table.
+  const Outcome again = run("search --spec s.json --no-db");
+  EXPECT_EQ(again.out, r.out);
+}
+
+TEST_F(SearchCli, BadSearchFilesAreOneLine) {
+  const auto bad = [&](const std::string& from, const std::string& to, const std::string& expected) {
+    std::string text = kSearch;
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    write("bad.json", text);
+    expect_one_line_error(run("search --spec bad.json --no-db"), expected);
+  };
+  bad("\"policy\": \"asha\"", "\"policy\": \"pbt\"", "bad.json: /search/policy: unknown policy 'pbt'");
+  bad("\"global_batch\": 64,", "", "bad.json: /global_batch: a search needs the global batch");
+  bad("\"log_uniform\": [1e-4, 1e-1]", "\"log_uniform\": [0, 1e-1]",
+      "/search/space/lr/log_uniform: need lo > 0");
+  bad("\"cluster_gpus\": 4", "\"cluster_gpus\": 64", "/search/cluster_gpus: 64 GPUs, the platform has 8");
+  bad("\"max_epochs\": 9,", "", "bad.json: /search/max_epochs: missing");
+  bad("\"trials\": 20,", "\"trials\": 20, \"budget_gpu_hours\": 1e-9,", "the budget is below one epoch");
+  bad("\"eta\": 3,", "\"eta\": 3, \"colour\": 1,", "bad.json: /search/colour: unknown field");
+  expect_one_line_error(run("search --spec none.json"), "none.json");
+}
+
+}  // namespace
