@@ -33,9 +33,8 @@ def main():
                 subprocess.run([strata, "run", "--model", "mlp", "--set", "sizes=" + sizes, "--set", "lr=" + lr,
                                 "--epochs", str(epochs), "--no-pin", "--db", db],
                                check=True, stdout=subprocess.DEVNULL)
-                rows = json.loads(subprocess.run([strata, "query", "--db", db, "--json", "--order-by",
-                                                  "strata_version"], check=True, capture_output=True,
-                                                 text=True).stdout)["rows"]
+                rows = json.loads(subprocess.run([strata, "query", "--db", db, "--json"], check=True,
+                                                 capture_output=True, text=True).stdout)["rows"]
                 spec = {"sizes": sizes, "lr": lr}
                 match = [r for r in rows if json.loads(r["spec"])["model"].get("sizes") == [int(s) for s in
                                                                                           sizes.split(",")]

@@ -195,6 +195,10 @@ TEST_F(Spec, ShippedExamplesLoadAndRun) {
   r = run("search --spec " + ex + "search-family.json --no-db");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("search asha: 200 trials of mlp"), std::string::npos) << r.out;
+  r = run("search --spec " + ex + "search-curves.json --no-db");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("search asha: 20 trials of mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best: trial 11, accuracy 88.65 %"), std::string::npos) << r.out;
 }
 
 }  // namespace
