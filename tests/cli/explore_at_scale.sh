@@ -48,7 +48,7 @@ case "$check" in
     timeout 900 "$strata" "${sweep[@]}" --db a.db > /dev/null
     echo "uninterrupted: $(elapsed "$t0") s (limit 900 s)"
     for after in 3 6; do
-      timeout -s KILL "$after" "$strata" "${sweep[@]}" --db b.db > /dev/null 2>&1 || true
+      (timeout -s KILL "$after" "$strata" "${sweep[@]}" --db b.db > /dev/null 2>&1) 2> /dev/null || true
       echo "killed after $after s"
     done
     t0=$(seconds)
