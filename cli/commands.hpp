@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/sim/explore.hpp"
+#include "strata/traces/results_store.hpp"
 
 namespace strata::cli {
 
@@ -35,7 +37,12 @@ void add_hybrid_command(CLI::App& app, Action& action);
 void add_partition_command(CLI::App& app, Action& action);
 void add_query_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
-void add_search_command(CLI::App& app, Action& action);
+// search's real trials (accuracy source `real`): the test accuracy after each epoch of an
+// Experiment trained on this machine, kept in and reused from the store (strata's executable:
+// train_curve in cli/real_run.hpp); empty in strata-sim, where `real` is refused in one line.
+using CurveTrainer = std::function<std::vector<double>(const Experiment&, int, ResultsStore*,
+                                                       const std::function<void(int)>&)>;
+void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer = {});
 
 // α–β of a real_exec transport measured on this machine: "threads" in this process; "mpi" in
 // two OpenMPI processes launched with mpirun (a build with MPI). Throws InputError.

@@ -8,6 +8,9 @@
 #include <new>
 
 #include "commands.hpp"
+#ifndef STRATA_SIM_ONLY
+#include "real_run.hpp"
+#endif
 #include "file_flags.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/outputs.hpp"
@@ -83,7 +86,11 @@ int main(int argc, char** argv) {
   strata::cli::add_hybrid_command(app, action);
   strata::cli::add_query_command(app, action);
   strata::cli::add_report_command(app, action);
+#ifndef STRATA_SIM_ONLY
+  strata::cli::add_search_command(app, action, strata::cli::train_curve);
+#else
   strata::cli::add_search_command(app, action);
+#endif
 #ifndef STRATA_SIM_ONLY  // strata-sim (cli/CMakeLists.txt) has the simulator's subcommands alone
   strata::cli::add_run_command(app, action);
   strata::cli::add_calibrate_command(app, action);

@@ -4,10 +4,12 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "flags.hpp"
 #include "strata/real/train/trainer.hpp"
 #include "strata/traces/plan.hpp"
+#include "strata/traces/results_store.hpp"
 #if STRATA_HAVE_MPI
 #include "strata/real/mpi_transport.hpp"
 #endif
@@ -17,6 +19,25 @@ namespace strata::cli {
 // Samples per data-parallel rank (per instance for AMPNet) of a run lowered from flags without
 // --global-batch.
 inline constexpr std::int64_t kRunBatchPerWorker = 64;
+
+// The version of what a real run computes (kernels, initialisation, data order), part of the
+// store key of every real run's row: a search reuses a stored accuracy curve only when it was
+// measured by the same numerics. Raise it when a change alters what a run learns.
+inline constexpr int kNumericsVersion = 1;
+
+// The settings a real run's row is keyed by (beside its experiment hash and seed): this
+// machine, transport, device, precision, init, pinning, CPU share and kNumericsVersion.
+std::vector<std::string> real_run_settings(const std::string& transport, const std::string& device,
+                                           const std::string& precision, const std::string& init, bool pinned,
+                                           double cpu_share);
+
+// The test accuracy after each of `epochs` epochs of `experiment` trained for real on this
+// machine (threads, CPU, fp32, unpinned; Fashion-MNIST, backprop Plans), as strata run trains it.
+// With a store: a row of the same experiment, seed and settings with at least `epochs` epochs is
+// reused; otherwise the run's row (fidelity real, command search) is written with its curve.
+// `progress` (may be empty) hears each epoch.
+std::vector<double> train_curve(const Experiment& experiment, int epochs, ResultsStore* store,
+                                const std::function<void(int)>& progress);
 
 // The Plan of --plan (which may leave tasks unplaced: run and validate place them with
 // --schedule-policy before anything runs), or lowered from the flags with 64 samples per

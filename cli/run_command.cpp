@@ -75,14 +75,8 @@ class RunLog {
       : path_(o.log), write_(write && !path_.empty()), store_(write ? o.store : nullptr) {
     if (store_) {
       row_.key.experiment_hash = plan.info.experiment_hash;
-      std::vector<std::string> settings = {"this machine: " + real::host_name(),
-                                           "transport: " + o.transport,
-                                           "device: " + o.device,
-                                           "precision: " + o.precision,
-                                           "init: " + o.init,
-                                           std::string("pinned: ") + (o.no_pin ? "no" : "yes"),
-                                           "cpu_share: " + std::to_string(o.cpu_share)};
-      row_.key.platform_hash = platform_hash("", settings);
+      row_.key.platform_hash = platform_hash(
+          "", real_run_settings(o.transport, o.device, o.precision, o.init, !o.no_pin, o.cpu_share));
       row_.key.fidelity = "real";
       row_.key.seed = o.flags.seed;
       row_.command = "run";

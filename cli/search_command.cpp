@@ -41,7 +41,7 @@ struct SearchFile {
   std::vector<Domain> space;
   SearchSettings settings;
   std::string platform;
-  std::string accuracy = "family";  // family | curves
+  std::string accuracy = "family";  // family | curves | real
   std::string curves_file;
   CurveFamily family;
   std::uint64_t seed = 0;
@@ -115,8 +115,8 @@ SearchFile read_search_file(const std::string& path) {
   if (const auto a = s.find("accuracy")) {
     a->reject_unknown_fields({"source", "file", "c", "a", "alpha", "noise"});
     f.accuracy = a->at("source").as_string();
-    if (f.accuracy != "family" && f.accuracy != "curves")
-      a->at("source").fail("unknown accuracy source '" + f.accuracy + "' (known: curves, family)");
+    if (f.accuracy != "family" && f.accuracy != "curves" && f.accuracy != "real")
+      a->at("source").fail("unknown accuracy source '" + f.accuracy + "' (known: curves, family, real)");
     if (f.accuracy == "curves") {
       f.curves_file = a->at("file").as_string();
       const std::filesystem::path relative(f.curves_file);
@@ -136,7 +136,7 @@ SearchFile read_search_file(const std::string& path) {
     range("alpha", f.family.alpha_lo, f.family.alpha_hi);
     if (const auto v = a->find("noise")) f.family.noise = v->as_size();
   }
-  if (f.accuracy == "family") {
+  if (f.accuracy != "curves") {
     f.space = parse_space(s.at("space").value(), path + ": /search/space");
   } else if (s.find("space")) {
     s.at("space").fail("the space of a curve file is its curves' assignments (leave space out)");
@@ -234,6 +234,13 @@ class TrialTimes {
   int replays_ = 0;
 };
 
+// A seeded Fisher-Yates shuffle through strata's own draws (the same order on every library).
+void shuffle(std::vector<Assignment>& order, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[static_cast<std::size_t>(unit_draw(rng) * static_cast<double>(i))]);
+}
+
 std::string end_text(TrialEnd e) {
   switch (e) {
     case TrialEnd::completed:
@@ -246,8 +253,11 @@ std::string end_text(TrialEnd e) {
   return "";
 }
 
-int search(const SearchOptions& o) {
+int search(const SearchOptions& o, const CurveTrainer& trainer) {
   SearchFile f = read_search_file(o.spec);
+  if (f.accuracy == "real" && !trainer)
+    throw InputError(o.spec +
+                     ": /search/accuracy/source: real trials train for real; run strata, not strata-sim");
   if (!o.policy.empty()) {
     const std::optional<SearchPolicyKind> kind = parse_search_policy(o.policy);
     if (!kind) throw InputError("--policy: unknown policy '" + o.policy + "'");
@@ -275,13 +285,13 @@ int search(const SearchOptions& o) {
       order.push_back(c.assignment);
       curves[c.assignment] = std::move(c.accuracy);
     }
-    if (f.settings.policy != SearchPolicyKind::grid) {  // a seeded shuffle (Fisher-Yates)
-      std::mt19937_64 rng(f.seed);
-      for (std::size_t i = order.size(); i > 1; --i)
-        std::swap(order[i - 1], order[static_cast<std::size_t>(unit_draw(rng) * static_cast<double>(i))]);
-    }
-  } else if (f.settings.policy == SearchPolicyKind::grid) {
+    if (f.settings.policy != SearchPolicyKind::grid) shuffle(order, f.seed);
+  } else if (f.settings.policy == SearchPolicyKind::grid ||
+             std::none_of(f.space.begin(), f.space.end(), [](const Domain& d) { return d.numeric(); })) {
+    // A grid, or a space of choices alone: every assignment once (random draws from a finite
+    // space would repeat some and miss others), shuffled by the seed unless the policy is grid.
     order = grid_assignments(f.space, f.grid_points, 1000000);
+    if (f.settings.policy != SearchPolicyKind::grid) shuffle(order, f.seed);
   }
   if (f.settings.policy == SearchPolicyKind::grid) f.settings.trials = static_cast<int>(order.size());
   auto rng = std::make_shared<std::mt19937_64>(f.seed);
@@ -302,6 +312,20 @@ int search(const SearchOptions& o) {
   source.accuracy = [&](const Assignment& a, int epoch) {
     if (f.accuracy == "curves") return curves.at(a).at(static_cast<std::size_t>(epoch - 1));
     auto it = drawn.find(a);
+    if (it == drawn.end() && f.accuracy == "real") {
+      // The whole curve once, the first time a trial needs it (what a trial learns by an epoch
+      // does not depend on the policy); from the store when it was measured before.
+      const std::string what = TrialTimes::describe(a);
+      const auto progress = [&](int e) {
+        if (progress_wanted())
+          std::fprintf(stderr, "\rsearch: training %s for real: epoch %d of %d%s", what.c_str(), e,
+                       f.settings.max_epochs, e == f.settings.max_epochs ? "\n" : "");
+      };
+      it = drawn
+               .emplace(a, trainer(with_assignment(f.base, a, f.path), f.settings.max_epochs, store.get(),
+                                   progress))
+               .first;
+    }
     if (it == drawn.end())
       it = drawn.emplace(a, family_curve(f.family, a, f.seed, f.settings.max_epochs)).first;
     return it->second.at(static_cast<std::size_t>(epoch - 1));
@@ -408,7 +432,7 @@ int search(const SearchOptions& o) {
 
 }  // namespace
 
-void add_search_command(CLI::App& app, Action& action) {
+void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer) {
   auto* cmd = app.add_subcommand("search", "a hyperparameter search played out on a simulated cluster");
   auto o = std::make_shared<SearchOptions>();
   add_input_option(*cmd, "--spec", o->spec, "the search file: an Experiment spec with a search section")
@@ -419,7 +443,7 @@ void add_search_command(CLI::App& app, Action& action) {
   add_output_option(*cmd, "--json", o->json, "write the trials and the summary as JSON (default: none)");
   add_output_option(*cmd, "--svg", o->svg, "plot the incumbent accuracy over time (default: none)");
   add_db_flags(*cmd, o->db, true);
-  cmd->callback([&action, o] { action = [o] { return search(*o); }; });
+  cmd->callback([&action, o, trainer] { action = [o, trainer] { return search(*o, trainer); }; });
 }
 
 }  // namespace strata::cli

@@ -2,6 +2,7 @@
 // platform, its table, its rows in the results store, and one-line errors for bad search files.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -50,6 +51,43 @@ TEST_F(SearchCli, PlaysTheSearchOutAndKeepsEveryTrialInTheStore) {
   // The same file gives the same table.
   const Outcome again = run("search --spec s.json --no-db");
   EXPECT_EQ(again.out, r.out);
+}
+
+// Real trials: two MLP configurations trained for 2 epochs on Fashion-MNIST; their curves go to
+// the store under the run's key (fidelity real) and a second search takes them from there
+// instead of training again; strata-sim, which cannot train, refuses in one line.
+TEST_F(SearchCli, RealTrialsTrainOnceAndComeBackFromTheStore) {
+  write("real.json", R"({"format": "strata-experiment", "schema_version": 1, "model": {"name": "mlp"},
+    "global_batch": 64,
+    "search": {"platform": "platforms/a100-node-8.xml", "cluster_gpus": 1, "policy": "grid", "max_epochs": 2,
+      "target_accuracy": 0.8, "accuracy": {"source": "real"},
+      "space": {"lr": {"choice": [0.001, 0.003]}, "sizes": {"choice": ["784,32,10"]}}}})");
+  const Outcome first = run("search --spec real.json --db s.db");
+  ASSERT_EQ(first.rc, 0) << first.err;
+  const nlohmann::json real =
+      nlohmann::json::parse(run("query --json --db s.db --where \"fidelity = 'real'\"").out)["rows"];
+  ASSERT_EQ(real.size(), 2u);
+  for (const auto& row : real) {
+    EXPECT_EQ(row["command"], "search");
+    const nlohmann::json curve = nlohmann::json::parse(row["accuracy"].get<std::string>());
+    ASSERT_EQ(curve.size(), 2u);
+    EXPECT_GT(curve[1]["test_accuracy"].get<double>(), 0.75);  // the MLP after 2 epochs
+  }
+  const Outcome again = run("search --spec real.json --db s.db");
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);
+  EXPECT_EQ(nlohmann::json::parse(run("query --json --db s.db --where \"fidelity = 'real'\"").out)["rows"],
+            real);
+  const std::string sim = std::string(STRATA_SIM_BINARY) + " search --spec real.json --no-db";
+  const std::string cmd = "cd " + path(".") + " && " + sim + " > /dev/null 2> sim.err";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream err(path("sim.err"));
+  std::stringstream text;
+  text << err.rdbuf();
+  EXPECT_NE(
+      text.str().find("/search/accuracy/source: real trials train for real; run strata, not strata-sim"),
+      std::string::npos)
+      << text.str();
 }
 
 TEST_F(SearchCli, BadSearchFilesAreOneLine) {
