@@ -57,6 +57,7 @@ AshaPromotion::AshaPromotion(int eta, int top_rung)
     : eta_(eta),
       top_rung_(top_rung),
       rungs_(static_cast<std::size_t>(std::max(0, top_rung) + 1)),
+      ordered_(static_cast<std::size_t>(std::max(0, top_rung) + 1)),
       promoted_(static_cast<std::size_t>(std::max(0, top_rung) + 1)) {
   if (eta < 2) throw InputError("asha: eta must be >= 2");
   if (top_rung < 0) throw InputError("asha: the top rung must be >= 0");
@@ -64,12 +65,13 @@ AshaPromotion::AshaPromotion(int eta, int top_rung)
 
 AshaPromotion::Job AshaPromotion::next_job() {
   for (int k = top_rung_ - 1; k >= 0; --k) {
-    const auto& rung = rungs_[static_cast<std::size_t>(k)];
+    const auto& ordered = ordered_[static_cast<std::size_t>(k)];
     std::set<int>& done = promoted_[static_cast<std::size_t>(k)];
-    for (int trial : best_trials(rung, rung.size() / static_cast<std::size_t>(eta_)))
-      if (done.count(trial) == 0) {
-        done.insert(trial);
-        return Job{trial, k + 1};
+    std::size_t left = ordered.size() / static_cast<std::size_t>(eta_);  // the best floor(n / eta)
+    for (auto it = ordered.begin(); left > 0 && it != ordered.end(); ++it, --left)
+      if (done.count(it->second) == 0) {
+        done.insert(it->second);
+        return Job{it->second, k + 1};
       }
   }
   return Job{-1, 0};
@@ -79,7 +81,11 @@ void AshaPromotion::report(int trial, int rung, double loss) {
   if (rung < 0 || rung > top_rung_)
     throw InputError("asha: rung " + std::to_string(rung) + " outside 0.." + std::to_string(top_rung_));
   if (!std::isfinite(loss)) throw InputError("asha: trial " + std::to_string(trial) + ": loss is not finite");
-  rungs_[static_cast<std::size_t>(rung)][trial] = loss;
+  auto& results = rungs_[static_cast<std::size_t>(rung)];
+  auto& ordered = ordered_[static_cast<std::size_t>(rung)];
+  if (const auto it = results.find(trial); it != results.end()) ordered.erase({it->second, trial});
+  results[trial] = loss;
+  ordered.emplace(loss, trial);
 }
 
 AshaStopping::AshaStopping(double grace, double max_t, double eta) : max_t_(max_t), eta_(eta) {
@@ -91,6 +97,7 @@ AshaStopping::AshaStopping(double grace, double max_t, double eta) : max_t_(max_
   const int rungs = static_cast<int>(std::log(max_t / grace) / std::log(eta) + 1);
   for (int k = rungs - 1; k >= 0; --k) milestones_.push_back(grace * std::pow(eta, k));
   recorded_.resize(milestones_.size());
+  rewards_.resize(milestones_.size());
 }
 
 AshaStopping::Decision AshaStopping::on_result(int trial, double time, double loss) {
@@ -99,24 +106,25 @@ AshaStopping::Decision AshaStopping::on_result(int trial, double time, double lo
   if (time >= max_t_) return Decision::stop;
   const double reward = -loss;  // Ray maximises; a loss is minimised
   for (std::size_t m = 0; m < milestones_.size(); ++m) {
-    std::map<int, double>& recorded = recorded_[m];
+    std::set<int>& recorded = recorded_[m];
     if (time < milestones_[m] || recorded.count(trial) != 0) continue;
+    std::vector<double>& rewards = rewards_[m];  // sorted: the percentile without sorting again
     Decision d = Decision::go_on;
-    if (!recorded.empty()) {
-      std::vector<double> values;
-      values.reserve(recorded.size());
-      for (const auto& [id, r] : recorded) values.push_back(r);
-      if (reward < percentile_linear(std::move(values), (1 - 1 / eta_) * 100)) d = Decision::stop;
-    }
-    recorded[trial] = reward;
+    if (!rewards.empty() && reward < sorted_percentile(rewards, (1 - 1 / eta_) * 100)) d = Decision::stop;
+    recorded.insert(trial);
+    rewards.insert(std::upper_bound(rewards.begin(), rewards.end(), reward), reward);
     return d;
   }
   return Decision::go_on;
 }
 
 double percentile_linear(std::vector<double> values, double q) {
-  if (values.empty()) return NAN;
   std::sort(values.begin(), values.end());
+  return sorted_percentile(values, q);
+}
+
+double sorted_percentile(const std::vector<double>& values, double q) {
+  if (values.empty()) return NAN;
   const double at = q / 100 * static_cast<double>(values.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(at));
   const std::size_t hi = std::min(lo + 1, values.size() - 1);

@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace strata {
@@ -71,7 +72,10 @@ class AshaPromotion {
  private:
   int eta_;
   int top_rung_;
-  std::vector<std::map<int, double>> rungs_;  // per rung: trial -> loss
+  // Per rung: trial -> loss, and the same results ordered (loss, trial) so that a job looks at
+  // the best floor(n / eta) without sorting: O(promoted + 1) per rung and call.
+  std::vector<std::map<int, double>> rungs_;
+  std::vector<std::set<std::pair<double, int>>> ordered_;
   std::vector<std::set<int>> promoted_;
 };
 
@@ -91,12 +95,15 @@ class AshaStopping {
   double max_t_;
   double eta_;
   std::vector<double> milestones_;
-  std::vector<std::map<int, double>> recorded_;  // per milestone: trial -> reward (-loss)
+  std::vector<std::set<int>> recorded_;       // per milestone: the trials recorded there
+  std::vector<std::vector<double>> rewards_;  // per milestone: their rewards (-loss), sorted
 };
 
 // numpy.percentile(values, q) with its default linear interpolation; q in [0, 100]. NaN for no
 // values.
 double percentile_linear(std::vector<double> values, double q);
+// The same of values already in ascending order.
+double sorted_percentile(const std::vector<double>& values, double q);
 
 }  // namespace models
 }  // namespace strata
