@@ -37,6 +37,7 @@ void add_hybrid_command(CLI::App& app, Action& action);
 void add_partition_command(CLI::App& app, Action& action);
 void add_query_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
+void add_jobs_command(CLI::App& app, Action& action);
 // search's real trials (accuracy source `real`): the test accuracy after each epoch of an
 // Experiment trained on this machine, kept in and reused from the store (strata's executable:
 // train_curve in cli/real_run.hpp); empty in strata-sim, where `real` is refused in one line.

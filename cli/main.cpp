@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   strata::cli::add_hybrid_command(app, action);
   strata::cli::add_query_command(app, action);
   strata::cli::add_report_command(app, action);
+  strata::cli::add_jobs_command(app, action);
 #ifndef STRATA_SIM_ONLY
   strata::cli::add_search_command(app, action, strata::cli::train_curve);
 #else
