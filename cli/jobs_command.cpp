@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,15 +31,21 @@ struct JobsOptions {
   std::string csv, json;
 };
 
-// strata's job trace: CSV with the header id,arrival_s,gpus,service_s and one job a line (no
-// quoting; `#` starts a comment line).
-std::vector<ClusterJob> read_job_trace(const std::string& path) {
+// strata's job trace: CSV (no quoting; `#` starts a comment line) with one of two headers:
+// - id,arrival_s,gpus,service_s: each job's GPUs and its run time alone on them;
+// - id,arrival_s,model,dp,tp,pp,global_batch,iterations: each job as an Experiment (a zoo model,
+//   its parallelism and global batch) run for `iterations` iterations: its GPUs are dp·tp·pp and
+//   its service time `iterations` times its iteration replayed on the platform (one replay per
+//   distinct model, parallelism and batch, each in its own process).
+std::vector<ClusterJob> read_job_trace(const std::string& path, const std::string& platform) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
+  const std::string given = "id,arrival_s,gpus,service_s";
+  const std::string modelled = "id,arrival_s,model,dp,tp,pp,global_batch,iterations";
   std::vector<ClusterJob> jobs;
-  std::string line;
+  std::map<std::string, double> iteration_s;  // by model, parallelism and batch
+  std::string line, header;
   int number = 0;
-  bool header = false;
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -47,13 +54,16 @@ std::vector<ClusterJob> read_job_trace(const std::string& path) {
     std::stringstream split(line);
     for (std::string cell; std::getline(split, cell, ',');) cells.push_back(cell);
     const std::string at = path + ":" + std::to_string(number);
-    if (!header) {
-      if (line != "id,arrival_s,gpus,service_s")
-        throw InputError(at + ": expected the header id,arrival_s,gpus,service_s");
-      header = true;
+    if (header.empty()) {
+      if (line != given && line != modelled)
+        throw InputError(at + ": expected the header " + given + " or " + modelled);
+      header = line;
       continue;
     }
-    if (cells.size() != 4) throw InputError(at + ": expected 4 cells, got " + std::to_string(cells.size()));
+    const std::size_t width = header == given ? 4 : 8;
+    if (cells.size() != width)
+      throw InputError(at + ": expected " + std::to_string(width) + " cells, got " +
+                       std::to_string(cells.size()));
     const auto number_of = [&](const std::string& text, const char* column) {
       std::size_t used = 0;
       double v = NAN;
@@ -66,18 +76,47 @@ std::vector<ClusterJob> read_job_trace(const std::string& path) {
         throw InputError(at + ": " + column + ": not a number '" + text + "'");
       return v;
     };
+    const auto whole_of = [&](const std::string& text, const char* column) {
+      const double v = number_of(text, column);
+      if (v != std::floor(v) || v < 1 || v > 1e12)
+        throw InputError(at + ": " + column + ": not a whole number >= 1");
+      return static_cast<std::int64_t>(v);
+    };
     ClusterJob j;
     j.id = cells[0];
     if (j.id.empty()) throw InputError(at + ": id: empty");
     j.arrival_s = number_of(cells[1], "arrival_s");
-    const double gpus = number_of(cells[2], "gpus");
-    if (gpus != std::floor(gpus) || gpus < 1 || gpus > 1e6)
-      throw InputError(at + ": gpus: not a whole number >= 1");
-    j.gpus = static_cast<int>(gpus);
-    j.service_s = number_of(cells[3], "service_s");
+    if (header == given) {
+      j.gpus = static_cast<int>(std::min<std::int64_t>(whole_of(cells[2], "gpus"), 1 << 24));
+      j.service_s = number_of(cells[3], "service_s");
+    } else {
+      nlohmann::json spec = {{"format", "strata-experiment"},
+                             {"schema_version", 1},
+                             {"model", {{"name", cells[2]}}},
+                             {"global_batch", whole_of(cells[6], "global_batch")},
+                             {"strategy",
+                              {{"dp", whole_of(cells[3], "dp")},
+                               {"tp", whole_of(cells[4], "tp")},
+                               {"pp", whole_of(cells[5], "pp")}}}};
+      const Experiment e = experiment_from_json(spec, at);
+      const std::int64_t iterations = whole_of(cells[7], "iterations");
+      const std::string key = canonical_json(e).dump();
+      auto it = iteration_s.find(key);
+      if (it == iteration_s.end()) {
+        try {
+          const Plan plan = lower(e);
+          const ReplayOptions options;
+          it = iteration_s.emplace(key, replay_report_apart(plan, platform, options).iteration_time_s).first;
+        } catch (const InputError& error) {
+          throw InputError(at + ": " + error.what());
+        }
+      }
+      j.gpus = static_cast<int>(e.workers());
+      j.service_s = it->second * static_cast<double>(iterations);
+    }
     jobs.push_back(std::move(j));
   }
-  if (!header) throw InputError(path + ": no header id,arrival_s,gpus,service_s");
+  if (header.empty()) throw InputError(path + ": no header " + given + " or " + modelled);
   if (jobs.empty()) throw InputError(path + ": no job");
   return jobs;
 }
@@ -85,7 +124,6 @@ std::vector<ClusterJob> read_job_trace(const std::string& path) {
 int run_jobs(const JobsOptions& o) {
   const std::optional<JobPolicy> policy = parse_job_policy(o.policy);
   if (!policy) throw InputError("--policy: unknown '" + o.policy + "' (fifo, sjf, las, themis)");
-  const std::vector<ClusterJob> jobs = read_job_trace(o.trace);
   JobSettings settings;
   settings.policy = *policy;
   settings.lease_s = o.lease_s;
@@ -93,6 +131,7 @@ int run_jobs(const JobsOptions& o) {
   const std::string platform = resolve_platform(o.platform);
   const NetworkOptions network;
   check_platform(platform, network);
+  const std::vector<ClusterJob> jobs = read_job_trace(o.trace, platform);
   const int slots = load_platform_summary_apart(platform, network).total_slots();
   settings.cluster_gpus = o.gpus > 0 ? o.gpus : slots;
   if (settings.cluster_gpus > slots)
@@ -144,7 +183,10 @@ void add_jobs_command(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("jobs", "a stream of training jobs on one cluster under a scheduling policy");
   auto o = std::make_shared<JobsOptions>();
-  add_input_option(*cmd, "--trace", o->trace, "the job trace (CSV: id,arrival_s,gpus,service_s)")->required();
+  add_input_option(*cmd, "--trace", o->trace,
+                   "the job trace (CSV: id,arrival_s,gpus,service_s or "
+                   "id,arrival_s,model,dp,tp,pp,global_batch,iterations)")
+      ->required();
   cmd->add_option("--policy", o->policy, "fifo, sjf, las (Tiresias) or themis")
       ->check(CLI::IsMember({"fifo", "sjf", "las", "themis"}))
       ->capture_default_str();

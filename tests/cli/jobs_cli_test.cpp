@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_process.hpp"
@@ -37,6 +38,25 @@ TEST_F(JobsCli, SchedulesATraceAndSummarisesIt) {
                          "13.0           1"),
             std::string::npos)
       << las.out;
+}
+
+// Jobs given as Experiments: GPUs dp·tp·pp, service time iterations × the replayed iteration.
+TEST_F(JobsCli, JobsGivenAsExperimentsAreTimedByTheirReplay) {
+  write(
+      "m.csv",
+      "id,arrival_s,model,dp,tp,pp,global_batch,iterations\n"
+      "big,0,gpt2-small,8,1,1,64,1000\nsmall,10,gpt2-small,2,1,1,16,1000\nhalf,20,gpt2-small,2,1,1,16,500\n");
+  const Outcome r = run("jobs --trace m.csv --platform platforms/a100-node-8.xml --policy sjf --json j.json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::ifstream in(path("j.json"));
+  const nlohmann::json j = nlohmann::json::parse(in)["jobs"];
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["gpus"], 8);
+  EXPECT_EQ(j[1]["gpus"], 2);
+  // The same Experiment for half the iterations: half the service time (one replay for both).
+  EXPECT_NEAR(j[2]["service_s"].get<double>(), j[1]["service_s"].get<double>() / 2, 1e-9);
+  write("bad.csv", "id,arrival_s,model,dp,tp,pp,global_batch,iterations\nx,0,gpt2-small,16,1,1,64,10\n");
+  expect_one_line_error(run("jobs --trace bad.csv --platform platforms/a100-node-8.xml"), "bad.csv:2: ");
 }
 
 TEST_F(JobsCli, BadTracesAreOneLine) {
