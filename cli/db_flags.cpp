@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "file_flags.hpp"
@@ -144,6 +145,17 @@ Report report_of_row(const ResultRow& row) {
   r.cost_usd = row.cost_usd.value_or(0);
   r.experiment_hash = row.key.experiment_hash;
   return r;
+}
+
+std::vector<double> accuracy_curve(const ResultRow& row) {
+  std::vector<double> curve;
+  if (row.accuracy.empty()) return curve;
+  const nlohmann::json j = nlohmann::json::parse(row.accuracy, nullptr, false);
+  if (j.is_array())
+    for (const auto& e : j)
+      if (e.is_object() && e.contains("test_accuracy") && e["test_accuracy"].is_number())
+        curve.push_back(e["test_accuracy"].get<double>());
+  return curve;
 }
 
 std::map<std::string, std::string> row_files(const std::vector<std::pair<std::string, std::string>>& named) {

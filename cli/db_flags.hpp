@@ -60,6 +60,10 @@ ResultRow estimate_row(const Estimate& estimate, const std::string& command, con
 // and money.
 Report report_of_row(const ResultRow& row);
 
+// A row's test accuracy per epoch, from its `accuracy` JSON ([{"epoch": e, "test_accuracy": a,
+// ...}, ...], as strata run --db and strata search write it); empty when it holds none.
+std::vector<double> accuracy_curve(const ResultRow& row);
+
 // The files written with a row, by kind (perfetto, trace, svg, ...), as absolute paths; the
 // kinds given an empty path are left out.
 std::map<std::string, std::string> row_files(const std::vector<std::pair<std::string, std::string>>& named);

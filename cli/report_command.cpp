@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "db_flags.hpp"
 #include "file_flags.hpp"
 #include "flags.hpp"
 #include "result_tables.hpp"
@@ -340,14 +341,7 @@ std::string curves_section(const std::vector<const ResultRow*>& rows, const fs::
   std::vector<std::string> finals;
   std::vector<std::pair<double, PlotSeries>> series;  // (final accuracy, curve)
   for (const ResultRow* r : rows) {
-    std::vector<double> curve;
-    if (!r->accuracy.empty()) {
-      const nlohmann::json j = nlohmann::json::parse(r->accuracy, nullptr, false);
-      if (j.is_array())
-        for (const auto& v : j)  // {"epoch": e, "test_accuracy": a, ...} per epoch (strata run --db)
-          if (v.is_object() && v.contains("test_accuracy") && v["test_accuracy"].is_number())
-            curve.push_back(v["test_accuracy"].get<double>());
-    }
+    const std::vector<double> curve = accuracy_curve(*r);
     finals.push_back(curve.empty() ? "-" : num("%.2f", curve.back() * 100));
     if (curve.empty()) continue;
     PlotSeries s{r->model + " " + r->strategy, {}, true};

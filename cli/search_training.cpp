@@ -43,12 +43,7 @@ std::vector<double> train_curve(const Experiment& experiment, int epochs, Result
                 experiment.seed};
   if (store != nullptr)
     if (const std::optional<ResultRow> row = store->find(key)) {
-      std::vector<double> curve;
-      const nlohmann::json j = nlohmann::json::parse(row->accuracy, nullptr, false);
-      if (j.is_array())
-        for (const auto& e : j)
-          if (e.is_object() && e.contains("test_accuracy") && e["test_accuracy"].is_number())
-            curve.push_back(e["test_accuracy"].get<double>());
+      std::vector<double> curve = accuracy_curve(*row);
       if (static_cast<int>(curve.size()) >= epochs) {
         curve.resize(static_cast<std::size_t>(epochs));
         return curve;
