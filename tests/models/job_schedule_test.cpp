@@ -103,5 +103,21 @@ TEST(JobSchedule, BadJobsAndSettingsAreRefused) {
   EXPECT_FALSE(parse_job_policy("drf"));
 }
 
+// Two GPUs: X (1 GPU, 10 s) at 0, Y (2 GPUs, 5 s) at 1, Z (1 GPU, 3 s) at 2. FIFO waits for Y:
+// Y 10-15, Z 15-18; with backfill Z takes the idle GPU at 2 and ends at 5, Y still 10-15.
+TEST(JobSchedule, BackfillStartsAJobBehindOneThatDoesNotFit) {
+  const std::vector<ClusterJob> jobs = {{"X", 0, 1, 10}, {"Y", 1, 2, 5}, {"Z", 2, 1, 3}};
+  JobSettings s;
+  s.cluster_gpus = 2;
+  const JobScheduleResult blocked = schedule_jobs(jobs, s);
+  EXPECT_DOUBLE_EQ(blocked.jobs[1].finish_s, 15);
+  EXPECT_DOUBLE_EQ(blocked.jobs[2].finish_s, 18);
+  s.backfill = true;
+  const JobScheduleResult filled = schedule_jobs(jobs, s);
+  EXPECT_DOUBLE_EQ(filled.jobs[2].start_s, 2);
+  EXPECT_DOUBLE_EQ(filled.jobs[2].finish_s, 5);
+  EXPECT_DOUBLE_EQ(filled.jobs[1].finish_s, 15);
+}
+
 }  // namespace
 }  // namespace strata

@@ -118,7 +118,10 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
         }
     for (std::size_t i : order) {
       if (run[i]) continue;
-      if (jobs[i].gpus > free) break;
+      if (jobs[i].gpus > free) {
+        if (settings.backfill) continue;
+        break;
+      }
       run[i] = true;
       free -= jobs[i].gpus;
     }

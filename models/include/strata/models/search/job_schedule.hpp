@@ -5,8 +5,8 @@
 // time alone on its GPUs) comes from strata's simulator or a trace.
 //
 // Policies (JobPolicy), each allocating whole jobs (gang scheduling: all of a job's GPUs or none)
-// in priority order; a job that does not fit blocks the jobs after it (no backfilling), so a
-// policy is exactly its order:
+// in priority order; a job that does not fit blocks the jobs after it (unless `backfill`: then
+// it is skipped and later ones may start), so a policy is exactly its order:
 // - fifo: arrival order, never preempted.
 // - sjf: shortest service time first among the waiting jobs, never preempted (a running job keeps
 //   its GPUs).
@@ -46,6 +46,7 @@ struct JobSettings {
   int cluster_gpus = 8;
   std::vector<double> las_thresholds_gpu_s = {3200};  // Tiresias's queue limits (GPU-seconds)
   double lease_s = 60;                                // themis: how often the order is taken again
+  bool backfill = false;  // a job that does not fit is skipped and later ones may start
 };
 
 struct JobRecord {
