@@ -43,7 +43,12 @@ void add_jobs_command(CLI::App& app, Action& action);
 // train_curve in cli/real_run.hpp); empty in strata-sim, where `real` is refused in one line.
 using CurveTrainer = std::function<std::vector<double>(const Experiment&, int, ResultsStore*,
                                                        const std::function<void(int)>&)>;
-void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer = {});
+// search's pbt over real trials: the test accuracy after the last epoch of a lineage (each
+// segment's Experiment and the epochs trained under it, a segment's model resuming the one before
+// it), trained on this machine (train_lineage in cli/real_run.hpp).
+using LineageTrainer = std::function<double(const std::vector<std::pair<Experiment, int>>&)>;
+void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer = {},
+                        LineageTrainer lineage = {});
 
 // α–β of a real_exec transport measured on this machine: "threads" in this process; "mpi" in
 // two OpenMPI processes launched with mpirun (a build with MPI). Throws InputError.

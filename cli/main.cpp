@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   strata::cli::add_report_command(app, action);
   strata::cli::add_jobs_command(app, action);
 #ifndef STRATA_SIM_ONLY
-  strata::cli::add_search_command(app, action, strata::cli::train_curve);
+  strata::cli::add_search_command(app, action, strata::cli::train_curve, strata::cli::train_lineage);
 #else
   strata::cli::add_search_command(app, action);
 #endif

@@ -39,6 +39,15 @@ std::vector<std::string> real_run_settings(const std::string& transport, const s
 std::vector<double> train_curve(const Experiment& experiment, int epochs, ResultsStore* store,
                                 const std::function<void(int)>& progress);
 
+// The test accuracy after the last epoch of `lineage` (search's pbt): the first segment's
+// Experiment trained from its initial weights, each later one resuming the model the segments
+// before it left (weights, optimizer state and step counts: the Plan's persistent buffers) under
+// its own Experiment, epochs numbered on (the data order of epoch e is epoch e's). The state after
+// every epoch of every lineage is kept in memory for the process's life, so each epoch trains
+// once; lineages are not stored in the results store. Throws InputError when a segment changes
+// the model's buffers (only keys that keep the model's shape, such as lr, may be perturbed).
+double train_lineage(const std::vector<std::pair<Experiment, int>>& lineage);
+
 // The Plan of --plan (which may leave tasks unplaced: run and validate place them with
 // --schedule-policy before anything runs), or lowered from the flags with 64 samples per
 // data-parallel rank unless --global-batch says otherwise; refused (InputError) when a kind has

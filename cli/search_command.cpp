@@ -77,13 +77,13 @@ SearchFile read_search_file(const std::string& path) {
   const JsonNode s = root.at("search");
   s.reject_unknown_fields({"space", "policy", "platform", "cluster_gpus", "max_epochs", "min_epochs", "eta",
                            "trials", "budget_gpu_hours", "target_accuracy", "seed", "grid_points",
-                           "samples_per_epoch", "checkpoint_s", "restore_s", "accuracy", "pop"});
+                           "samples_per_epoch", "checkpoint_s", "restore_s", "accuracy", "pop", "pbt"});
   SearchSettings& st = f.settings;
   if (const auto p = s.find("policy")) {
     const std::optional<SearchPolicyKind> kind = parse_search_policy(p->as_string());
     if (!kind)
       p->fail("unknown policy '" + p->as_string() +
-              "' (known: asha, asha-stop, grid, hyperband, pop, random, sha)");
+              "' (known: asha, asha-stop, grid, hyperband, pbt, pop, random, sha)");
     st.policy = *kind;
   }
   f.platform = s.at("platform").as_string();
@@ -111,6 +111,18 @@ SearchFile read_search_file(const std::string& path) {
     if (const auto v = p->find("poor")) st.pop.poor = v->as_number();
     if (!(0 <= st.pop.poor && st.pop.poor <= st.pop.promising && st.pop.promising <= 1))
       p->fail("need 0 <= poor <= promising <= 1");
+  }
+  if (const auto p = s.find("pbt")) {
+    p->reject_unknown_fields({"quantile", "resample", "interval"});
+    if (const auto v = p->find("quantile")) {
+      st.pbt.quantile = v->as_number();
+      if (!(st.pbt.quantile > 0 && st.pbt.quantile <= 0.5)) v->fail("a quantile in (0, 0.5]");
+    }
+    if (const auto v = p->find("resample")) {
+      st.pbt.resample = v->as_number();
+      if (!(st.pbt.resample >= 0 && st.pbt.resample <= 1)) v->fail("a probability in [0, 1]");
+    }
+    if (const auto v = p->find("interval")) st.pbt_interval = static_cast<int>(v->as_int(1, st.max_epochs));
   }
   if (const auto a = s.find("accuracy")) {
     a->reject_unknown_fields({"source", "file", "c", "a", "alpha", "noise"});
@@ -253,7 +265,7 @@ std::string end_text(TrialEnd e) {
   return "";
 }
 
-int search(const SearchOptions& o, const CurveTrainer& trainer) {
+int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTrainer& lineage_trainer) {
   SearchFile f = read_search_file(o.spec);
   if (f.accuracy == "real" && !trainer)
     throw InputError(o.spec +
@@ -262,6 +274,15 @@ int search(const SearchOptions& o, const CurveTrainer& trainer) {
     const std::optional<SearchPolicyKind> kind = parse_search_policy(o.policy);
     if (!kind) throw InputError("--policy: unknown policy '" + o.policy + "'");
     f.settings.policy = *kind;
+  }
+  if (f.settings.policy == SearchPolicyKind::pbt) {
+    if (f.accuracy == "curves")
+      throw InputError(o.spec +
+                       ": /search/accuracy/source: pbt trains perturbed assignments a curve file does not "
+                       "hold; use family or real");
+    check_pbt_space(f.space, o.spec + ": /search/space");
+    f.settings.space = f.space;
+    f.settings.seed = f.seed;
   }
   std::unique_ptr<ResultsStore> store = open_results_store(o.db);  // checked before any work
   const std::string platform = resolve_platform(f.platform);
@@ -330,7 +351,21 @@ int search(const SearchOptions& o, const CurveTrainer& trainer) {
       it = drawn.emplace(a, family_curve(f.family, a, f.seed, f.settings.max_epochs)).first;
     return it->second.at(static_cast<std::size_t>(epoch - 1));
   };
+  if (f.accuracy == "real" && lineage_trainer)
+    source.lineage_accuracy = [&](const Lineage& lineage) {
+      std::vector<std::pair<Experiment, int>> segments;
+      int epochs = 0;
+      for (const LineageSegment& seg : lineage) {
+        segments.emplace_back(with_assignment(f.base, seg.assignment, f.path), seg.epochs);
+        epochs += seg.epochs;
+      }
+      if (progress_wanted())
+        std::fprintf(stderr, "\rsearch: pbt: training %s for real, epoch %d   ",
+                     TrialTimes::describe(lineage.back().assignment).c_str(), epochs);
+      return lineage_trainer(segments);
+    };
   const SearchResult r = run_search(f.settings, source);
+  if (f.settings.policy == SearchPolicyKind::pbt && progress_wanted()) std::fprintf(stderr, "\n");
 
   // The table: one row per trial.
   std::printf(
@@ -364,6 +399,13 @@ int search(const SearchOptions& o, const CurveTrainer& trainer) {
   std::printf("makespan %.1f s, %.4f GPU-hours, %.4f GPU-hours (%.1f %%) on trials ended early\n",
               r.makespan_s, r.gpu_s / 3600, r.ended_early_gpu_s / 3600,
               r.gpu_s > 0 ? 100 * r.ended_early_gpu_s / r.gpu_s : 0.0);
+  if (f.settings.policy == SearchPolicyKind::pbt) {
+    int clones = 0;
+    for (const TrialRecord& t : r.trials) clones += t.clones;
+    std::printf("pbt: %d clones (a member taking another's checkpoint and a perturbed assignment)%s\n",
+                clones,
+                f.accuracy == "real" ? "" : "; accuracies after a clone: the progress-equivalent model");
+  }
   if (f.settings.policy == SearchPolicyKind::pop) {
     // Against each trial's accuracy at max_epochs (from its curve): a trial is good when it
     // reaches the target there.
@@ -432,18 +474,20 @@ int search(const SearchOptions& o, const CurveTrainer& trainer) {
 
 }  // namespace
 
-void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer) {
+void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer, LineageTrainer lineage) {
   auto* cmd = app.add_subcommand("search", "a hyperparameter search played out on a simulated cluster");
   auto o = std::make_shared<SearchOptions>();
   add_input_option(*cmd, "--spec", o->spec, "the search file: an Experiment spec with a search section")
       ->required();
   cmd->add_option("--policy", o->policy, "override the search's policy")
-      ->check(CLI::IsMember({"random", "grid", "sha", "hyperband", "asha", "asha-stop", "pop"}));
+      ->check(CLI::IsMember({"random", "grid", "sha", "hyperband", "asha", "asha-stop", "pop", "pbt"}));
   add_output_option(*cmd, "--csv", o->csv, "write the trials as CSV (default: none)");
   add_output_option(*cmd, "--json", o->json, "write the trials and the summary as JSON (default: none)");
   add_output_option(*cmd, "--svg", o->svg, "plot the incumbent accuracy over time (default: none)");
   add_db_flags(*cmd, o->db, true);
-  cmd->callback([&action, o, trainer] { action = [o, trainer] { return search(*o, trainer); }; });
+  cmd->callback([&action, o, trainer, lineage] {
+    action = [o, trainer, lineage] { return search(*o, trainer, lineage); };
+  });
 }
 
 }  // namespace strata::cli

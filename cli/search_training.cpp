@@ -3,8 +3,10 @@
 // store under the run's key so that a repeated search reuses it (real_run.hpp).
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "db_flags.hpp"
@@ -84,6 +86,88 @@ std::vector<double> train_curve(const Experiment& experiment, int epochs, Result
   row.accuracy = points.dump();
   if (store != nullptr) store->commit({row});
   return curve;
+}
+
+namespace {
+
+struct ModelState {
+  std::vector<std::vector<float>> arrays;  // the persistent buffers, in buffer order
+  std::vector<std::int64_t> steps;         // their optimizer step counts
+  double accuracy = 0;
+};
+
+std::string lineage_key(const std::vector<std::pair<Experiment, int>>& lineage) {
+  std::string key;
+  for (const auto& [e, epochs] : lineage)
+    key += canonical_json(e).dump() + "*" + std::to_string(epochs) + ";";
+  return key;
+}
+
+std::map<std::string, ModelState>& model_states() {
+  static std::map<std::string, ModelState> states;
+  return states;
+}
+
+}  // namespace
+
+double train_lineage(const std::vector<std::pair<Experiment, int>>& given) {
+  std::vector<std::pair<Experiment, int>> lineage;  // without segments of no epoch (a clone not trained on)
+  for (const auto& segment : given)
+    if (segment.second > 0) lineage.push_back(segment);
+  STRATA_ASSERT(!lineage.empty(), "train_lineage: a lineage of no epoch");
+  const std::string key = lineage_key(lineage);
+  if (const auto it = model_states().find(key); it != model_states().end()) return it->second.accuracy;
+  auto before = lineage;
+  if (--before.back().second == 0) before.pop_back();
+  std::int64_t epoch = 0;
+  for (const auto& [e, epochs] : lineage) epoch += epochs;
+  const Experiment& experiment = lineage.back().first;
+  if (experiment.solver.solver != Solver::backprop)
+    throw InputError("search: real trials train backprop Plans only (solver " +
+                     std::string(to_string(experiment.solver.solver)) + ")");
+  const Plan plan = plan_to_run(experiment);
+  if (plan.info.trains_graph())
+    throw InputError("search: real trials train the image models on Fashion-MNIST (model " +
+                     experiment.model + ")");
+  static const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
+  static const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
+  real::CpuBackend backend;
+  real::TrainConfig config;
+  config.seed = static_cast<std::uint64_t>(experiment.seed);
+  config.optimizer = optimizer_of(experiment);
+  config.pin_workers = false;
+  config.init = plan.info.model == "mlp" ? real::WeightInit::he_normal : real::WeightInit::fan_in_uniform;
+  real::Trainer<float> trainer(plan, backend, config);
+  real::Workspace<float>& w = trainer.workspace();
+  std::vector<BufferIndex> persistent;
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b)
+    if (plan.buffer(b).persistent) persistent.push_back(b);
+  if (!before.empty()) {
+    train_lineage(before);
+    const ModelState& from = model_states().at(lineage_key(before));
+    bool same = from.arrays.size() == persistent.size();
+    for (std::size_t k = 0; same && k < persistent.size(); ++k)
+      same = static_cast<std::int64_t>(from.arrays[k].size()) == w.size(persistent[k]);
+    if (!same)
+      throw InputError(
+          "search: pbt: the assignment " + canonical_json(experiment).dump() +
+          " changes the model's buffers; pbt may perturb only keys that keep the model's shape (lr, "
+          "momentum, ...)");
+    for (std::size_t k = 0; k < persistent.size(); ++k) {
+      w.array(persistent[k]) = from.arrays[k];
+      w.optimizer_steps(persistent[k]) = from.steps[k];
+    }
+  }
+  const real::EpochResult r = trainer.train_epoch(epoch, train_set, test_set, {});
+  real::Workspace<float>& after = trainer.workspace();
+  ModelState state;
+  for (BufferIndex b : persistent) {
+    state.arrays.push_back(after.array(b));
+    state.steps.push_back(after.optimizer_steps(b));
+  }
+  state.accuracy = r.test_accuracy;
+  model_states().emplace(key, std::move(state));
+  return r.test_accuracy;
 }
 
 }  // namespace strata::cli

@@ -99,7 +99,13 @@ TEST_F(SearchCli, BadSearchFilesAreOneLine) {
     write("bad.json", text);
     expect_one_line_error(run("search --spec bad.json --no-db"), expected);
   };
-  bad("\"policy\": \"asha\"", "\"policy\": \"pbt\"", "bad.json: /search/policy: unknown policy 'pbt'");
+  bad("\"policy\": \"asha\"", "\"policy\": \"bandit\"", "bad.json: /search/policy: unknown policy 'bandit'");
+  bad("\"policy\": \"asha\"", "\"policy\": \"pbt\", \"pbt\": {\"quantile\": 0.9}",
+      "bad.json: /search/pbt/quantile: a quantile in (0, 0.5]");
+  expect_one_line_error(run("search --spec " + std::string(STRATA_SOURCE_DIR) +
+                            "/examples/search-curves.json --policy pbt --no-db"),
+                        "search-curves.json: /search/accuracy/source: pbt trains perturbed assignments a "
+                        "curve file does not hold");
   bad("\"global_batch\": 64,", "", "bad.json: /global_batch: a search needs the global batch");
   bad("\"log_uniform\": [1e-4, 1e-1]", "\"log_uniform\": [0, 1e-1]",
       "/search/space/lr/log_uniform: need lo > 0");
@@ -108,6 +114,58 @@ TEST_F(SearchCli, BadSearchFilesAreOneLine) {
   bad("\"trials\": 20,", "\"trials\": 20, \"budget_gpu_hours\": 1e-9,", "the budget is below one epoch");
   bad("\"eta\": 3,", "\"eta\": 3, \"colour\": 1,", "bad.json: /search/colour: unknown field");
   expect_one_line_error(run("search --spec none.json"), "none.json");
+  // PBT perturbs numbers: over a space of choices alone it has nothing to explore.
+  std::string choices = kSearch;
+  const std::string lr = "\"lr\": {\"log_uniform\": [1e-4, 1e-1]}, ";
+  choices.erase(choices.find(lr), lr.size());
+  write("choices.json", choices);
+  expect_one_line_error(run("search --spec choices.json --policy pbt --no-db"),
+                        "choices.json: /search/space");
+}
+
+// PBT over the seeded family: members clone and perturb (the progress-equivalent model gives
+// their accuracy after a clone); the same file gives the same table.
+TEST_F(SearchCli, PbtPlaysOutOverTheFamily) {
+  write("s.json", kSearch);
+  const Outcome r = run("search --spec s.json --policy pbt --no-db --json p.json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("search pbt: 20 trials of mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(
+                " clones (a member taking another's checkpoint and a perturbed assignment); accuracies after "
+                "a clone: the progress-equivalent model"),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(path("p.json"));
+  for (const auto& t : nlohmann::json::parse(in)["trials"]) EXPECT_EQ(t["epochs"], 9) << t;
+  EXPECT_EQ(run("search --spec s.json --policy pbt --no-db").out, r.out);
+}
+
+// PBT over real training: two members, 2 epochs; at the first epoch the worse takes the better's
+// weights and optimizer state and a perturbed learning rate. The better one is never cloned and
+// its accuracy is what training its learning rate alone gives (the random policy, train_curve):
+// a model carried over through the checkpoint trains as one trained in one go.
+TEST_F(SearchCli, PbtOverRealTrainingCarriesTheModelAcrossCheckpoints) {
+  write("pbt.json", R"({"format": "strata-experiment", "schema_version": 1,
+    "model": {"name": "mlp", "sizes": [784, 32, 10]}, "global_batch": 64,
+    "search": {"platform": "platforms/a100-node-8.xml", "cluster_gpus": 2, "policy": "pbt", "max_epochs": 2,
+      "trials": 2, "target_accuracy": 0.8, "accuracy": {"source": "real"}, "pbt": {"interval": 1},
+      "space": {"lr": {"log_uniform": [1e-4, 1e-2]}}, "seed": 5}})");
+  const Outcome pbt = run("search --spec pbt.json --no-db --json p.json");
+  ASSERT_EQ(pbt.rc, 0) << pbt.err;
+  EXPECT_NE(pbt.out.find("pbt: 1 clones"), std::string::npos) << pbt.out;
+  const Outcome random = run("search --spec pbt.json --policy random --no-db --json r.json");
+  ASSERT_EQ(random.rc, 0) << random.err;
+  std::ifstream pin(path("p.json")), rin(path("r.json"));
+  const nlohmann::json p = nlohmann::json::parse(pin)["trials"], q = nlohmann::json::parse(rin)["trials"];
+  ASSERT_EQ(p.size(), 2u);
+  ASSERT_EQ(q.size(), 2u);
+  int kept = 0;
+  for (int i = 0; i < 2; ++i)
+    if (p[i]["assignment"] == q[i]["assignment"]) {  // the member not cloned
+      ++kept;
+      EXPECT_DOUBLE_EQ(p[i]["best_accuracy"].get<double>(), q[i]["best_accuracy"].get<double>());
+    }
+  EXPECT_EQ(kept, 1);
 }
 
 }  // namespace

@@ -175,5 +175,90 @@ TEST(TrialSearch, BudgetsAndBadSettingsAreRefusedOrHonoured) {
   EXPECT_FALSE(parse_search_policy("bayes"));
 }
 
+// The progress-equivalent model: A = [0.5, 0.6, 0.7, 0.8], B = [0.3, 0.55, 0.65, 0.9],
+// C = [0.1, 0.2, 0.3, 0.4]. A for 2 epochs (0.6), then B: B first reaches 0.6 at its 3rd epoch,
+// one more is its 4th, 0.9. B for 1 (0.3) then A: A reaches 0.3 at once, one more: 0.6. A for 3
+// (0.7) then C, which never reaches 0.7: the model stays at 0.7.
+TEST(TrialSearch, LineageAccuracyFollowsTheNewCurveFromWhereItReachesTheState) {
+  const std::map<std::string, std::vector<double>> curves = {
+      {"A", {0.5, 0.6, 0.7, 0.8}}, {"B", {0.3, 0.55, 0.65, 0.9}}, {"C", {0.1, 0.2, 0.3, 0.4}}};
+  const auto accuracy = [&](const Assignment& a, int e) { return curves.at(a.at("x")).at(e - 1); };
+  const auto seg = [](const char* x, int epochs) { return LineageSegment{{{"x", x}}, epochs}; };
+  EXPECT_DOUBLE_EQ(lineage_accuracy({seg("A", 3)}, 4, accuracy), 0.7);
+  EXPECT_DOUBLE_EQ(lineage_accuracy({seg("A", 2), seg("B", 1)}, 4, accuracy), 0.9);
+  EXPECT_DOUBLE_EQ(lineage_accuracy({seg("B", 1), seg("A", 1)}, 4, accuracy), 0.6);
+  EXPECT_DOUBLE_EQ(lineage_accuracy({seg("A", 3), seg("C", 1)}, 4, accuracy), 0.7);
+  EXPECT_DOUBLE_EQ(lineage_accuracy({seg("B", 1), seg("A", 0)}, 4, accuracy), 0.3);
+}
+
+// Two members on two GPUs, 10 s epochs, q = 0.2 and 0.9 with accuracy q·e/3, PBT every epoch,
+// quantile 0.5, no resampling. At 20 s member 0 (loss 0.867 after 2 epochs) is below member 1
+// (0.7 after its first): it takes member 1's checkpoint (its one epoch, 0.3) and q = 0.9 × 0.8 or
+// × 1.2 (kept within [0.1, 1]): 0.72 reaches 0.3 at its 2nd epoch, so its next epoch is its 3rd,
+// 0.72, and it stays there; 1 reaches 0.3 at its 1st: then 0.667 and 1. Member 1 trains on to
+// 0.9 at 30 s; member 0 ends its 3rd model epoch at 40 s.
+TEST(TrialSearch, PbtClonesTheBetterMemberAndFollowsItsLineage) {
+  const std::vector<Domain> space =
+      parse_space(nlohmann::json::parse(R"({"q": {"uniform": [0.1, 1]}})"), "t");
+  auto next = std::make_shared<int>(0);
+  TrialSource src;
+  src.next = [next]() -> std::optional<Assignment> {
+    const int i = (*next)++;
+    return Assignment{{"q", i == 0 ? "0.2" : "0.9"}};
+  };
+  src.cost = [](const Assignment&) { return TrialCost{1, 10, 0, 0}; };
+  src.accuracy = [](const Assignment& a, int e) { return std::stod(a.at("q")) * e / 3; };
+  SearchSettings s = settings(SearchPolicyKind::pbt, 2, 3, 2);
+  s.space = space;
+  s.pbt.quantile = 0.5;
+  s.pbt.resample = 0;
+  s.pbt_interval = 1;
+  for (std::uint64_t seed : {1, 2, 3, 4}) {
+    s.seed = seed;
+    const SearchResult r = run_search(s, src);
+    *next = 0;
+    ASSERT_EQ(r.trials.size(), 2u);
+    const TrialRecord& m0 = r.trials[0];
+    const TrialRecord& m1 = r.trials[1];
+    EXPECT_EQ(m0.clones, 1);
+    EXPECT_EQ(m1.clones, 0);
+    EXPECT_EQ(m1.accuracy, (std::vector<double>{0.3, 0.6, 0.9}));
+    ASSERT_EQ(m0.accuracy.size(), 3u);
+    EXPECT_DOUBLE_EQ(m0.accuracy[0], 0.3);
+    const std::string q = m0.assignment.at("q");
+    ASSERT_TRUE(q == "0.72" || q == "1") << q;
+    if (q == "0.72") {
+      EXPECT_NEAR(m0.accuracy[1], 0.72, 1e-12);
+      EXPECT_NEAR(m0.accuracy[2], 0.72, 1e-12);
+    } else {
+      EXPECT_NEAR(m0.accuracy[1], 2.0 / 3, 1e-12);
+      EXPECT_NEAR(m0.accuracy[2], 1.0, 1e-12);
+    }
+    EXPECT_EQ(m0.end, TrialEnd::completed);
+    EXPECT_DOUBLE_EQ(r.makespan_s, 40);
+    EXPECT_DOUBLE_EQ(r.gpu_s, 70);  // member 0: 2 epochs, 2 after the clone; member 1: 3
+  }
+  // A source that trains lineages itself is asked for every epoch of every member.
+  int asked = 0;
+  src.lineage_accuracy = [&](const Lineage& l) {
+    ++asked;
+    int epochs = 0;
+    for (const LineageSegment& seg : l) epochs += seg.epochs;
+    return std::stod(l.back().assignment.at("q")) * epochs / 3;
+  };
+  s.seed = 1;
+  const SearchResult hooked = run_search(s, src);
+  *next = 0;
+  EXPECT_EQ(asked, 7);  // member 0: 2, then 2 after the clone; member 1: 3
+  // Over a space of choices alone there is nothing to perturb.
+  s.space = parse_space(nlohmann::json::parse(R"({"q": {"choice": ["0.2", "0.9"]}})"), "t");
+  try {
+    run_search(s, src);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("search: pbt"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -22,7 +23,7 @@ struct Work {
   int until = 0;  // the epoch it trains to before its policy looks at it again
 };
 
-enum class Step : std::uint8_t { go_on, pause, end };
+enum class Step : std::uint8_t { go_on, pause, end, checkpoint_go_on };
 
 struct Live {
   TrialRecord rec;
@@ -30,6 +31,9 @@ struct Live {
   bool paused = false;       // checkpointed, GPUs given up; resumes with a restore
   bool finished = false;     // completed or ended
   double probability = 0.5;  // pop: P(reaching the incumbent) at its last epoch
+  bool reload = false;       // pbt: restores another member's checkpoint before its next epoch
+  int held = 0;              // GPUs it holds now
+  Lineage lineage;           // pbt: what its model trained under
 };
 
 struct State {
@@ -50,9 +54,14 @@ struct State {
     Live t;
     t.rec.id = static_cast<int>(trials.size());
     t.rec.assignment = std::move(*a);
-    t.rec.cost = source.cost(t.rec.assignment);
-    const TrialCost& c = t.rec.cost;
-    const std::string name = "trial " + std::to_string(t.rec.id);
+    t.rec.cost = cost_of(t.rec.assignment, t.rec.id);
+    t.lineage = {{t.rec.assignment, 0}};
+    trials.push_back(std::move(t));
+    return trials.back().rec.id;
+  }
+  TrialCost cost_of(const Assignment& a, int id) const {
+    const TrialCost c = source.cost(a);
+    const std::string name = "trial " + std::to_string(id);
     if (c.gpus < 1 || c.gpus > settings.cluster_gpus)
       throw InputError(name + ": needs " + std::to_string(c.gpus) + " GPUs, the cluster has " +
                        std::to_string(settings.cluster_gpus));
@@ -61,8 +70,7 @@ struct State {
     if (!(c.checkpoint_s >= 0) || !(c.restore_s >= 0) || !std::isfinite(c.checkpoint_s) ||
         !std::isfinite(c.restore_s))
       throw InputError(name + ": checkpoint and restore times are finite numbers >= 0");
-    trials.push_back(std::move(t));
-    return trials.back().rec.id;
+    return c;
   }
   bool may_start_new() const { return !exhausted && static_cast<int>(trials.size()) < settings.trials; }
 };
@@ -264,6 +272,73 @@ class PopPolicy final : public Policy {
   std::set<int> waiting_;
 };
 
+class PbtPolicy final : public Policy {
+ public:
+  explicit PbtPolicy(const SearchSettings& s)
+      : interval_(s.pbt_interval > 0 ? s.pbt_interval : s.min_epochs), rng_(s.seed) {}
+
+  std::optional<Work> next(State& s) override {
+    if (const int id = s.new_trial(); id >= 0) return Work{id, s.settings.max_epochs};
+    const int id = laggard(s, -1);
+    if (id < 0) return std::nullopt;
+    waiting_.erase(id);
+    return Work{id, s.settings.max_epochs};
+  }
+
+  Step after_epoch(State& s, int trial, int epoch, double accuracy) override {
+    if (epoch % interval_ != 0) return Step::go_on;
+    losses_[trial] = 1 - accuracy;
+    std::map<int, Assignment> assignments;
+    for (const auto& [id, loss] : losses_)
+      assignments[id] = s.trials[static_cast<std::size_t>(id)].rec.assignment;
+    const PbtStep step = pbt_step(trial, losses_, assignments, s.settings.space, s.settings.pbt, rng_);
+    Live& t = s.trials[static_cast<std::size_t>(trial)];
+    if (step.exploit) {
+      const Live& from = s.trials[static_cast<std::size_t>(step.clone_from)];
+      t.rec.accuracy = from.rec.accuracy;
+      t.lineage = from.lineage;
+      t.lineage.push_back({step.assignment, 0});
+      t.rec.assignment = step.assignment;
+      const int gpus = t.rec.cost.gpus;
+      t.rec.cost = s.cost_of(t.rec.assignment, trial);  // the new assignment's epoch time
+      ++t.rec.clones;
+      t.reload = true;
+      losses_[trial] = losses_.at(step.clone_from);
+      if (static_cast<int>(t.rec.accuracy.size()) >= s.settings.max_epochs) return Step::end;
+      if (t.rec.cost.gpus != gpus) {  // it gives its GPUs back and starts again on as many as it needs
+        waiting_.insert(trial);
+        return Step::pause;
+      }
+    }
+    const int behind = laggard(s, static_cast<int>(t.rec.accuracy.size()));
+    if (behind >= 0 || (s.may_start_new())) {
+      waiting_.insert(trial);
+      return Step::pause;
+    }
+    return Step::checkpoint_go_on;
+  }
+
+ private:
+  // The waiting member with the fewest epochs, fewer than `below` when given (ties: lower id).
+  int laggard(const State& s, int below) const {
+    int best = -1;
+    std::size_t fewest = 0;
+    for (int id : waiting_) {
+      const std::size_t e = s.trials[static_cast<std::size_t>(id)].rec.accuracy.size();
+      if (below >= 0 && e >= static_cast<std::size_t>(below)) continue;
+      if (best < 0 || e < fewest) {
+        best = id;
+        fewest = e;
+      }
+    }
+    return best;
+  }
+  int interval_;
+  std::mt19937_64 rng_;
+  std::map<int, double> losses_;
+  std::set<int> waiting_;
+};
+
 std::unique_ptr<Policy> make_policy(const SearchSettings& s) {
   switch (s.policy) {
     case SearchPolicyKind::random:
@@ -298,11 +373,13 @@ std::unique_ptr<Policy> make_policy(const SearchSettings& s) {
       return std::make_unique<AshaStopPolicy>(s);
     case SearchPolicyKind::pop:
       return std::make_unique<PopPolicy>();
+    case SearchPolicyKind::pbt:
+      return std::make_unique<PbtPolicy>(s);
   }
   return std::make_unique<FullTraining>();
 }
 
-constexpr std::array<std::pair<SearchPolicyKind, std::string_view>, 7> kPolicies = {{
+constexpr std::array<std::pair<SearchPolicyKind, std::string_view>, 8> kPolicies = {{
     {SearchPolicyKind::random, "random"},
     {SearchPolicyKind::grid, "grid"},
     {SearchPolicyKind::sha, "sha"},
@@ -310,6 +387,7 @@ constexpr std::array<std::pair<SearchPolicyKind, std::string_view>, 7> kPolicies
     {SearchPolicyKind::asha, "asha"},
     {SearchPolicyKind::asha_stop, "asha-stop"},
     {SearchPolicyKind::pop, "pop"},
+    {SearchPolicyKind::pbt, "pbt"},
 }};
 
 }  // namespace
@@ -326,6 +404,28 @@ std::string_view to_string(SearchPolicyKind kind) {
   return "random";
 }
 
+double lineage_accuracy(const Lineage& lineage, int max_epochs,
+                        const std::function<double(const Assignment&, int epoch)>& accuracy) {
+  STRATA_ASSERT(!lineage.empty(), "lineage_accuracy: an empty lineage");
+  double a = 0;
+  for (std::size_t k = 0; k < lineage.size(); ++k) {
+    const LineageSegment& seg = lineage[k];
+    if (seg.epochs == 0) continue;
+    int equivalent = 0;  // where this assignment's curve first reaches a
+    if (k > 0 && a > 0) {
+      equivalent = -1;
+      for (int e = 1; e <= max_epochs; ++e)
+        if (accuracy(seg.assignment, e) >= a) {
+          equivalent = e;
+          break;
+        }
+    }
+    if (equivalent < 0) continue;  // never reaches a: the model stays at a
+    a = accuracy(seg.assignment, std::min(max_epochs, equivalent + seg.epochs));
+  }
+  return a;
+}
+
 double TrialRecord::best() const {
   return accuracy.empty() ? 0 : *std::max_element(accuracy.begin(), accuracy.end());
 }
@@ -337,6 +437,7 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
   if (settings.eta < 2) throw InputError("search: eta must be >= 2");
   if (settings.trials < 1) throw InputError("search: at least one trial");
   if (!(settings.budget_gpu_s > 0)) throw InputError("search: the budget must be positive");
+  if (settings.policy == SearchPolicyKind::pbt) check_pbt_space(settings.space, "search: pbt");
   State s{settings, source, {}, false, 0};
   std::unique_ptr<Policy> policy = make_policy(settings);
   SearchResult result;
@@ -344,11 +445,12 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
   double now = 0, spent = 0;
   bool budget_out = false;
   std::optional<Work> deferred;
-  // (time, trial, kind): kind 0 an epoch ends, 1 a checkpoint ends.
-  std::set<std::tuple<double, int, int>> events;
+  // (time, trial, kind, GPUs): kind 0 an epoch ends, 1 a checkpoint ends (its GPUs freed), 2 a
+  // checkpoint ends and the trial trains on.
+  std::set<std::tuple<double, int, int, int>> events;  // ... and the GPUs a kind-1 event frees
 
   const auto epoch_cost = [&](const Live& t) {
-    return (t.paused ? t.rec.cost.restore_s : 0) + t.rec.cost.epoch_s;
+    return (t.paused || t.reload ? t.rec.cost.restore_s : 0) + t.rec.cost.epoch_s;
   };
   const auto affordable = [&](const Live& t) {
     return spent + t.rec.cost.gpus * epoch_cost(t) <= settings.budget_gpu_s * (1 + 1e-12);
@@ -356,9 +458,10 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
   const auto run_epoch = [&](Live& t) {
     const double d = epoch_cost(t);
     t.paused = false;
+    t.reload = false;
     spent += t.rec.cost.gpus * d;
     t.rec.gpu_s += t.rec.cost.gpus * d;
-    events.emplace(now + d, t.rec.id, 0);
+    events.emplace(now + d, t.rec.id, 0, 0);
   };
   const auto finish = [&](Live& t, TrialEnd end) {
     t.finished = true;
@@ -383,23 +486,43 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
       }
       t.until = w->until;
       free -= t.rec.cost.gpus;
+      t.held += t.rec.cost.gpus;
       run_epoch(t);
     }
   };
 
   fill();
   while (!events.empty()) {
-    const auto [time, id, kind] = *events.begin();
+    const auto [time, id, kind, freed] = *events.begin();
     events.erase(events.begin());
     now = time;
     Live& t = s.trials[static_cast<std::size_t>(id)];
     if (kind == 1) {  // checkpoint written: its GPUs are free
-      free += t.rec.cost.gpus;
+      free += freed;
       fill();
       continue;
     }
+    if (kind == 2) {  // checkpoint written: it trains on
+      if (affordable(t)) {
+        run_epoch(t);
+      } else {
+        budget_out = true;
+        free += t.held;
+        t.held = 0;
+        finish(t, TrialEnd::unfinished);
+      }
+      continue;
+    }
     const int epoch = static_cast<int>(t.rec.accuracy.size()) + 1;
-    const double acc = source.accuracy(t.rec.assignment, epoch);
+    ++t.lineage.back().epochs;
+    double acc = 0;
+    if (source.lineage_accuracy && settings.policy == SearchPolicyKind::pbt) {
+      acc = source.lineage_accuracy(t.lineage);
+    } else if (t.lineage.size() == 1) {
+      acc = source.accuracy(t.rec.assignment, epoch);
+    } else {
+      acc = lineage_accuracy(t.lineage, settings.max_epochs, source.accuracy);
+    }
     t.rec.accuracy.push_back(acc);
     if (result.best_trial < 0 || acc > s.best_accuracy) {  // ties: the first to reach it
       s.best_accuracy = acc;
@@ -409,6 +532,7 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
     if (!result.time_to_target_s && acc >= settings.target_accuracy) result.time_to_target_s = now;
     Step step = Step::end;
     if (epoch < settings.max_epochs) step = policy->after_epoch(s, id, epoch, acc);
+    const int reached = static_cast<int>(t.rec.accuracy.size());  // a pbt clone may jump ahead
     for (int ended : policy->ended) {
       Live& e = s.trials[static_cast<std::size_t>(ended)];
       if (!e.finished) finish(e, TrialEnd::stopped);
@@ -424,16 +548,23 @@ SearchResult run_search(const SearchSettings& settings, const TrialSource& sourc
         break;
       case Step::pause: {
         t.paused = true;
-        spent += t.rec.cost.gpus * t.rec.cost.checkpoint_s;
-        t.rec.gpu_s += t.rec.cost.gpus * t.rec.cost.checkpoint_s;
-        events.emplace(now + t.rec.cost.checkpoint_s, id, 1);
+        spent += t.held * t.rec.cost.checkpoint_s;
+        t.rec.gpu_s += t.held * t.rec.cost.checkpoint_s;
+        events.emplace(now + t.rec.cost.checkpoint_s, id, 1, t.held);
+        t.held = 0;  // the checkpoint gives them back; the trial may be resumed before it ends
         break;
       }
+      case Step::checkpoint_go_on:
+        spent += t.held * t.rec.cost.checkpoint_s;
+        t.rec.gpu_s += t.held * t.rec.cost.checkpoint_s;
+        events.emplace(now + t.rec.cost.checkpoint_s, id, 2, 0);
+        break;
       case Step::end:
-        free += t.rec.cost.gpus;
-        finish(t, epoch >= settings.max_epochs ? TrialEnd::completed
-                  : budget_out                 ? TrialEnd::unfinished
-                                               : TrialEnd::stopped);
+        free += t.held;
+        t.held = 0;
+        finish(t, reached >= settings.max_epochs ? TrialEnd::completed
+                  : budget_out                   ? TrialEnd::unfinished
+                                                 : TrialEnd::stopped);
         break;
     }
     fill();

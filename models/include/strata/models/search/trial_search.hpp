@@ -27,9 +27,14 @@
 //   thresholds): poor trials end; promising ones go on and resume first; an opportunistic trial
 //   pauses when a new trial may still start or a promising one waits, and resumes on GPUs
 //   nothing else wants.
-// PBT needs the accuracy of a trial resumed from another's checkpoint with other
-// hyperparameters, which neither a curve file nor the family gives; it runs over real training
-// only (strata search) and is not played out here.
+// - pbt: Population Based Training (pbt_step in space.hpp): a population of settings.trials
+//   members, each checkpointed every `pbt_interval` epochs (checkpoint_s); at that point a member
+//   in the lower quantile takes a member of the upper quantile's checkpoint (restore_s) and its
+//   perturbed assignment, and goes on from that member's epoch; it ends at max_epochs. When the
+//   population does not fit the cluster, a member at a checkpoint pauses if another waits with
+//   fewer epochs, and the member with fewest epochs resumes first (ties: the lower id).
+//   A member's accuracy after such a clone is its lineage's (TrialSource::lineage_accuracy), by
+//   default the progress-equivalent model of lineage_accuracy() below.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +49,7 @@
 namespace strata {
 inline namespace models {
 
-enum class SearchPolicyKind : std::uint8_t { random, grid, sha, hyperband, asha, asha_stop, pop };
+enum class SearchPolicyKind : std::uint8_t { random, grid, sha, hyperband, asha, asha_stop, pop, pbt };
 std::optional<SearchPolicyKind> parse_search_policy(std::string_view text);
 std::string_view to_string(SearchPolicyKind kind);
 
@@ -56,13 +61,32 @@ struct TrialCost {
   double restore_s = 0;     // >= 0
 };
 
+// A PBT member's history: the assignments its model trained under, in order, and for how many
+// epochs each (a clone copies the source's segments and starts a new one).
+struct LineageSegment {
+  Assignment assignment;
+  int epochs = 0;
+};
+using Lineage = std::vector<LineageSegment>;
+
 // Where trials come from: the next assignment to try (nullopt when the space is exhausted: a
-// grid's end, a curve file's last curve), its cost, and its accuracy after an epoch (1-based).
+// grid's end, a curve file's last curve), its cost, and its accuracy after an epoch (1-based);
+// optionally, for pbt, the accuracy of a lineage after its last epoch (real training resumed from
+// checkpoints: asked for every epoch of every member), else lineage_accuracy() over `accuracy`.
 struct TrialSource {
   std::function<std::optional<Assignment>()> next;
   std::function<TrialCost(const Assignment&)> cost;
   std::function<double(const Assignment&, int epoch)> accuracy;
+  std::function<double(const Lineage&)> lineage_accuracy;
 };
+
+// The progress-equivalent model of a lineage's accuracy where only each assignment's own curve
+// is known: a model of accuracy a continuing under assignment A is where A's curve first reaches
+// a (its equivalent epoch e, the curve taken as 0 before epoch 1), and k epochs later it is A's
+// accuracy at e + k (at most max_epochs); if A's curve never reaches a within max_epochs the
+// model stays at a. One segment: the curve itself. O(segments × max_epochs) calls of `accuracy`.
+double lineage_accuracy(const Lineage& lineage, int max_epochs,
+                        const std::function<double(const Assignment&, int epoch)>& accuracy);
 
 struct SearchSettings {
   SearchPolicyKind policy = SearchPolicyKind::asha;
@@ -74,6 +98,12 @@ struct SearchSettings {
   double budget_gpu_s = INFINITY;  // no epoch starts once this much GPU time is spent
   double target_accuracy = 1.0;    // time to target: the first epoch at or above it
   PopThresholds pop;
+  // pbt: its settings, the epochs between checkpoints (0: min_epochs), the space it perturbs
+  // (at least one numeric domain) and the seed of its draws.
+  PbtSettings pbt;
+  int pbt_interval = 0;
+  std::vector<Domain> space;
+  std::uint64_t seed = 0;
 };
 
 enum class TrialEnd : std::uint8_t { completed, stopped, unfinished };
@@ -86,6 +116,7 @@ struct TrialRecord {
   double gpu_s = 0;              // GPU time it held (epochs, checkpoints, restores)
   TrialEnd end = TrialEnd::unfinished;
   std::optional<CurveClass> last_class;  // pop: its last class
+  int clones = 0;                        // pbt: how often it took another member's checkpoint
   double best() const;
 };
 
@@ -101,8 +132,8 @@ struct SearchResult {
 };
 
 // Throws InputError for settings out of range (min_epochs > max_epochs, eta < 2, no GPU, a trial
-// needing more GPUs than the cluster has, a budget below one epoch of the first trial) naming
-// the setting.
+// needing more GPUs than the cluster has, a budget below one epoch of the first trial, pbt over a
+// space without a numeric domain) naming the setting.
 SearchResult run_search(const SearchSettings& settings, const TrialSource& source);
 
 }  // namespace models
