@@ -288,17 +288,16 @@ class PbtPolicy final : public Policy {
   Step after_epoch(State& s, int trial, int epoch, double accuracy) override {
     if (epoch % interval_ != 0) return Step::go_on;
     losses_[trial] = 1 - accuracy;
-    std::map<int, Assignment> assignments;
-    for (const auto& [id, loss] : losses_)
-      assignments[id] = s.trials[static_cast<std::size_t>(id)].rec.assignment;
-    const PbtStep step = pbt_step(trial, losses_, assignments, s.settings.space, s.settings.pbt, rng_);
     Live& t = s.trials[static_cast<std::size_t>(trial)];
+    assignments_[trial] = t.rec.assignment;
+    const PbtStep step = pbt_step(trial, losses_, assignments_, s.settings.space, s.settings.pbt, rng_);
     if (step.exploit) {
       const Live& from = s.trials[static_cast<std::size_t>(step.clone_from)];
       t.rec.accuracy = from.rec.accuracy;
       t.lineage = from.lineage;
       t.lineage.push_back({step.assignment, 0});
       t.rec.assignment = step.assignment;
+      assignments_[trial] = step.assignment;
       const int gpus = t.rec.cost.gpus;
       t.rec.cost = s.cost_of(t.rec.assignment, trial);  // the new assignment's epoch time
       ++t.rec.clones;
@@ -335,7 +334,8 @@ class PbtPolicy final : public Policy {
   }
   int interval_;
   std::mt19937_64 rng_;
-  std::map<int, double> losses_;
+  std::map<int, double> losses_;           // each member's latest loss at a checkpoint
+  std::map<int, Assignment> assignments_;  // ... and its assignment then
   std::set<int> waiting_;
 };
 

@@ -35,6 +35,8 @@
 //   fewer epochs, and the member with fewest epochs resumes first (ties: the lower id).
 //   A member's accuracy after such a clone is its lineage's (TrialSource::lineage_accuracy), by
 //   default the progress-equivalent model of lineage_accuracy() below.
+//   Cost: each checkpoint ranks the population (pbt_step), O(n log n) for n members, so a search
+//   is O(n² log n · max_epochs / interval); PBT populations are tens to hundreds.
 #pragma once
 
 #include <cstdint>
