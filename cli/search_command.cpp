@@ -50,11 +50,13 @@ struct SearchFile {
   double checkpoint_s = 0;
   double restore_s = 0;
   bool cluster_gpus_given = false;
+  std::string timing = "replay";  // replay | closed-form
 };
 
 struct SearchOptions {
   std::string spec;
   std::string policy;
+  std::string timing;
   DbFlags db;
   std::string csv, json, svg;
 };
@@ -77,7 +79,8 @@ SearchFile read_search_file(const std::string& path) {
   const JsonNode s = root.at("search");
   s.reject_unknown_fields({"space", "policy", "platform", "cluster_gpus", "max_epochs", "min_epochs", "eta",
                            "trials", "budget_gpu_hours", "target_accuracy", "seed", "grid_points",
-                           "samples_per_epoch", "checkpoint_s", "restore_s", "accuracy", "pop", "pbt"});
+                           "samples_per_epoch", "checkpoint_s", "restore_s", "accuracy", "pop", "pbt",
+                           "timing"});
   SearchSettings& st = f.settings;
   if (const auto p = s.find("policy")) {
     const std::optional<SearchPolicyKind> kind = parse_search_policy(p->as_string());
@@ -111,6 +114,11 @@ SearchFile read_search_file(const std::string& path) {
     if (const auto v = p->find("poor")) st.pop.poor = v->as_number();
     if (!(0 <= st.pop.poor && st.pop.poor <= st.pop.promising && st.pop.promising <= 1))
       p->fail("need 0 <= poor <= promising <= 1");
+  }
+  if (const auto v = s.find("timing")) {
+    f.timing = v->as_string();
+    if (f.timing != "replay" && f.timing != "closed-form")
+      v->fail("unknown timing '" + f.timing + "' (known: closed-form, replay)");
   }
   if (const auto p = s.find("pbt")) {
     p->reject_unknown_fields({"quantile", "resample", "interval"});
@@ -196,12 +204,14 @@ struct Timing {
   int gpus = 1;
   double iteration_s = 0;
   double iterations_per_epoch = 0;
-  Report report;  // the replay's, for the store
+  std::optional<Report> report;      // the replay's, for the store
+  std::optional<Estimate> estimate;  // or the closed form's
 };
 
 class TrialTimes {
  public:
-  TrialTimes(const SearchFile& f, std::string platform) : f_(f), platform_(std::move(platform)) {}
+  TrialTimes(const SearchFile& f, std::string platform, const PlatformSummary& summary)
+      : f_(f), platform_(std::move(platform)), cluster_(cluster_spec(summary)) {}
 
   const Timing& of(const Assignment& a) {
     const Experiment e = with_assignment(f_.base, a, f_.path);
@@ -211,14 +221,21 @@ class TrialTimes {
       throw InputError(f_.path +
                        ": /global_batch: a search needs the global batch (samples per iteration) to time "
                        "an epoch");
-    const Plan plan = lower(e);
     const Model model = model_of(e);
     const StrategyConfig config = strategy_of(e, model);
     Timing t;
-    t.gpus = plan.num_workers();
-    const ReplayOptions options;
-    t.report = replay_report_apart(plan, platform_, options);
-    t.iteration_s = t.report.iteration_time_s;
+    if (f_.timing == "closed-form") {
+      check_strategy(model, config);
+      t.gpus = static_cast<int>(config.workers());
+      t.estimate = estimate(model, config, cluster_, cost_);
+      t.iteration_s = t.estimate->iteration_s;
+    } else {
+      const Plan plan = lower(e);
+      t.gpus = plan.num_workers();
+      const ReplayOptions options;
+      t.report = replay_report_apart(plan, platform_, options);
+      t.iteration_s = t.report->iteration_time_s;
+    }
     double samples = f_.samples_per_epoch;
     if (samples <= 0) {
       if (e.model != "mlp" && e.model != "cnn")
@@ -242,6 +259,8 @@ class TrialTimes {
  private:
   const SearchFile& f_;
   std::string platform_;
+  ClusterSpec cluster_;
+  CostModel cost_;  // the default calibration, as a replay without --calibration
   std::map<std::string, Timing> cache_;
   int replays_ = 0;
 };
@@ -275,6 +294,7 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
     if (!kind) throw InputError("--policy: unknown policy '" + o.policy + "'");
     f.settings.policy = *kind;
   }
+  if (!o.timing.empty()) f.timing = o.timing;
   if (f.settings.policy == SearchPolicyKind::pbt) {
     if (f.accuracy == "curves")
       throw InputError(o.spec +
@@ -317,7 +337,7 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
   if (f.settings.policy == SearchPolicyKind::grid) f.settings.trials = static_cast<int>(order.size());
   auto rng = std::make_shared<std::mt19937_64>(f.seed);
   auto at = std::make_shared<std::size_t>(0);
-  TrialTimes times(f, platform);
+  TrialTimes times(f, platform, summary);
   TrialSource source;
   const bool sampled = order.empty();
   source.next = [&, rng, at, sampled]() -> std::optional<Assignment> {
@@ -368,11 +388,11 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
   if (f.settings.policy == SearchPolicyKind::pbt && progress_wanted()) std::fprintf(stderr, "\n");
 
   // The table: one row per trial.
-  std::printf(
-      "search %s: %zu trials of %s on %s (%d GPUs), %d epochs at most; %d replays for their epoch times\n",
-      std::string(to_string(f.settings.policy)).c_str(), r.trials.size(), f.base.model.c_str(),
-      std::filesystem::path(platform).filename().c_str(), f.settings.cluster_gpus, f.settings.max_epochs,
-      times.replays());
+  std::printf("search %s: %zu trials of %s on %s (%d GPUs), %d epochs at most; %d %s for their epoch times\n",
+              std::string(to_string(f.settings.policy)).c_str(), r.trials.size(), f.base.model.c_str(),
+              std::filesystem::path(platform).filename().c_str(), f.settings.cluster_gpus,
+              f.settings.max_epochs, times.replays(),
+              f.timing == "closed-form" ? "closed-form estimates" : "replays");
   std::printf("%5s  %-40s %4s %12s %7s %10s %9s  %-11s %s\n", "trial", "assignment", "GPUs", "epoch (s)",
               "epochs", "best (%)", "GPU-h", "end", "pop class");
   std::vector<nlohmann::json> rows;
@@ -426,14 +446,20 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
   }
   // Each trial's row: its replay's figures with the accuracy of every epoch it trained.
   if (store) {
-    const std::string hash =
-        platform_hash(platform, {"search: " + std::string(to_string(f.settings.policy))});
+    const std::string hash = platform_hash(
+        platform, f.timing == "closed-form"
+                      ? std::vector<std::string>{"search: " + std::string(to_string(f.settings.policy)),
+                                                 "timing: closed-form"}
+                      : std::vector<std::string>{"search: " + std::string(to_string(f.settings.policy))});
     std::vector<ResultRow> out;
     for (const TrialRecord& t : r.trials) {
       if (t.accuracy.empty()) continue;
       const Experiment e = with_assignment(f.base, t.assignment, f.path);
-      ResultRow row =
-          report_row(times.of(t.assignment).report, "search", e, hash, TrialTimes::describe(t.assignment));
+      const Timing& timing = times.of(t.assignment);
+      ResultRow row = timing.report
+                          ? report_row(*timing.report, "search", e, hash, TrialTimes::describe(t.assignment))
+                          : estimate_row(*timing.estimate, "search", e, hash, platform, timing.gpus,
+                                         TrialTimes::describe(t.assignment));
       row.key.fidelity = "search";
       nlohmann::json curve = nlohmann::json::array();
       for (std::size_t i = 0; i < t.accuracy.size(); ++i)
@@ -479,6 +505,8 @@ void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer, Lin
   auto o = std::make_shared<SearchOptions>();
   add_input_option(*cmd, "--spec", o->spec, "the search file: an Experiment spec with a search section")
       ->required();
+  cmd->add_option("--timing", o->timing, "override the search's trial timing: replay or closed-form")
+      ->check(CLI::IsMember({"replay", "closed-form"}));
   cmd->add_option("--policy", o->policy, "override the search's policy")
       ->check(CLI::IsMember({"random", "grid", "sha", "hyperband", "asha", "asha-stop", "pop", "pbt"}));
   add_output_option(*cmd, "--csv", o->csv, "write the trials as CSV (default: none)");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_process.hpp"
 
@@ -121,6 +122,32 @@ TEST_F(SearchCli, BadSearchFilesAreOneLine) {
   write("choices.json", choices);
   expect_one_line_error(run("search --spec choices.json --policy pbt --no-db"),
                         "choices.json: /search/space");
+}
+
+// Trial times from the closed form instead of replays: for these MLPs (data parallelism 1 and 2)
+// the closed form gives the replay's epoch times, so the same table; the header says which.
+TEST_F(SearchCli, ClosedFormTimingGivesTheReplaysTableForTheseTrials) {
+  write("s.json", kSearch);
+  const Outcome replay = run("search --spec s.json --no-db --csv r.csv");
+  const Outcome closed = run("search --spec s.json --no-db --timing closed-form --csv c.csv");
+  ASSERT_EQ(closed.rc, 0) << closed.err;
+  EXPECT_NE(closed.out.find("9 epochs at most; 2 closed-form estimates for their epoch times"),
+            std::string::npos)
+      << closed.out;
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  const auto r = lines(replay.out), c = lines(closed.out);
+  ASSERT_EQ(r.size(), c.size());
+  for (std::size_t i = 1; i < r.size(); ++i) EXPECT_EQ(r[i], c[i]);
+  std::string bad = kSearch;
+  bad.replace(bad.find("\"eta\": 3,"), 9, "\"eta\": 3, \"timing\": \"exact\",");
+  write("bad.json", bad);
+  expect_one_line_error(run("search --spec bad.json --no-db"),
+                        "bad.json: /search/timing: unknown timing 'exact' (known: closed-form, replay)");
 }
 
 // PBT over the seeded family: members clone and perturb (the progress-equivalent model gives
