@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -49,12 +50,18 @@ struct JobsOptions {
 //   its parallelism and global batch) run for `iterations` iterations: its GPUs are dp·tp·pp and
 //   its service time `iterations` times its iteration replayed on the platform (one replay per
 //   distinct model, parallelism and batch, each in its own process).
-std::vector<ClusterJob> read_job_trace(const std::string& path, const std::string& platform) {
+struct TraceJob {
+  ClusterJob job;
+  std::optional<Experiment> experiment;  // jobs given as Experiments ...
+  std::int64_t iterations = 0;           // ... and their iterations
+};
+
+std::vector<TraceJob> read_job_trace(const std::string& path, const std::string& platform) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
   const std::string given = "id,arrival_s,gpus,service_s";
   const std::string modelled = "id,arrival_s,model,dp,tp,pp,global_batch,iterations";
-  std::vector<ClusterJob> jobs;
+  std::vector<TraceJob> jobs;
   std::map<std::string, double> iteration_s;  // by model, parallelism and batch
   std::string line, header;
   int number = 0;
@@ -94,7 +101,8 @@ std::vector<ClusterJob> read_job_trace(const std::string& path, const std::strin
         throw InputError(at + ": " + column + ": not a whole number >= 1");
       return static_cast<std::int64_t>(v);
     };
-    ClusterJob j;
+    TraceJob traced;
+    ClusterJob& j = traced.job;
     j.id = cells[0];
     if (j.id.empty()) throw InputError(at + ": id: empty");
     j.arrival_s = number_of(cells[1], "arrival_s");
@@ -125,8 +133,10 @@ std::vector<ClusterJob> read_job_trace(const std::string& path, const std::strin
       }
       j.gpus = static_cast<int>(e.workers());
       j.service_s = it->second * static_cast<double>(iterations);
+      traced.experiment = e;
+      traced.iterations = iterations;
     }
-    jobs.push_back(std::move(j));
+    jobs.push_back(std::move(traced));
   }
   if (header.empty()) throw InputError(path + ": no header " + given + " or " + modelled);
   if (jobs.empty()) throw InputError(path + ": no job");
@@ -150,6 +160,35 @@ std::pair<int, int> cluster_shape(const JobsOptions& o, const std::string& platf
           o.gpus_per_node > 0 ? o.gpus_per_node : per_node};
 }
 
+// The iteration time of an Experiment on a placement (GPUs per node, in the order the nodes were
+// taken), replayed with its workers on the platform's first hosts in that shape (hosts alike and a
+// symmetric network assumed: the shape, not which nodes, decides), one replay per Experiment and
+// shape, each in its own process.
+class PlacedReplays {
+ public:
+  double on(const Experiment& e, const std::vector<int>& counts, const std::string& platform) {
+    std::string key = canonical_json(e).dump() + "@";
+    for (int c : counts) key += std::to_string(c) + ",";
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+    if (!summary_) summary_ = load_platform_summary_apart(platform, NetworkOptions{});
+    ReplayOptions options;
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      STRATA_ASSERT(k < summary_->hosts.size(), "jobs: a placement past the platform's hosts");
+      options.placement.insert(options.placement.end(), static_cast<std::size_t>(counts[k]),
+                               summary_->hosts[k].name);
+    }
+    const double t = replay_report_apart(lower(e), platform, options).iteration_time_s;
+    ++replays_;
+    return cache_.emplace(key, t).first->second;
+  }
+  int replays() const { return replays_; }
+
+ private:
+  std::optional<PlatformSummary> summary_;
+  std::map<std::string, double> cache_;
+  int replays_ = 0;
+};
+
 int run_jobs(const JobsOptions& o) {
   const std::optional<JobPolicy> policy = parse_job_policy(o.policy);
   if (!policy) throw InputError("--policy: unknown '" + o.policy + "' (fifo, sjf, las, themis)");
@@ -165,6 +204,7 @@ int run_jobs(const JobsOptions& o) {
   // The jobs: a Pollux workload, a Philly or Helios log, or strata's own trace.
   std::map<std::string, TraceApplication> apps;
   std::vector<RoundJob> round_jobs;
+  auto replays = std::make_shared<PlacedReplays>();
   std::vector<ClusterJob> jobs;
   std::string source = "strata";
   if (pollux) {
@@ -180,8 +220,15 @@ int run_jobs(const JobsOptions& o) {
       std::printf("%s: %zu jobs left out (no GPU or no complete run time)\n", o.trace.c_str(),
                   imported.left_out);
   } else {
-    for (const ClusterJob& j : read_job_trace(o.trace, platform))
+    for (const TraceJob& traced : read_job_trace(o.trace, platform)) {
+      const ClusterJob& j = traced.job;
       round_jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
+      if (traced.experiment && o.interval_s > 0)
+        round_jobs.back().service_on = [e = *traced.experiment, iterations = traced.iterations, platform,
+                                        replays](const std::vector<int>& counts) {
+          return static_cast<double>(iterations) * replays->on(e, counts, platform);
+        };
+    }
   }
   const bool rounds = pollux || o.interval_s > 0;
   std::vector<RoundJobRecord> records;
@@ -209,6 +256,7 @@ int run_jobs(const JobsOptions& o) {
                   settings.gpus_per_node, pollux ? " (Pollux's testbed)" : "", settings.interval_s,
                   settings.restart_s, o.placement.c_str(), o.backfill ? ", backfill" : "");
     where = text;
+    if (replays->replays() > 0) where += ", " + std::to_string(replays->replays()) + " placement replays";
   } else {
     JobSettings settings;
     settings.policy = *policy;

@@ -151,4 +151,25 @@ TEST_F(JobsCli, PhillyAndHeliosLogsAreImported) {
   expect_one_line_error(run("jobs --trace q.json"), "q.json: not JSON");
 }
 
+// Jobs given as Experiments in rounds: a job's speed is its Plan replayed on the nodes it got. A
+// tensor-parallel job (tp = 4) spread one GPU per node runs its allreduces between nodes and takes
+// longer than packed on one node, whose time is its service time.
+TEST_F(JobsCli, AnExperimentJobRunsAsFastAsItsPlacementReplays) {
+  write("tp.csv", "id,arrival_s,model,dp,tp,pp,global_batch,iterations\ntp,0,gpt2-small,1,4,1,16,1000\n");
+  const auto finish = [&](const std::string& placement) {
+    const Outcome r = run("jobs --trace tp.csv --platform a100-cluster-64.xml --interval 10 --restart 0 --placement " +
+                          placement + " --json " + placement + ".json");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find(" placement replays"), std::string::npos) << r.out;
+    std::ifstream in(path(placement + ".json"));
+    const nlohmann::json j = nlohmann::json::parse(in)["jobs"][0];
+    return std::make_pair(j["finish_s"].get<double>(), j["service_s"].get<double>());
+  };
+  const auto [packed, service] = finish("pack");
+  const auto [spread, same] = finish("spread");
+  EXPECT_DOUBLE_EQ(packed, service);
+  EXPECT_DOUBLE_EQ(same, service);
+  EXPECT_GT(spread, 1.01 * packed);
+}
+
 }  // namespace

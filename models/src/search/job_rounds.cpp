@@ -18,7 +18,7 @@ constexpr std::array<std::pair<JobPlacement, std::string_view>, 3> kPlacements =
 struct Run {
   bool present = false, finished = false, started = false;
   double finish_s = -1;  // set when the job completes inside a round
-  double remaining = 0;  // fixed-speed jobs: service left (s)
+  double remaining = 0;  // fixed-speed jobs: service left (s); per-placement jobs: work left (1 at first)
   int epoch = 0;         // measured jobs
   double progress = 0;
   AtomicBatch batch;
@@ -164,7 +164,12 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
     if (j.gpus < 1 || j.gpus > capacity)
       throw InputError(name + ": needs " + std::to_string(j.gpus) + " GPUs, the cluster has " +
                        std::to_string(capacity));
-    if (j.app) {
+    if (j.service_on) {
+      service[i] = j.service_on(packed(j.gpus, s.gpus_per_node));
+      if (!(service[i] > 0) || !std::isfinite(service[i]))
+        throw InputError(name + ": service time is not > 0");
+      runs[i].remaining = 1;
+    } else if (j.app) {
       const AtomicBatch b = atomic_batch(*j.app, j.batch, j.gpus);
       const long long batch = static_cast<long long>(j.gpus) * b.atomic * (b.accum_steps + 1);
       if (j.batch < 1 || j.batch > j.app->validation.rbegin()->first || b.atomic < 1 ||
@@ -185,6 +190,7 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
   }
   const bool preemptive = s.policy == JobPolicy::las || s.policy == JobPolicy::themis;
   const auto fraction_left = [&](std::size_t i) {
+    if (jobs[i].service_on) return runs[i].remaining;
     if (!jobs[i].app) return runs[i].remaining / service[i];
     return 1 - runs[i].progress / jobs[i].app->progress_at(jobs[i].app->max_epochs);
   };
@@ -285,7 +291,17 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
       r.restart_left -= delay;
       const double left = s.interval_s - delay;
       if (left <= 0) continue;
-      if (jobs[i].app) {
+      if (jobs[i].service_on) {
+        const double on = jobs[i].service_on(r.placement);
+        if (!(on > 0) || !std::isfinite(on))
+          throw InputError("jobs: job '" + jobs[i].id + "': service time on its placement is not > 0");
+        if (r.remaining * on <= left) {
+          r.finish_s = t + delay + r.remaining * on;
+          r.remaining = 0;
+        } else {
+          r.remaining -= left / on;
+        }
+      } else if (jobs[i].app) {
         r.finish_s = advance_measured(*jobs[i].app, r, left, t + delay, true);
       } else if (r.remaining <= left) {
         r.finish_s = t + delay + r.remaining;

@@ -4,8 +4,10 @@
 // orders the jobs present, decides which run, and places each newly started job's GPUs on nodes;
 // a job (re)started on a placement first pays `restart_s` (checkpoint restore, process start);
 // a job preempted loses its GPUs until a later round. A job either has a fixed service time
-// (its speed the same on any placement) or is a measured application (trace_application.hpp)
-// whose speed depends on its placement, batch and epoch, as in Pollux's simulator (Qiao et al.,
+// (its speed the same on any placement), a service time per placement (strata's replay of its
+// Plan on the nodes it got: the fraction of its work done per second is 1 / that time), or is a
+// measured application (trace_application.hpp) whose speed depends on its placement, batch and
+// epoch, as in Pollux's simulator (Qiao et al.,
 // OSDI 2021): a round of 60 s, a restart of 30 s, an epoch's end rounded to a whole second and a
 // job's GPUs given back at the round after it completes.
 //
@@ -26,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +51,9 @@ struct RoundJob {
   double service_s = 0;                   // fixed-speed jobs: run time alone on its GPUs
   const TraceApplication* app = nullptr;  // measured jobs: the application ...
   int batch = 0;                          // ... and its (fixed) global batch
+  // Simulated jobs: the run time alone on a placement (GPUs per node, in the order the nodes were
+  // taken; strata replays the job's Plan on those hosts). service_s is ignored when it is set.
+  std::function<double(const std::vector<int>& placement)> service_on;
 };
 
 struct RoundSettings {
