@@ -157,8 +157,9 @@ TEST_F(JobsCli, PhillyAndHeliosLogsAreImported) {
 TEST_F(JobsCli, AnExperimentJobRunsAsFastAsItsPlacementReplays) {
   write("tp.csv", "id,arrival_s,model,dp,tp,pp,global_batch,iterations\ntp,0,gpt2-small,1,4,1,16,1000\n");
   const auto finish = [&](const std::string& placement) {
-    const Outcome r = run("jobs --trace tp.csv --platform a100-cluster-64.xml --interval 10 --restart 0 --placement " +
-                          placement + " --json " + placement + ".json");
+    const Outcome r =
+        run("jobs --trace tp.csv --platform a100-cluster-64.xml --interval 10 --restart 0 --placement " +
+            placement + " --json " + placement + ".json");
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.out.find(" placement replays"), std::string::npos) << r.out;
     std::ifstream in(path(placement + ".json"));
