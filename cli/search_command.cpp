@@ -469,6 +469,8 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
     }
     store->commit(out);
   }
+  nlohmann::json incumbent = nlohmann::json::array();  // (s, accuracy) at each rise
+  for (const auto& [time, acc] : r.incumbent) incumbent.push_back({{"time_s", time}, {"accuracy", acc}});
   write_table_files(
       rows,
       {"trial", "assignment", "gpus", "epoch_s", "epochs", "best_accuracy", "gpu_hours", "end", "pop_class"},
@@ -478,7 +480,9 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
        {"policy", to_string(f.settings.policy)},
        {"makespan_s", r.makespan_s},
        {"gpu_hours", r.gpu_s / 3600},
-       {"time_to_target_s", r.time_to_target_s ? nlohmann::json(*r.time_to_target_s) : nlohmann::json()}},
+       {"time_to_target_s", r.time_to_target_s ? nlohmann::json(*r.time_to_target_s) : nlohmann::json()},
+       {"best_accuracy", r.best_accuracy},
+       {"incumbent", incumbent}},
       "trials");
   if (!o.svg.empty()) {
     LinePlot plot;
