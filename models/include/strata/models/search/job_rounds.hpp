@@ -53,7 +53,7 @@ struct RoundJob {
   int batch = 0;                          // ... and its (fixed) global batch
   // Simulated jobs: the run time alone on a placement (GPUs per node, in the order the nodes were
   // taken; strata replays the job's Plan on those hosts). service_s is ignored when it is set.
-  std::function<double(const std::vector<int>& placement)> service_on;
+  std::function<double(const std::vector<int>& placement)> service_on = {};
 };
 
 struct RoundSettings {
