@@ -31,15 +31,42 @@ std::vector<std::string> real_run_settings(const std::string& transport, const s
           "numerics: " + std::to_string(kNumericsVersion)};
 }
 
-std::vector<double> train_curve(const Experiment& experiment, int epochs, ResultsStore* store,
-                                const std::function<void(int)>& progress) {
+namespace {
+
+// A search trial's Plan: backprop image models only (what the Trainer trains on Fashion-MNIST).
+Plan trial_plan(const Experiment& experiment) {
   if (experiment.solver.solver != Solver::backprop)
     throw InputError("search: real trials train backprop Plans only (solver " +
                      std::string(to_string(experiment.solver.solver)) + ")");
-  const Plan plan = plan_to_run(experiment);
+  Plan plan = plan_to_run(experiment);
   if (plan.info.trains_graph())
     throw InputError("search: real trials train the image models on Fashion-MNIST (model " +
                      experiment.model + ")");
+  return plan;
+}
+
+// As strata run trains: threads, unpinned, --init auto (He for the MLP, its recipe; PyTorch's
+// default otherwise).
+real::TrainConfig trial_config(const Experiment& experiment, const Plan& plan) {
+  real::TrainConfig config;
+  config.seed = static_cast<std::uint64_t>(experiment.seed);
+  config.optimizer = optimizer_of(experiment);
+  config.pin_workers = false;
+  config.init = plan.info.model == "mlp" ? real::WeightInit::he_normal : real::WeightInit::fan_in_uniform;
+  return config;
+}
+
+const real::LabelledImages& fashion_mnist(real::DatasetSplit split) {
+  static const real::LabelledImages train = real::load_fashion_mnist(real::DatasetSplit::train);
+  static const real::LabelledImages test = real::load_fashion_mnist(real::DatasetSplit::test);
+  return split == real::DatasetSplit::train ? train : test;
+}
+
+}  // namespace
+
+std::vector<double> train_curve(const Experiment& experiment, int epochs, ResultsStore* store,
+                                const std::function<void(int)>& progress) {
+  const Plan plan = trial_plan(experiment);
   ResultKey key{plan.info.experiment_hash,
                 platform_hash("", real_run_settings("threads", "cpu", "fp32", "auto", false, 1.0)), "real",
                 experiment.seed};
@@ -51,16 +78,10 @@ std::vector<double> train_curve(const Experiment& experiment, int epochs, Result
         return curve;
       }
     }
-  static const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
-  static const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
+  const real::LabelledImages& train_set = fashion_mnist(real::DatasetSplit::train);
+  const real::LabelledImages& test_set = fashion_mnist(real::DatasetSplit::test);
   real::CpuBackend backend;
-  real::TrainConfig config;
-  config.seed = static_cast<std::uint64_t>(experiment.seed);
-  config.optimizer = optimizer_of(experiment);
-  config.pin_workers = false;
-  // As strata run's --init auto: He for the MLP (its recipe), PyTorch's default otherwise.
-  config.init = plan.info.model == "mlp" ? real::WeightInit::he_normal : real::WeightInit::fan_in_uniform;
-  real::Trainer<float> trainer(plan, backend, config);
+  real::Trainer<float> trainer(plan, backend, trial_config(experiment, plan));
   ResultRow row;
   row.key = key;
   row.command = "search";
@@ -122,22 +143,11 @@ double train_lineage(const std::vector<std::pair<Experiment, int>>& given) {
   std::int64_t epoch = 0;
   for (const auto& [e, epochs] : lineage) epoch += epochs;
   const Experiment& experiment = lineage.back().first;
-  if (experiment.solver.solver != Solver::backprop)
-    throw InputError("search: real trials train backprop Plans only (solver " +
-                     std::string(to_string(experiment.solver.solver)) + ")");
-  const Plan plan = plan_to_run(experiment);
-  if (plan.info.trains_graph())
-    throw InputError("search: real trials train the image models on Fashion-MNIST (model " +
-                     experiment.model + ")");
-  static const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
-  static const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
+  const Plan plan = trial_plan(experiment);
+  const real::LabelledImages& train_set = fashion_mnist(real::DatasetSplit::train);
+  const real::LabelledImages& test_set = fashion_mnist(real::DatasetSplit::test);
   real::CpuBackend backend;
-  real::TrainConfig config;
-  config.seed = static_cast<std::uint64_t>(experiment.seed);
-  config.optimizer = optimizer_of(experiment);
-  config.pin_workers = false;
-  config.init = plan.info.model == "mlp" ? real::WeightInit::he_normal : real::WeightInit::fan_in_uniform;
-  real::Trainer<float> trainer(plan, backend, config);
+  real::Trainer<float> trainer(plan, backend, trial_config(experiment, plan));
   real::Workspace<float>& w = trainer.workspace();
   std::vector<BufferIndex> persistent;
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b)

@@ -325,22 +325,9 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
       r.nodes.clear();
     }
   }
-  std::vector<double> jct;
-  double first = INFINITY, last = 0, queueing = 0;
-  for (const RoundJobRecord& r : result.jobs) {
-    jct.push_back(r.jct_s());
-    first = std::min(first, r.arrival_s);
-    last = std::max(last, r.finish_s);
-    queueing += r.queueing_s();
-  }
-  std::sort(jct.begin(), jct.end());
-  double sum = 0;
-  for (double v : jct) sum += v;
-  result.average_jct_s = sum / static_cast<double>(n);
-  result.p99_jct_s = jct[static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1];
-  result.makespan_s = last - first;
-  result.average_queueing_s = queueing / static_cast<double>(n);
-  result.gpu_utilisation = result.makespan_s > 0 ? held_gpu_s / (capacity * result.makespan_s) : 0;
+  std::vector<const JobRecord*> records;
+  for (const RoundJobRecord& r : result.jobs) records.push_back(&r);
+  static_cast<JobStreamFigures&>(result) = stream_figures(records, held_gpu_s, capacity);
   return result;
 }
 

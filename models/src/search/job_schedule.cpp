@@ -37,6 +37,29 @@ std::string_view to_string(JobPolicy policy) {
   return "fifo";
 }
 
+JobStreamFigures stream_figures(const std::vector<const JobRecord*>& jobs, double gpu_s, int capacity) {
+  STRATA_ASSERT(!jobs.empty(), "stream_figures: no job");
+  std::vector<double> jct;
+  double first = INFINITY, last = 0, queueing = 0;
+  for (const JobRecord* r : jobs) {
+    jct.push_back(r->jct_s());
+    first = std::min(first, r->arrival_s);
+    last = std::max(last, r->finish_s);
+    queueing += r->queueing_s();
+  }
+  std::sort(jct.begin(), jct.end());
+  double sum = 0;
+  for (double v : jct) sum += v;
+  const auto n = static_cast<double>(jobs.size());
+  JobStreamFigures f;
+  f.average_jct_s = sum / n;
+  f.p99_jct_s = jct[static_cast<std::size_t>(std::ceil(0.99 * n)) - 1];
+  f.makespan_s = last - first;
+  f.average_queueing_s = queueing / n;
+  f.gpu_utilisation = f.makespan_s > 0 ? gpu_s / (capacity * f.makespan_s) : 0;
+  return f;
+}
+
 JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSettings& settings) {
   const int capacity = settings.cluster_gpus;
   if (capacity < 1) throw InputError("jobs: the cluster needs at least one GPU");
@@ -164,23 +187,13 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
     }
     now = next;
   }
-  std::vector<double> jct;
-  double gpu_s = 0, first = INFINITY, last = 0, queueing = 0;
+  double gpu_s = 0;
+  std::vector<const JobRecord*> records;
   for (const JobRecord& r : result.jobs) {
-    jct.push_back(r.jct_s());
     gpu_s += r.gpus * r.service_s;
-    first = std::min(first, r.arrival_s);
-    last = std::max(last, r.finish_s);
-    queueing += r.queueing_s();
+    records.push_back(&r);
   }
-  std::sort(jct.begin(), jct.end());
-  double sum = 0;
-  for (double v : jct) sum += v;
-  result.average_jct_s = sum / static_cast<double>(n);
-  result.p99_jct_s = jct[static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1];
-  result.makespan_s = last - first;
-  result.average_queueing_s = queueing / static_cast<double>(n);
-  result.gpu_utilisation = result.makespan_s > 0 ? gpu_s / (capacity * result.makespan_s) : 0;
+  static_cast<JobStreamFigures&>(result) = stream_figures(records, gpu_s, capacity);
   return result;
 }
 

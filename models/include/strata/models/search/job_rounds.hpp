@@ -74,10 +74,8 @@ struct RoundJobRecord : JobRecord {
   std::vector<int> placement;  // GPUs per node of its last start
 };
 
-struct RoundScheduleResult {
-  std::vector<RoundJobRecord> jobs;  // in the stream's order
-  double average_jct_s = 0, p99_jct_s = 0, makespan_s = 0, average_queueing_s = 0;
-  double gpu_utilisation = 0;  // GPU-seconds held (restarts included) over cluster GPUs × makespan
+struct RoundScheduleResult : JobStreamFigures {  // GPU-seconds: held (restarts included)
+  std::vector<RoundJobRecord> jobs;              // in the stream's order
   std::int64_t rounds = 0;
 };
 

@@ -59,13 +59,19 @@ struct JobRecord {
   double queueing_s() const { return start_s - arrival_s; }
 };
 
-struct JobScheduleResult {
-  std::vector<JobRecord> jobs;  // in the stream's order
+// The figures of a scheduled stream.
+struct JobStreamFigures {
   double average_jct_s = 0;
   double p99_jct_s = 0;   // nearest rank
   double makespan_s = 0;  // the last finish minus the first arrival
   double average_queueing_s = 0;
-  double gpu_utilisation = 0;  // GPU-seconds of service over cluster GPUs × makespan
+  double gpu_utilisation = 0;  // GPU-seconds (below) over cluster GPUs × makespan
+};
+// Of `jobs` (none empty, every one finished) with `gpu_s` GPU-seconds used on `capacity` GPUs.
+JobStreamFigures stream_figures(const std::vector<const JobRecord*>& jobs, double gpu_s, int capacity);
+
+struct JobScheduleResult : JobStreamFigures {  // GPU-seconds: of service
+  std::vector<JobRecord> jobs;                 // in the stream's order
 };
 
 // Throws InputError naming the job for a negative or non-finite arrival or service, a job of no
