@@ -356,10 +356,10 @@ void add_jobs_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"most-free", "pack", "spread"}))
       ->capture_default_str();
   cmd->add_option("--nodes", o->nodes, "rounds: nodes (default: the platform's hosts; Pollux: 16)")
-      ->transform(whole_number(1, 1 << 20));
+      ->transform(whole_number(1, 1 << 16));
   cmd->add_option("--gpus-per-node", o->gpus_per_node,
                   "rounds: GPUs per node (default: the hosts'; Pollux: 4)")
-      ->transform(whole_number(1, 1 << 12));
+      ->transform(whole_number(1, 1 << 10));
   cmd->add_flag("--backfill", o->backfill, "a job that does not fit is skipped, not waited for");
   add_input_option(*cmd, "--applications", o->applications,
                    "Pollux workloads: the measured applications (strata-pollux-applications JSON)")

@@ -142,9 +142,12 @@ double service_alone_s(const TraceApplication& app, int gpus, int batch, int gpu
 }
 
 RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const RoundSettings& s) {
-  const int capacity = s.nodes * s.gpus_per_node;
   if (s.nodes < 1 || s.gpus_per_node < 1)
     throw InputError("jobs: the cluster needs at least one node and GPU");
+  if (static_cast<std::int64_t>(s.nodes) * s.gpus_per_node > (std::int64_t{1} << 24))
+    throw InputError("jobs: " + std::to_string(s.nodes) + " nodes of " + std::to_string(s.gpus_per_node) +
+                     " GPUs is more than 2^24 GPUs");
+  const int capacity = s.nodes * s.gpus_per_node;
   if (!(s.interval_s > 0) || !std::isfinite(s.interval_s))
     throw InputError("jobs: the interval must be > 0 s");
   if (!(s.restart_s >= 0) || !std::isfinite(s.restart_s))
@@ -197,16 +200,28 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
   double t = 0, held_gpu_s = 0;
   std::size_t done = 0;
   std::vector<int> free(static_cast<std::size_t>(s.nodes), s.gpus_per_node);
+  // Jobs by arrival, and those present and unfinished (by index): a round costs O(present), not
+  // O(stream).
+  std::vector<std::size_t> by_arrival(n);
+  for (std::size_t i = 0; i < n; ++i) by_arrival[i] = i;
+  std::stable_sort(by_arrival.begin(), by_arrival.end(),
+                   [&](std::size_t a, std::size_t b) { return jobs[a].arrival_s < jobs[b].arrival_s; });
+  std::size_t next_arrival = 0;
+  std::vector<std::size_t> active;
+  std::vector<char> run(n, 0);
   while (done < n) {
     // The jobs present, their queues and order.
+    const std::size_t before = active.size();
+    while (next_arrival < n && jobs[by_arrival[next_arrival]].arrival_s <= t) {
+      const std::size_t i = by_arrival[next_arrival++];
+      runs[i].present = true;
+      runs[i].entered_s = t;
+      active.push_back(i);
+    }
+    if (active.size() != before) std::sort(active.begin(), active.end());
     std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i : active) {
       Run& r = runs[i];
-      if (r.finished || jobs[i].arrival_s > t) continue;
-      if (!r.present) {
-        r.present = true;
-        r.entered_s = t;
-      }
       const auto& th = s.las_thresholds_gpu_s;
       const auto q =
           static_cast<std::size_t>(std::upper_bound(th.begin(), th.end(), r.attained) - th.begin());
@@ -241,10 +256,10 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
     };
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
     int count = capacity;
-    std::vector<bool> run(n, false);
+    for (std::size_t i : order) run[i] = 0;
     for (std::size_t i : order) {
       if (jobs[i].gpus <= count) {
-        run[i] = true;
+        run[i] = 1;
         count -= jobs[i].gpus;
       } else if (!s.backfill) {
         break;
@@ -274,17 +289,15 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
       result.jobs[i].placement = r.placement;
     }
     if (order.empty()) {  // nothing present: on to the round of the next arrival
-      double next = INFINITY;
-      for (std::size_t i = 0; i < n; ++i)
-        if (!runs[i].present && !runs[i].finished) next = std::min(next, jobs[i].arrival_s);
-      STRATA_ASSERT(std::isfinite(next), "jobs: no job ahead with jobs left");
+      STRATA_ASSERT(next_arrival < n, "jobs: no job ahead with jobs left");
+      const double next = jobs[by_arrival[next_arrival]].arrival_s;
       t = std::ceil(next / s.interval_s) * s.interval_s;
       continue;
     }
     // Run the round [t, t + interval).
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i : active) {
       Run& r = runs[i];
-      if (r.nodes.empty() || r.finished) continue;
+      if (r.nodes.empty()) continue;
       held_gpu_s += jobs[i].gpus * s.interval_s;
       r.attained += jobs[i].gpus * s.interval_s;
       const double delay = std::min(r.restart_left, s.interval_s);
@@ -315,15 +328,18 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
     if (t > s.horizon_s)
       throw InputError("jobs: not every job finished within " + std::to_string(s.horizon_s) + " s");
     // Completions give their GPUs back.
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i : active) {
       Run& r = runs[i];
-      if (r.finished || r.finish_s < 0) continue;
+      if (r.finish_s < 0) continue;
       r.finished = true;
       ++done;
       result.jobs[i].finish_s = r.finish_s;
       for (int node : r.nodes) ++free[static_cast<std::size_t>(node)];
       r.nodes.clear();
     }
+    active.erase(
+        std::remove_if(active.begin(), active.end(), [&](std::size_t i) { return runs[i].finished; }),
+        active.end());
   }
   std::vector<const JobRecord*> records;
   for (const RoundJobRecord& r : result.jobs) records.push_back(&r);

@@ -97,17 +97,18 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
   };
   std::size_t next_arrival = 0, done = 0;
   double now = jobs[by_arrival[0]].arrival_s, lease_end = now + settings.lease_s;
+  std::vector<std::size_t> active;  // present and unfinished, by index: an event costs O(present)
+  std::vector<char> run(n, 0);
   while (done < n) {
-    while (next_arrival < n && jobs[by_arrival[next_arrival]].arrival_s <= now)
-      s[by_arrival[next_arrival++]].present = true;
+    const std::size_t before = active.size();
+    while (next_arrival < n && jobs[by_arrival[next_arrival]].arrival_s <= now) {
+      s[by_arrival[next_arrival]].present = true;
+      active.push_back(by_arrival[next_arrival++]);
+    }
+    if (active.size() != before) std::sort(active.begin(), active.end());
     // The order of the jobs present.
-    std::vector<std::size_t> order;
-    std::size_t present = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (s[i].present && !s[i].finished) {
-        order.push_back(i);
-        ++present;
-      }
+    std::vector<std::size_t> order = active;
+    const std::size_t present = order.size();
     const auto key = [&](std::size_t i) {
       double primary = 0;
       switch (settings.policy) {
@@ -132,11 +133,11 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
     // Allocation in that order; a job that does not fit blocks the ones after it.
     int free = capacity;
-    std::vector<bool> run(n, false);
+    for (std::size_t i : order) run[i] = 0;
     if (!preemptive)
       for (std::size_t i : order)
         if (s[i].running) {
-          run[i] = true;
+          run[i] = 1;
           free -= jobs[i].gpus;
         }
     for (std::size_t i : order) {
@@ -145,7 +146,7 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
         if (settings.backfill) continue;
         break;
       }
-      run[i] = true;
+      run[i] = 1;
       free -= jobs[i].gpus;
     }
     for (std::size_t i : order) {
@@ -154,7 +155,7 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
         s[i].started = true;
         result.jobs[i].start_s = now;
       }
-      s[i].running = run[i];
+      s[i].running = run[i] != 0;
     }
     // The next event: an arrival, a completion, a queue change (las) or a lease end (themis).
     double next = next_arrival < n ? jobs[by_arrival[next_arrival]].arrival_s : INFINITY;
@@ -185,6 +186,8 @@ JobScheduleResult schedule_jobs(const std::vector<ClusterJob>& jobs, const JobSe
         ++done;
       }
     }
+    active.erase(std::remove_if(active.begin(), active.end(), [&](std::size_t i) { return s[i].finished; }),
+                 active.end());
     now = next;
   }
   double gpu_s = 0;
