@@ -166,8 +166,10 @@ std::pair<int, int> cluster_shape(const JobsOptions& o, const std::string& platf
 // shape, each in its own process.
 class PlacedReplays {
  public:
-  double on(const Experiment& e, const std::vector<int>& counts, const std::string& platform) {
-    std::string key = canonical_json(e).dump() + "@";
+  // `text`: canonical_json(e).dump(), made once per job (this is asked every round).
+  double on(const Experiment& e, const std::string& text, const std::vector<int>& counts,
+            const std::string& platform) {
+    std::string key = text + "@";
     for (int c : counts) key += std::to_string(c) + ",";
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
     if (!summary_) summary_ = load_platform_summary_apart(platform, NetworkOptions{});
@@ -224,10 +226,11 @@ int run_jobs(const JobsOptions& o) {
       const ClusterJob& j = traced.job;
       round_jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
       if (traced.experiment && o.interval_s > 0)
-        round_jobs.back().service_on = [e = *traced.experiment, iterations = traced.iterations, platform,
-                                        replays](const std::vector<int>& counts) {
-          return static_cast<double>(iterations) * replays->on(e, counts, platform);
-        };
+        round_jobs.back().service_on =
+            [e = *traced.experiment, text = canonical_json(*traced.experiment).dump(),
+             iterations = traced.iterations, platform, replays](const std::vector<int>& counts) {
+              return static_cast<double>(iterations) * replays->on(e, text, counts, platform);
+            };
     }
   }
   const bool rounds = pollux || o.interval_s > 0;
