@@ -313,6 +313,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   const bool progress = report && progress_wanted();
   RunLog log(o, plan, report);
   double train_seconds = 0;
+  double last_accuracy = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {
     std::function<void(std::int64_t, std::int64_t)> on_batch;
@@ -320,6 +321,7 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
       on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
     const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
     train_seconds += r.train_seconds;
+    last_accuracy = r.test_accuracy;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (report)
       std::printf(
@@ -348,6 +350,9 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   const std::uint64_t bytes = trainer.bytes_sent();
   if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
   print_memory(trainer.peak_memory_per_worker(), trainer.transport(), report);
+  if (report && o.epochs > 0)
+    std::printf("test accuracy %.2f %% after %d epoch(s), %.2f s training\n", 100 * last_accuracy, o.epochs,
+                train_seconds);
   return 0;
 }
 

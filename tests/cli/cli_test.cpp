@@ -443,9 +443,9 @@ TEST_F(Cli, ValidateBadInputIsOneLine) {
 
 // The solvers lowered to Plans plan and simulate on every shipped platform.
 TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
-  const std::vector<std::pair<std::string, std::string>> solvers = {{"ampnet", "mlp"},     {"local", "mlp"},
-                                                                    {"dladmm", "mlp"},     {"pdadmm", "mlp"},
-                                                                    {"pdadmm-g-q", "mlp"}, {"gist", "gcn"}};
+  const std::vector<std::pair<std::string, std::string>> solvers = {
+      {"ampnet", "mlp"},     {"local", "mlp"}, {"dladmm", "mlp"},    {"pdadmm", "mlp"},
+      {"pdadmm-g-q", "mlp"}, {"gist", "gcn"},  {"block-admm", "mlp"}};
   for (const auto& [solver, model] : solvers) {
     const Outcome p =
         run("plan --model " + model + " --workers 2 --solver " + solver + " -o " + path("p.json"));
@@ -455,7 +455,7 @@ TEST_F(Cli, SolversPlanAndSimulateOnEveryShippedPlatform) {
       const Outcome s = run("simulate --plan " + path("p.json") + " --platform " + entry.path().string());
       EXPECT_EQ(s.rc, 0) << solver << " on " << entry.path() << ": " << s.err;
       EXPECT_NE(s.out.find("iteration time"), std::string::npos) << s.out;
-      if (solver == "ampnet" || solver == "local") {
+      if (solver == "ampnet" || solver == "local" || solver == "block-admm") {
         EXPECT_NE(s.out.find("per solver iteration (16 instances per Plan iteration)"), std::string::npos)
             << s.out;
       }
@@ -520,6 +520,19 @@ TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
   for (const char* id : {"it0/dp0/pp0/tp0/mb3/fwd/aux0/fc", "it0/dp0/pp1/tp0/mb3/recv/fwd/fc2",
                          "it0/dp0/pp1/tp0/mb15/opt/fc3"})
     EXPECT_NE(trace.find(id), std::string::npos) << id;
+}
+
+// Stochastic Block-ADMM on two workers (two blocks, two ADMM steps per minibatch) trains the MLP
+// past 75 % in two epochs, and the run's last line says so.
+TEST_F(Cli, RunTrainsBlockAdmmPastSeventyFivePercent) {
+  const Outcome r = run("run --model mlp --solver block-admm --workers 2 --epochs 2 --no-pin");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  ASSERT_EQ(last.rfind("test accuracy ", 0), 0u) << r.out;
+  const double accuracy = std::stod(last.substr(14));
+  EXPECT_GE(accuracy, 75.0) << r.out;
+  EXPECT_LE(accuracy, 100.0);
+  EXPECT_NE(r.out.find("blocks=2,inner_steps=2"), std::string::npos) << r.out;
 }
 
 // ADMM Plans run for real: pdADMM on 2 workers, full batch of 500 samples, 2 sweeps as 2 epochs;

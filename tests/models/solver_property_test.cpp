@@ -57,6 +57,10 @@ std::map<Case, std::string> expected_refusals() {
   out[{"gcn", "backprop", 4}] = "model gcn trains full-graph";
   // A synthetic workload of fixed durations has no class scores to put local heads on.
   for (int w : kWorkerCounts) out[{"anchor-96", "local", w}] = "ends in no loss over class scores";
+  // Block-ADMM's last block trains on the model's loss; a block holds at least one layer group.
+  for (int w : kWorkerCounts) out[{"anchor-96", "block-admm", w}] = "ends in no loss";
+  out[{"mlp", "block-admm", 4}] = "4 blocks but model mlp has only 3 layer groups";
+  out[{"gcn", "block-admm", 4}] = "4 blocks but model gcn has only 3 layer groups";
   // Its heads are dense over a whole sample: over a sequence they would be absurdly large.
   for (const std::string& m : models)
     if (m.rfind("gpt", 0) == 0)

@@ -251,6 +251,66 @@ double gemm_flops(const Plan& plan, const std::string& prefix, const std::string
 // m = 2 on 2 workers, zeta = 10. Per local step a site runs 8 forwards (3 fc, 2 agg, 2 relu, the
 // loss), 8 backward-data, 3 backward-weight and 3 optimizer steps: 22 tasks, 220 per round. Site 0
 // shares worker 0 with the coordinator; site 1 also gets its 3 slices and sends them back.
+// Block-ADMM on the MLP (784-256-128-10, three layer groups) over two workers: per instance, the
+// forward pass sends block 0's output once; each step but the last sends g_0 back after block 1's
+// backward and z_0 forward before the next step: 3 messages of 32 samples x 256 values x 4 B.
+TEST(BlockAdmm, SendsZForwardAndItsGradientBackOncePerStepAndBoundary) {
+  const Plan plan =
+      lower_solver(make_model("mlp"), workers(2), parse(Solver::block_admm, {{"instances", "3"}}));
+  EXPECT_EQ(plan.info.solver, PlanSolver::block_admm);
+  EXPECT_EQ(plan.info.parameters.blocks, 2);       // one per worker
+  EXPECT_EQ(plan.info.parameters.inner_steps, 2);  // as many as blocks
+  EXPECT_EQ(plan.info.parameters.rho, 1.0);
+  int sends = 0;
+  for (const Task& t : plan.tasks()) {
+    if (t.kind != TaskKind::send) continue;
+    ++sends;
+    EXPECT_EQ(t.comm_bytes, 32.0 * 256 * 4) << t.id;
+  }
+  EXPECT_EQ(sends, 3 * 3);
+  EXPECT_TRUE(depends_on(plan, "it0/dp0/pp0/tp0/mb0/step1/send/z/b0", "it0/dp0/pp0/tp0/mb0/z_update/b0"));
+  EXPECT_TRUE(depends_on(plan, "it0/dp0/pp1/tp0/mb0/step1/fwd/fc2", "it0/dp0/pp1/tp0/mb0/step1/recv/z/b0"));
+  // The z update waits for the gradient from the block above; the last step updates no z.
+  EXPECT_TRUE(depends_on(plan, "it0/dp0/pp0/tp0/mb0/z_update/b0", "it0/dp0/pp0/tp0/mb0/recv/bwd/fc2"));
+  EXPECT_LT(plan.find("it0/dp0/pp0/tp0/mb0/step1/z_update/b0"), 0);
+  runs_to_the_end(plan);
+}
+
+// One block: no auxiliary variables, no messages; each step is one SGD step of the network.
+TEST(BlockAdmm, OneBlockHasNoAuxiliaryVariables) {
+  const Plan plan = lower_solver(make_model("mlp"), workers(1),
+                                 parse(Solver::block_admm, {{"blocks", "1"}, {"inner_steps", "3"}}));
+  for (const Task& t : plan.tasks()) {
+    EXPECT_NE(t.kind, TaskKind::elementwise) << t.id;
+    EXPECT_NE(t.kind, TaskKind::send) << t.id;
+  }
+  int steps = 0;
+  for (const Task& t : plan.tasks()) steps += t.kind == TaskKind::optimizer_step && t.coords.mb == 0 ? 1 : 0;
+  EXPECT_EQ(steps, 3 * 3);  // three linear layers, three steps
+}
+
+TEST(BlockAdmm, RefusesWhatItCannotTrain) {
+  EXPECT_EQ(error_of([] {
+              lower_solver(make_model("mlp"), workers(1), parse(Solver::block_admm, {{"blocks", "4"}}));
+            }),
+            "--set blocks: 4 blocks but model mlp has only 3 layer groups (a block holds at least one)");
+  EXPECT_EQ(
+      error_of([] {
+        lower_solver(make_model("mlp"), workers(3), parse(Solver::block_admm, {{"blocks", "2"}}));
+      }),
+      "--solver block-admm: 3 workers but only 2 blocks (each worker runs at least one; --set blocks=N)");
+  EXPECT_EQ(error_of([] {
+              parse(Solver::block_admm, {{"inner_steps", "0"}});
+            }),
+            "--set inner_steps: must be >= 1, got 0");
+  EXPECT_EQ(error_of([] { parse(Solver::block_admm, {{"rho", "-1"}}); }), "--set rho: must be > 0, got -1");
+  EXPECT_EQ(error_of([] { parse(Solver::block_admm, {{"z_lr", "nan"}}); }).substr(0, 11), "--set z_lr:");
+  // rho sets Block-ADMM's own penalty, not the ADMM family's.
+  const SolverConfig s = parse(Solver::block_admm, {{"rho", "5"}});
+  EXPECT_EQ(s.block_rho, 5.0);
+  EXPECT_EQ(s.rho, SolverConfig{}.rho);
+}
+
 TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   const SolverConfig s = parse(Solver::gist, {});
   const Plan plan = lower_solver(make_model("gcn"), gcn_workers(2), s);

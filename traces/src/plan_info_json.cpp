@@ -38,13 +38,16 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   put("quant_bits", p.quant_bits);
   put("subnets", p.subnets);
   put("local_steps", p.local_steps);
+  put("blocks", p.blocks);
+  put("inner_steps", p.inner_steps);
+  if (p.z_lr != 0) j["z_lr"] = p.z_lr;
   return j;
 }
 
 SolverParameters read_parameters(const JsonNode& node) {
   node.reject_unknown_fields({"instances", "max_active_keys", "min_update_frequency", "chunks",
                               "local_variant", "admm_iterations", "rho", "nu", "quant_bits", "subnets",
-                              "local_steps"});
+                              "local_steps", "blocks", "inner_steps", "z_lr"});
   SolverParameters p;
   p.instances = optional_int(node, "instances", 0, 0);
   p.max_active_keys = optional_int(node, "max_active_keys", 0, 0);
@@ -58,6 +61,9 @@ SolverParameters read_parameters(const JsonNode& node) {
   p.quant_bits = optional_int(node, "quant_bits", 0, 0);
   p.subnets = optional_int(node, "subnets", 0, 0);
   p.local_steps = optional_int(node, "local_steps", 0, 0);
+  p.blocks = optional_int(node, "blocks", 0, 0);
+  p.inner_steps = optional_int(node, "inner_steps", 0, 0);
+  if (std::optional<JsonNode> v = node.find("z_lr")) p.z_lr = v->as_size();
   return p;
 }
 
@@ -129,6 +135,8 @@ void legacy_info(const JsonNode& node, PlanInfo& info) {
     case PlanSolver::gist:
       p.subnets = label_int(s, "m");
       p.local_steps = label_int(s, "zeta");
+      break;
+    case PlanSolver::block_admm:  // after version 1: its parameters are always in "parameters"
       break;
   }
 }

@@ -167,12 +167,13 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("min_update_frequency", SetSection::solver, 1, "gradients",
                       "gradients a node accumulates before its step", {Solver::ampnet}));
   t.push_back(integer("instances", SetSection::solver, 1, "instances", "minibatches per Plan",
-                      {Solver::ampnet, Solver::local}));
+                      {Solver::ampnet, Solver::local, Solver::block_admm}));
   t.push_back(integer("chunks", SetSection::solver, 1, "chunks", "chunks with local heads", {Solver::local}));
   t.push_back(choice("variant", SetSection::solver, {"greedy", "chunked", "overlapping"}, "variant",
                      "local parallelism variant", {Solver::local}));
-  t.push_back(
-      real("rho", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on p = q", kAdmmSolvers));
+  t.push_back(real("rho", SetSection::solver, 0, true, 1e12, false, "",
+                   "ADMM penalty on p = q; block-admm: per-sample penalty on z_b = f_b(z_b-1), default 1",
+                   {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q, Solver::block_admm}));
   t.push_back(real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations",
                    kAdmmSolvers));
   t.push_back(
@@ -185,6 +186,12 @@ std::vector<SetKey> make_table() {
       integer("m", SetSection::solver, 1, "sub-GCNs", "sub-GCNs per round, one per worker", {Solver::gist}));
   t.push_back(
       integer("zeta", SetSection::solver, 1, "steps", "full-graph local steps per round", {Solver::gist}));
+  t.push_back(integer("blocks", SetSection::solver, 1, "blocks",
+                      "blocks joined by auxiliary variables (default: workers)", {Solver::block_admm}));
+  t.push_back(integer("inner_steps", SetSection::solver, 1, "steps",
+                      "ADMM steps per minibatch (default: blocks)", {Solver::block_admm}));
+  t.push_back(real("z_lr", SetSection::solver, 0, true, 1e6, false, "",
+                   "step size of the auxiliary variables' proximal update", {Solver::block_admm}));
   t.push_back(real("lr", SetSection::optimizer, 0, false, 1e3, false, "",
                    "learning rate (default 0.01 sgd, 1e-3 adam, 0.01 for a GCN)"));
   t.push_back(real("momentum", SetSection::optimizer, 0, false, 1, true, "", "SGD momentum"));
@@ -312,7 +319,26 @@ const std::map<std::string, Access>& accessors() {
                                                : name == "chunked" ? LocalVariant::chunked
                                                                    : LocalVariant::overlapping;
                     }};
-    a["rho"] = number(&SolverConfig::rho, &Experiment::solver);
+    a["rho"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                  return SetValue(e.solver.solver == Solver::block_admm ? e.solver.block_rho : e.solver.rho);
+                },
+                [](Experiment& e, const SetValue& v) {
+                  (e.solver.solver == Solver::block_admm ? e.solver.block_rho : e.solver.rho) =
+                      std::get<double>(v);
+                }};
+    // 0 stands for the default that depends on the workers: not written, as a key never given.
+    const auto resolved_later = [](int SolverConfig::*field) -> Access {
+      return {[field](const Experiment& e) -> std::optional<SetValue> {
+                const int v = e.solver.*field;
+                return v > 0 ? std::optional<SetValue>(static_cast<std::int64_t>(v)) : std::nullopt;
+              },
+              [field](Experiment& e, const SetValue& v) {
+                e.solver.*field = static_cast<int>(std::get<std::int64_t>(v));
+              }};
+    };
+    a["blocks"] = resolved_later(&SolverConfig::blocks);
+    a["inner_steps"] = resolved_later(&SolverConfig::inner_steps);
+    a["z_lr"] = number(&SolverConfig::z_lr, &Experiment::solver);
     a["nu"] = number(&SolverConfig::nu, &Experiment::solver);
     a["admm_iterations"] = number(&SolverConfig::admm_iterations, &Experiment::solver);
     a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);

@@ -11,8 +11,8 @@ namespace strata {
 inline namespace models {
 namespace {
 
-constexpr std::array<std::string_view, 7> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
-                                                          "pdadmm",   "pdadmm-g-q", "gist"};
+constexpr std::array<std::string_view, 8> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
+                                                          "pdadmm",   "pdadmm-g-q", "gist",  "block-admm"};
 
 }  // namespace
 
@@ -134,6 +134,21 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
     case Solver::gist:
       check_gist(model, config, solver);
       break;
+    case Solver::block_admm: {
+      const std::size_t n = model.layers.size();
+      if (n < 2 || model.layers[n - 1].op != LayerOp::loss)
+        throw InputError("--solver block-admm: model " + model.name +
+                         " ends in no loss, and Block-ADMM's last block trains on it");
+      const int b = block_admm_blocks(config, solver);
+      if (b > blocks)
+        throw InputError("--set blocks: " + std::to_string(b) + " blocks but model " + model.name +
+                         " has only " + std::to_string(blocks) +
+                         " layer groups (a block holds at least one)");
+      if (stages > b)
+        throw InputError("--solver block-admm: " + std::to_string(stages) + " workers but only " +
+                         std::to_string(b) + " blocks (each worker runs at least one; --set blocks=N)");
+      break;
+    }
     default:
       break;
   }
@@ -159,6 +174,8 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
       return with_temporaries(lower_admm(model, config, solver));
     case Solver::gist:
       return with_temporaries(lower_gist(model, config, solver));
+    case Solver::block_admm:
+      return with_temporaries(lower_block_admm(model, config, solver));
   }
   throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
 }

@@ -119,10 +119,11 @@ TaskIndex LayerPipeline::add_p2p(TaskKind kind, const std::string& id, int stage
   return add_task(std::move(t), id, stage, priority);
 }
 
-TaskIndex LayerPipeline::add_forward(int k, std::size_t i, TaskIndex producer, std::int64_t priority) {
+TaskIndex LayerPipeline::add_forward(int k, std::size_t i, TaskIndex producer, std::int64_t priority,
+                                     bool transfer) {
   const PipeLayer& l = layers_[i];
-  const std::string mb = coord("mb", k) + "/";
-  if (crosses(i)) {
+  const std::string mb = coord("mb", k) + "/" + step_;
+  if (crosses(i) && transfer) {
     const PipeLayer& from = layers_[static_cast<std::size_t>(l.input)];
     const TaskIndex send =
         add_p2p(TaskKind::send, mb + "send/fwd/" + l.name, from.stage, l.stage, priority, from.out_bytes);
@@ -148,7 +149,7 @@ LayerPipeline::Backward LayerPipeline::add_backward(int k, std::size_t i, TaskIn
                                                     std::int64_t priority, bool input_grad,
                                                     std::optional<BufferIndex> dx_into) {
   const PipeLayer& l = layers_[i];
-  const std::string mb = coord("mb", k) + "/";
+  const std::string mb = coord("mb", k) + "/" + step_;
   STRATA_ASSERT(input_grad || l.has_bwdw, "layer " + l.name + ": only a bwdw kind computes dW without dX");
   Backward out;
   if (input_grad) {
@@ -185,7 +186,7 @@ TaskIndex LayerPipeline::add_grad_transfer(int k, std::size_t i, TaskIndex produ
   STRATA_ASSERT(crosses(i), "layer " + layers_[i].name + ": its input does not cross stages");
   const PipeLayer& l = layers_[i];
   const auto in = static_cast<std::size_t>(l.input);
-  const std::string mb = coord("mb", k) + "/";
+  const std::string mb = coord("mb", k) + "/" + step_;
   const TaskIndex send = add_p2p(TaskKind::send, mb + "send/bwd/" + l.name, l.stage, layers_[in].stage,
                                  priority, layers_[in].out_bytes);
   plan_.mutable_task(send).reads = {in_grad(k, i)};
@@ -251,6 +252,12 @@ SolverParameters plan_parameters(const SolverConfig& solver) {
     case Solver::gist:
       p.subnets = solver.subnets;
       p.local_steps = solver.local_steps;
+      break;
+    case Solver::block_admm:
+      p.blocks = solver.blocks;
+      p.inner_steps = solver.inner_steps;
+      p.rho = solver.block_rho;
+      p.z_lr = solver.z_lr;
       break;
   }
   return p;

@@ -68,7 +68,10 @@ class LayerPipeline {
   // The forward of instance k through layer i: F reads in_act and the weights, writes out_act;
   // a send/recv pair first when the input crosses stages (data-dependent on `producer`, the
   // task that wrote the input on its stage, kNone for the model's input). Returns F.
-  TaskIndex add_forward(int k, std::size_t i, TaskIndex producer, std::int64_t priority);
+  // `transfer` false: no send/recv even when the input crosses stages (the caller wrote the copy;
+  // `producer` is then what wrote it).
+  TaskIndex add_forward(int k, std::size_t i, TaskIndex producer, std::int64_t priority,
+                        bool transfer = true);
   // The backward of instance k through layer i: bwd (dX, and dW for ops without a bwdw kind)
   // and bwdw, reading out_grad (unless the layer is a loss), in_act and the weights. With
   // `input_grad` false the bwd task is left out (nothing reads dX; only ops with a bwdw kind).
@@ -89,6 +92,11 @@ class LayerPipeline {
   // A further buffer of instance k on `stage`: dp0/pp<s>/tp0/mb<k>/<name>.
   BufferIndex instance_buffer(int k, int stage, const std::string& name, double bytes);
 
+  // Tasks made from now on get ids mb<k>/step<s>/... (s > 0; s = 0: mb<k>/...): a solver that
+  // runs several steps per instance (Block-ADMM).
+  void set_step(int s) { step_ = s > 0 ? coord("step", s) + "/" : std::string(); }
+  const std::string& step_segment() const { return step_; }
+
   std::int64_t batch() const { return batch_; }
   const StrategyConfig& config() const { return config_; }
 
@@ -105,6 +113,7 @@ class LayerPipeline {
   std::vector<TaskIndex> fwd_;                     // [k][i]: F, to make backward data-dependent on it
   std::vector<BufferIndex> act_, grad_;            // [k][i]
   std::vector<BufferIndex> act_copy_, grad_copy_;  // [k][i]: crossing inputs on the reader's stage
+  std::string step_;                               // set_step
 };
 
 // The stage of each model layer when `stages` workers hold contiguous block ranges

@@ -217,8 +217,11 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     case TaskKind::compress:
       return codec_problem(plan, t);
     case TaskKind::elementwise:
-      return gist_copy_name(t).empty() ? "elementwise task is none of GIST's extract, write_back, average"
-                                       : "";
+      if (t.attr_string("block_admm")) return block_admm_problem(plan, t);
+      return gist_copy_name(t).empty()
+                 ? "elementwise task is none of GIST's extract, write_back, average and Block-ADMM's "
+                   "penalty, update"
+                 : "";
     case TaskKind::send: {
       const auto encoding = t.attr_string("encoding");
       if (!encoding) return "";
@@ -423,14 +426,15 @@ void check_kernels(const Plan& plan, const std::string& source) {
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const std::string why = missing_kernel(plan, plan.task(i));
     if (!why.empty())
-      throw InputError(input_error_message(source, "/tasks/" + std::to_string(i),
-                                           "task " + plan.task(i).id + ": " + why +
-                                               "; the real executor runs linear, conv, relu/tanh, "
-                                               "2x2 max pool, softmax cross-entropy, sgd/adam, "
-                                               "grad_accumulate, ADMM layer updates, GCN spmm, "
-                                               "GIST's extract/write_back/average, send/recv, "
-                                               "allreduce, ZeRO's reduce_scatter and allgather and "
-                                               "fixed (busy-waits duration_s)"));
+      throw InputError(input_error_message(
+          source, "/tasks/" + std::to_string(i),
+          "task " + plan.task(i).id + ": " + why +
+              "; the real executor runs linear, conv, relu/tanh, "
+              "2x2 max pool, softmax cross-entropy, sgd/adam, "
+              "grad_accumulate, ADMM layer updates, GCN spmm, "
+              "GIST's extract/write_back/average, Block-ADMM's penalty/update, send/recv, "
+              "allreduce, ZeRO's reduce_scatter and allgather and "
+              "fixed (busy-waits duration_s)"));
   }
 }
 
@@ -464,7 +468,7 @@ void TaskRunner<T>::run(TaskIndex index) {
     case TaskKind::spmm:
       return run_spmm(index);
     case TaskKind::elementwise:
-      return run_gist_copy(t);
+      return t.attr_string("block_admm") ? run_block_admm(t) : run_gist_copy(t);
     case TaskKind::grad_accumulate:
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
     case TaskKind::optimizer_step:

@@ -30,6 +30,9 @@ GcnPlanShape gcn_plan_shape(const Plan& plan) {
   if (!plan.info.trains_graph())
     throw InputError("plan: the Plan (" + plan.info.model + ", " + std::string(to_string(plan.info.solver)) +
                      ") trains no graph: not a GCN Plan (--model gcn)");
+  if (plan.info.solver != PlanSolver::backprop && plan.info.solver != PlanSolver::gist)
+    throw InputError("plan: a " + std::string(to_string(plan.info.solver)) +
+                     " Plan of a GCN has no real trainer (backprop and gist have); simulate it instead");
   // Per layer, per site (-1: backprop's one model): the iteration-0 step-0 linear's (k, n).
   std::map<std::int64_t, std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>> layers;
   GcnPlanShape shape;

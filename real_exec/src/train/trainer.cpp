@@ -108,7 +108,8 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     const Task& t = plan.task(i);
     // An auxiliary loss (local parallelism's heads) reads the labels of its microbatch too, but
     // the model's loss is the one that binds them and reports the training loss.
-    if (t.kind != TaskKind::loss_fwd || t.attr_int("aux").value_or(0) != 0) continue;
+    // Block-ADMM's later steps (coordinate step > 0) run the loss again on the same minibatch.
+    if (t.kind != TaskKind::loss_fwd || t.attr_int("aux").value_or(0) != 0 || t.coords.step > 0) continue;
     Slot s;
     s.dp = std::max<std::int64_t>(0, t.coords.dp);
     s.mb = std::max<std::int64_t>(0, t.coords.mb);
@@ -134,17 +135,20 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   STRATA_ASSERT(plan.info.global_batch == 0 || plan.info.global_batch == global_batch_,
                 "input buffers do not add up to the Plan's global batch");
   for (TaskIndex t : topological_order(plan))
-    if (is_forward(plan.task(t)) && share.runs(t)) forward_order_.push_back(t);
+    if (is_forward(plan.task(t)) && plan.task(t).coords.step <= 0 && share.runs(t))
+      forward_order_.push_back(t);
   initialise_weights(config_.seed);
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
   // Activations live from first touch to last use (release mode): the loss and the logits,
   // which the host reads after a run, stay.
-  std::vector<BufferIndex> kept;
-  for (const Slot& s : slots_) kept.push_back(s.loss), kept.push_back(s.logits);
-  ws_->set_releasing(kept);
-  lifetimes_ =
-      std::make_unique<BufferLifetimes<T>>(plan, *ws_, [&share](TaskIndex t) { return share.runs(t); });
-  interpreter_->set_after_task([this](TaskIndex t) { lifetimes_->task_done(t); });
+  if (config_.release_buffers) {
+    std::vector<BufferIndex> kept;
+    for (const Slot& s : slots_) kept.push_back(s.loss), kept.push_back(s.logits);
+    ws_->set_releasing(kept);
+    lifetimes_ =
+        std::make_unique<BufferLifetimes<T>>(plan, *ws_, [&share](TaskIndex t) { return share.runs(t); });
+    interpreter_->set_after_task([this](TaskIndex t) { lifetimes_->task_done(t); });
+  }
   peaks_.assign(static_cast<std::size_t>(plan.num_workers()), 0);
 }
 
@@ -237,7 +241,7 @@ double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std
                                std::vector<TaskTiming>* timings) {
   ws_->reset_peaks();
   bind(data, indices);
-  lifetimes_->begin_run();
+  if (lifetimes_) lifetimes_->begin_run();
   std::vector<TaskTiming> measured = interpreter_->run();
   for (WorkerId w = 0; w < plan_.num_workers(); ++w)
     if (transport_->process_of(w) == transport_->process())

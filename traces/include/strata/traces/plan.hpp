@@ -32,8 +32,18 @@ inline namespace traces {
 
 // The training algorithm a Plan carries out (models/solvers/solver.hpp lowers each; docs/solvers.md).
 // Executors read it from PlanInfo instead of guessing it from task kinds or ids.
-enum class PlanSolver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist };
-std::string_view to_string(PlanSolver solver);  // backprop, ampnet, local, dladmm, pdadmm, pdadmm-g-q, gist
+enum class PlanSolver : std::uint8_t {
+  backprop,
+  ampnet,
+  local,
+  dladmm,
+  pdadmm,
+  pdadmm_g_q,
+  gist,
+  block_admm
+};
+// backprop, ampnet, local, dladmm, pdadmm, pdadmm-g-q, gist, block-admm
+std::string_view to_string(PlanSolver solver);
 std::optional<PlanSolver> parse_plan_solver(std::string_view name);
 constexpr bool is_admm(PlanSolver solver) {
   return solver == PlanSolver::dladmm || solver == PlanSolver::pdadmm || solver == PlanSolver::pdadmm_g_q;
@@ -63,6 +73,9 @@ struct SolverParameters {
   std::int64_t quant_bits = 0;       // pdadmm-g-q: bits of the grid p is sent on
   std::int64_t subnets = 0;          // gist: m, sub-GCNs per round
   std::int64_t local_steps = 0;      // gist: zeta, full-graph local steps per round
+  std::int64_t blocks = 0;           // block-admm: blocks joined by auxiliary variables (rho: its penalty)
+  std::int64_t inner_steps = 0;      // block-admm: ADMM steps per minibatch
+  double z_lr = 0;                   // block-admm: step size of the auxiliary-variable update
 
   bool operator==(const SolverParameters&) const = default;
 };

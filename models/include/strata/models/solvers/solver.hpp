@@ -14,6 +14,10 @@
 //   gist        independent subnetwork training of GCNs (Wolfe et al. 2021): m sub-GCNs, one per
 //               worker, each trained zeta full-graph steps per round between a scatter of their
 //               weight slices from worker 0 and a gather back
+//   block-admm  Stochastic Block-ADMM (Khorram, Fu, Danesh, Qi, Li 2021): the network cut into
+//               blocks joined by auxiliary variables z_b and duals lambda_b; per minibatch every
+//               block takes inner_steps SGD steps on its augmented-Lagrangian term, in parallel,
+//               and each z_b, lambda_b is updated between them (solver_block_admm.cpp)
 //
 // A solver's hyperparameters come from `--set key=value`; parse_solver_config() takes the keys
 // it knows out of the map, so what is left are model hyperparameters.
@@ -33,7 +37,7 @@
 namespace strata {
 inline namespace models {
 
-enum class Solver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist };
+enum class Solver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist, block_admm };
 std::string_view to_string(Solver solver);
 std::optional<Solver> parse_solver(std::string_view name);
 const std::vector<std::string>& solver_names();  // in enum order
@@ -63,6 +67,14 @@ struct SolverConfig {
   // GIST. One Plan iteration is one round; --iterations gives rounds.
   int subnets = 2;       // m: sub-GCNs per round, one per worker
   int local_steps = 10;  // zeta: full-graph local steps per round
+  // Stochastic Block-ADMM (online setting: z initialised by the minibatch's forward pass, lambda
+  // by 0). rho is the penalty of the per-sample term rho/2 ||z_b - f_b(z_{b-1})||^2 and `--set
+  // rho` sets block_rho for this solver (the ADMM family's rho is 1e-4 per value of a full batch).
+  int blocks = 0;        // 0: one block per worker
+  int inner_steps = 0;   // ADMM steps per minibatch; 0: as many as blocks, so that the loss
+                         // reaches the first block within each minibatch
+  double block_rho = 1;  // per-sample penalty
+  double z_lr = 0.5;     // step size of the linearised proximal update of z_b
 
   bool operator==(const SolverConfig&) const = default;
 };
@@ -70,8 +82,8 @@ struct SolverConfig {
 // Reads the keys of `solver` from `sets` and erases them from it; the defaults above stand for
 // the keys not given. Keys: ampnet max_active_keys, min_update_frequency, instances; local
 // chunks, variant, instances; dladmm/pdadmm/pdadmm-g-q rho, nu, admm_iterations (and quant_bits for
-// pdadmm-g-q); gist m, zeta. Throws InputError with one line ("--set rho: must be > 0, got -1")
-// for a value that does not parse or is out of range.
+// pdadmm-g-q); gist m, zeta; block-admm blocks, rho, inner_steps, z_lr. Throws InputError with one line
+// ("--set rho: must be > 0, got -1") for a value that does not parse or is out of range.
 SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets);
 
 // Whether `key` is a --set key of some solver / of `solver`.
@@ -90,6 +102,10 @@ Plan lower_ampnet(const Model& model, const StrategyConfig& config, const Solver
 Plan lower_local(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 Plan lower_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver);  // all three
 Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_block_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// Block-ADMM's blocks and inner steps once the defaults (0) are resolved against the workers.
+int block_admm_blocks(const StrategyConfig& config, const SolverConfig& solver);
+int block_admm_inner_steps(const StrategyConfig& config, const SolverConfig& solver);
 // GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
 // workers, full graph. Throws InputError with one line.
 void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);

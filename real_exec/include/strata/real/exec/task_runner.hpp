@@ -104,6 +104,10 @@ using OptimizerSettings = strata::OptimizerSettings;
 // else "".
 std::string gist_copy_name(const Task& task);
 
+// Why a Stochastic Block-ADMM elementwise task (attribute block_admm: penalty or update) cannot
+// run, or "" when it can (task_runner_block_admm.cpp).
+std::string block_admm_problem(const Plan& plan, const Task& task);
+
 // The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",
 // quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
 // sent as its values. Both transports encode such a payload and count one byte per value.
@@ -382,7 +386,8 @@ class TaskRunner final : public TaskExecutor<T> {
   void run_loss(const Task& t);
   void run_optimizer(const Task& t);
   void run_admm(const Task& t);
-  void run_codec(const Task& t);  // task_runner_codec.cpp
+  void run_block_admm(const Task& t);  // task_runner_block_admm.cpp
+  void run_codec(const Task& t);       // task_runner_codec.cpp
   // GCN Plans (task_runner_graph.cpp).
   void run_spmm(TaskIndex index);
   void run_graph_loss(const Task& t);

@@ -53,6 +53,9 @@ struct TrainConfig {
   bool pin_workers = true;
   WeightInit init = WeightInit::he_normal;
   double cpu_share = 1;  // each worker's share of its core (Interpreter::set_cpu_share)
+  // Give a run's activations back as soon as it is done with them (the measured peak memory);
+  // false keeps every buffer after a run, for inspecting a run's intermediate values.
+  bool release_buffers = true;
 };
 
 struct EpochResult {
