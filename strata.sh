@@ -28,6 +28,7 @@ cd "$(dirname "$0")"
 readonly PACKAGES=(build-essential cmake pkg-config libsimgrid-dev libexpat1-dev libboost-graph-dev
                    nlohmann-json3-dev libgtest-dev libbenchmark-dev libcli11-dev
                    libopenblas-dev zlib1g-dev libsqlite3-dev dataset-fashion-mnist
+                   libmetis-dev
                    libopenmpi-dev openmpi-bin)
 readonly TIDY_PACKAGES=(clang-tidy-14)
 # The report's test loads its HTML in a real browser (headless).
