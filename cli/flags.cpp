@@ -257,10 +257,10 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
   flags.track(app.add_option(
       "--set", flags.sets,
       "key=value model, solver or optimizer setting (repeatable; strata spec --help lists them)"));
-  flags.track(
-      app.add_option("--solver", flags.solver,
-                     "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist "
-                     "(docs/solvers.md)"));
+  flags.track(app.add_option(
+      "--solver", flags.solver,
+      "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist | block-admm "
+      "(docs/solvers.md)"));
 }
 
 void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule) {

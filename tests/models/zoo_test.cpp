@@ -38,8 +38,9 @@ std::string input_error(const std::string& name, const std::map<std::string, std
 }
 
 TEST(Zoo, NamesInOrder) {
-  const std::vector<std::string> expected = {"mlp",       "lenet5",   "vgg16",     "resnet50",  "gpt2-small",
-                                             "gpt3-1.3b", "gpt3-13b", "gpt3-175b", "anchor-96", "gcn"};
+  const std::vector<std::string> expected = {
+      "mlp",       "lenet5",     "vgg16",      "resnet50",  "resnet152", "resnet20",  "resnet32",  "resnet56",
+      "resnet110", "resnet1202", "gpt2-small", "gpt3-1.3b", "gpt3-13b",  "gpt3-175b", "anchor-96", "gcn"};
   EXPECT_EQ(zoo_names(), expected);
 }
 
@@ -249,10 +250,35 @@ TEST(Zoo, EveryPresetIsWellFormed) {
   }
 }
 
+// He et al. 2016, Table 6 (CIFAR-10, 3 input channels): 0.27 M, 0.46 M, 0.85 M, 1.7 M and 19.4 M
+// parameters. By hand, n blocks a stage: conv1 3*9*16 = 432; stage 1 2n convs of 9*16*16; stage 2
+// 9*16*32 + (2n-1) 9*32*32; stage 3 9*32*64 + (2n-1) 9*64*64; batch norm 2 (16 + 2n (16+32+64));
+// fc 64*10 + 10. ResNet-20 (n = 3): 432 + 13,824 + 50,688 + 202,752 + 1,376 + 650 = 269,722.
+TEST(Zoo, CifarResnetsHaveHeEtAlsParameters) {
+  const std::pair<int, double> table6[] = {
+      {20, 269722}, {32, 464154}, {56, 853018}, {110, 1727962}, {1202, 19421274}};
+  for (const auto& [depth, params] : table6) {
+    const Model m = make_cifar_resnet(depth, 32, 3);
+    EXPECT_EQ(m.params(), params) << depth;
+    EXPECT_EQ(m.num_blocks_or_layers(), (depth - 2) / 2 + 2) << depth;  // stem, 3n blocks, head
+  }
+  // strata's input is one channel (Fashion-MNIST padded to 32x32): conv1 has 9*16*2 = 288 fewer.
+  const Model r20 = make_model("resnet20");
+  EXPECT_EQ(r20.params(), 269722 - 288);
+  EXPECT_EQ(r20.input_elems, 32 * 32);
+  // MACs by hand for 3 channels: conv1 32*32*16*27; stage 1 six convs of 32*32*16*144; stages 2
+  // and 3 each 12,976,128; fc 640: 40,551,040.
+  EXPECT_EQ(matmul_macs(make_cifar_resnet(20, 32, 3)), 40551040);
+  EXPECT_EQ(find_layer(r20, "conv4_3/relu").out_elems, 64 * 8 * 8);
+  EXPECT_EQ(make_model("resnet152").params(), 60192808);  // torchvision's resnet152
+  EXPECT_EQ(make_model("resnet1202").layers.back().name, "loss");
+}
+
 TEST(Zoo, UnknownModelIsInputError) {
-  EXPECT_EQ(input_error("x", {}),
-            "unknown model 'x' (known: mlp, lenet5, vgg16, resnet50, gpt2-small, gpt3-1.3b, "
-            "gpt3-13b, gpt3-175b, anchor-96, gcn)");
+  EXPECT_EQ(
+      input_error("x", {}),
+      "unknown model 'x' (known: mlp, lenet5, vgg16, resnet50, resnet152, resnet20, resnet32, resnet56, "
+      "resnet110, resnet1202, gpt2-small, gpt3-1.3b, gpt3-13b, gpt3-175b, anchor-96, gcn)");
 }
 
 TEST(Zoo, BadOverrideIsInputError) {

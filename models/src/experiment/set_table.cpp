@@ -82,7 +82,7 @@ std::vector<SetKey> make_table() {
   sizes.min = 1, sizes.max = std::numeric_limits<std::int32_t>::max(), sizes.min_count = 2;
   sizes.unit = "units", sizes.help = "layer widths, input first, e.g. 784,256,10 (mlp, gcn)";
   t.push_back(sizes);
-  t.push_back(model_count("image", "pixels", "side of the square input image (lenet5, vgg16, resnet50)"));
+  t.push_back(model_count("image", "pixels", "side of the square input image (vision models)"));
   t.push_back(model_count("nodes", "nodes", "graph nodes (gcn)"));
   t.push_back(model_count("avg_degree", "neighbours", "mean neighbours per node (gcn), below nodes"));
   t.push_back(real("bucket_mb", SetSection::strategy, 0, false, 1e6, false, "MB",

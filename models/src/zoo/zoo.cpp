@@ -91,6 +91,36 @@ const std::vector<Preset>& presets() {
        [](const std::string&, const ModelParameters& set) {
          return make_resnet50(image_side(set, 224, 32, 32, "resnet50"));
        }},
+      {"resnet152",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_resnet152(image_side(set, 224, 32, 32, "resnet152"));
+       }},
+      {"resnet20",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_cifar_resnet(20, image_side(set, 32, 4, 8, "resnet20"));
+       }},
+      {"resnet32",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_cifar_resnet(32, image_side(set, 32, 4, 8, "resnet32"));
+       }},
+      {"resnet56",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_cifar_resnet(56, image_side(set, 32, 4, 8, "resnet56"));
+       }},
+      {"resnet110",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_cifar_resnet(110, image_side(set, 32, 4, 8, "resnet110"));
+       }},
+      {"resnet1202",
+       {"image"},
+       [](const std::string&, const ModelParameters& set) {
+         return make_cifar_resnet(1202, image_side(set, 32, 4, 8, "resnet1202"));
+       }},
       {"gpt2-small", kGptKeys,
        [](const std::string& name, const ModelParameters& set) {
          return build_gpt(name, set, {12, 768, 12, 1024, 50257});

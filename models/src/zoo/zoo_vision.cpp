@@ -11,6 +11,8 @@
 // ignored. Dropout (VGG's classifier) is left out: no parameters, negligible FLOPs.
 #include "strata/models/zoo/zoo.hpp"
 
+#include <array>
+
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -156,6 +158,20 @@ Model vision_model(std::string name, std::string family) {
   return model;
 }
 
+// One basic block of the CIFAR ResNets (He et al. 2016, section 4.2): two 3x3 convs with batch
+// norm, the first strided where the stage halves the map; the shortcut is option A, the identity
+// (subsampled and zero-padded in channels where the shape changes): no parameters.
+void basic_block(VisionBuilder& net, const std::string& prefix, std::int64_t width, std::int64_t stride) {
+  net.next_block();
+  net.conv(prefix + "/a", width, 3, stride, 1, false);
+  net.batch_norm(prefix + "/a_bn");
+  net.relu(prefix + "/a_relu");
+  net.conv(prefix + "/b", width, 3, 1, 1, false);
+  net.batch_norm(prefix + "/b_bn");
+  net.add(prefix + "/add");
+  net.relu(prefix + "/relu");
+}
+
 // One ResNet v1.5 bottleneck (torchvision's resnet50: the stride sits on the 3x3 conv).
 void bottleneck(VisionBuilder& net, const std::string& prefix, std::int64_t width, std::int64_t stride,
                 bool downsample) {
@@ -251,17 +267,16 @@ Model make_vgg16(std::int32_t image) {
   return model;
 }
 
-// He et al. 2016 ResNet-50 as torchvision builds it (v1.5): 25,557,032 parameters with the
-// batch-norm scales and shifts, 4.1 GMAC at 224x224. Blocks: stem, 16 bottlenecks, head.
-Model make_resnet50(std::int32_t image) {
-  STRATA_ASSERT(image >= 32 && image % 32 == 0, "resnet50 needs a side that is a multiple of 32");
-  Model model = vision_model("resnet50", "resnet");
+// He et al. 2016's ImageNet ResNets with bottlenecks, as torchvision builds them (v1.5).
+Model make_bottleneck_resnet(const std::string& name, const std::array<int, 4>& blocks_per_stage,
+                             std::int32_t image) {
+  STRATA_ASSERT(image >= 32 && image % 32 == 0, name + " needs a side that is a multiple of 32");
+  Model model = vision_model(name, "resnet");
   VisionBuilder net(model, {3, image, image});
   net.conv("conv1", 64, 7, 2, 3, false);
   net.batch_norm("bn1");
   net.relu("relu1");
   net.max_pool("pool1", 3, 2, 1);
-  const int blocks_per_stage[] = {3, 4, 6, 3};
   for (int stage = 0; stage < 4; ++stage) {
     const std::int64_t width = std::int64_t{64} << stage;
     for (int j = 0; j < blocks_per_stage[stage]; ++j) {
@@ -273,6 +288,39 @@ Model make_resnet50(std::int32_t image) {
   net.next_block();
   net.global_avg_pool("pool5");
   net.linear("fc", 1000);
+  net.loss("loss");
+  return model;
+}
+
+// ResNet-50: 25,557,032 parameters with the batch-norm scales and shifts, 4.1 GMAC at 224x224.
+// Blocks: stem, 16 bottlenecks, head.
+Model make_resnet50(std::int32_t image) { return make_bottleneck_resnet("resnet50", {3, 4, 6, 3}, image); }
+
+// ResNet-152: 60,192,808 parameters (torchvision), 11.5 GMAC at 224x224; 50 bottlenecks.
+Model make_resnet152(std::int32_t image) { return make_bottleneck_resnet("resnet152", {3, 8, 36, 3}, image); }
+
+// He et al. 2016, section 4.2 (CIFAR-10): depth 6n + 2, a 3x3 conv of 16 channels, three stages
+// of n basic blocks at 16, 32 and 64 channels on maps of side s, s/2, s/4, global average pool,
+// a 10-way fully connected layer. Table 6's parameters for 3 input channels: ResNet-20 0.27 M,
+// 32 0.46 M, 56 0.85 M, 110 1.7 M, 1202 19.4 M (exactly 269,722 and 19,421,274 with the
+// batch-norm scales and shifts). strata's input is one channel (Fashion-MNIST padded to 32x32),
+// 288 parameters fewer. Blocks: stem, 3n basic blocks, head.
+Model make_cifar_resnet(std::int32_t depth, std::int32_t image, std::int32_t channels) {
+  STRATA_ASSERT(depth >= 8 && (depth - 2) % 6 == 0, "a CIFAR ResNet has depth 6n + 2");
+  STRATA_ASSERT(image >= 8 && image % 4 == 0, "a CIFAR ResNet needs a side that is a multiple of 4");
+  const int n = (depth - 2) / 6;
+  Model model = vision_model("resnet" + std::to_string(depth), "resnet");
+  VisionBuilder net(model, {channels, image, image});
+  net.conv("conv1", 16, 3, 1, 1, false);
+  net.batch_norm("bn1");
+  net.relu("relu1");
+  for (int stage = 0; stage < 3; ++stage)
+    for (int j = 0; j < n; ++j)
+      basic_block(net, "conv" + std::to_string(stage + 2) + "_" + std::to_string(j + 1),
+                  std::int64_t{16} << stage, j == 0 && stage > 0 ? 2 : 1);
+  net.next_block();
+  net.global_avg_pool("pool");
+  net.linear("fc", 10);
   net.loss("loss");
   return model;
 }

@@ -165,9 +165,13 @@ const std::vector<std::string>& model_keys(const std::string& name);
 // Builders behind the presets, for tests and custom models. Sizes must be positive (asserted);
 // make_model checks user input first and throws InputError instead.
 Model make_mlp(const std::string& name, const std::vector<std::int64_t>& sizes);
-Model make_lenet5(std::int32_t image = 28);     // image: side of the square input (multiple of 4, >= 12)
-Model make_vgg16(std::int32_t image = 224);     // image: a multiple of 32
-Model make_resnet50(std::int32_t image = 224);  // image: a multiple of 32
+Model make_lenet5(std::int32_t image = 28);      // image: side of the square input (multiple of 4, >= 12)
+Model make_vgg16(std::int32_t image = 224);      // image: a multiple of 32
+Model make_resnet50(std::int32_t image = 224);   // image: a multiple of 32
+Model make_resnet152(std::int32_t image = 224);  // image: a multiple of 32
+// The CIFAR ResNets of He et al. 2016, section 4.2: depth 6n + 2 (20, 32, 56, 110, 1202), option-A
+// shortcuts; image: a multiple of 4 (32: Fashion-MNIST padded, or CIFAR), channels of the input.
+Model make_cifar_resnet(std::int32_t depth, std::int32_t image = 32, std::int32_t channels = 1);
 // A GCN (Kipf & Welling 2017) of sizes {features, hidden..., classes} on a graph of `nodes`
 // nodes of mean degree `avg_degree` (see zoo_gcn.cpp). REQUIRES: >= 2 sizes, all positive.
 struct GcnConfig {
