@@ -61,20 +61,8 @@ std::vector<double> layer(const std::map<std::string, std::vector<double>>& weig
   return weights.at("/w/" + name);
 }
 
-// Layer weights after `runs` runs of `plan`; run r binds the samples of steps [r·K, (r+1)·K).
 std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int runs) {
-  CpuBackend backend;
-  Trainer<double> trainer(plan, backend, train_config());
-  const auto per_run = static_cast<int>(plan.info.global_batch / kBatch);
-  for (int r = 0; r < runs; ++r) {
-    std::vector<std::int64_t> indices;
-    for (int k = 0; k < per_run; ++k) {
-      const auto step = batch_indices(r * per_run + k);
-      indices.insert(indices.end(), step.begin(), step.end());
-    }
-    trainer.train_batch(train_set(), indices);
-  }
-  return training_runs::layer_weights(plan, trainer);
+  return training_runs::weights_after_runs(plan, runs);
 }
 
 TEST(Ampnet, OneKeyInFlightAndAStepPerGradientIsSerialBackprop) {

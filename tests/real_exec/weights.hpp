@@ -41,6 +41,23 @@ inline Weights trained_weights(const Plan& plan, const LabelledImages& train, in
   return layer_weights(plan, trainer, dp);
 }
 
+// Layer weights after `runs` runs of a layer-group solver's `plan` (AMPNet, local, Block-ADMM:
+// per run, global_batch / kBatch instances); run r binds the samples of steps [r·K, (r+1)·K).
+inline Weights weights_after_runs(const Plan& plan, int runs) {
+  CpuBackend backend;
+  Trainer<double> trainer(plan, backend, train_config());
+  const auto per_run = static_cast<int>(plan.info.global_batch / kBatch);
+  for (int r = 0; r < runs; ++r) {
+    std::vector<std::int64_t> indices;
+    for (int k = 0; k < per_run; ++k) {
+      const auto step = batch_indices(r * per_run + k);
+      indices.insert(indices.end(), step.begin(), step.end());
+    }
+    trainer.train_batch(train_images(), indices);
+  }
+  return layer_weights(plan, trainer);
+}
+
 // The largest |a - b| over every layer; the two must hold the same layers and sizes.
 inline double max_abs_difference(const Weights& a, const Weights& b) {
   EXPECT_EQ(a.size(), b.size());
