@@ -535,6 +535,15 @@ TEST_F(Cli, RunTrainsBlockAdmmPastSeventyFivePercent) {
   EXPECT_NE(r.out.find("blocks=2,inner_steps=2"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, BlockAdmmBatchSettingNeedsARowPerTrainingSample) {
+  expect_one_line_error(run("run --model mlp --solver block-admm --workers 2 --epochs 1 --set setting=batch "
+                            "--set train_samples=1000 --log " +
+                            path("log.csv")),
+                        "--set train_samples=1000: block-admm's batch setting keeps one row per training "
+                        "sample, and the training set has 60000",
+                        path("log.csv"));
+}
+
 // ADMM Plans run for real: pdADMM on 2 workers, full batch of 500 samples, 2 sweeps as 2 epochs;
 // the log has a row per epoch and the p, q, u messages are counted (one boundary of 32 units:
 // 3 x 32 x 500 float32 values per sweep).

@@ -289,6 +289,28 @@ TEST(BlockAdmm, OneBlockHasNoAuxiliaryVariables) {
   EXPECT_EQ(steps, 3 * 3);  // three linear layers, three steps
 }
 
+// The batch setting: per boundary, stores of one row per training sample (z, lambda) and a seen
+// flag, persistent on block b's worker; one step per minibatch unless told otherwise.
+TEST(BlockAdmm, BatchSettingKeepsStoresOfEveryTrainingSample) {
+  const Plan plan =
+      lower_solver(make_model("mlp"), workers(2),
+                   parse(Solver::block_admm, {{"setting", "batch"}, {"train_samples", "1000"}}));
+  EXPECT_EQ(plan.info.parameters.inner_steps, 1);
+  EXPECT_EQ(plan.info.parameters.stored_samples, 1000);
+  int stores = 0;
+  for (const Buffer& b : plan.buffers())
+    if (b.id == "dp0/pp0/tp0/admm/b0/z_store" || b.id == "dp0/pp0/tp0/admm/b0/lambda_store") {
+      EXPECT_TRUE(b.persistent);
+      EXPECT_EQ(b.bytes, 1000.0 * 256 * 4);
+      ++stores;
+    }
+  EXPECT_EQ(stores, 2);
+  // With one step, the step's z update is also the last: it writes the stores.
+  EXPECT_EQ(std::get<std::int64_t>(task(plan, "it0/dp0/pp0/tp0/mb0/z_update/b0").attrs.at("to_store")), 1);
+  EXPECT_EQ(std::get<std::int64_t>(task(plan, "it0/dp0/pp0/tp0/mb0/penalty/b0").attrs.at("from_store")), 1);
+  runs_to_the_end(plan);
+}
+
 TEST(BlockAdmm, RefusesWhatItCannotTrain) {
   EXPECT_EQ(error_of([] {
               lower_solver(make_model("mlp"), workers(1), parse(Solver::block_admm, {{"blocks", "4"}}));
@@ -305,6 +327,10 @@ TEST(BlockAdmm, RefusesWhatItCannotTrain) {
             "--set inner_steps: must be >= 1, got 0");
   EXPECT_EQ(error_of([] { parse(Solver::block_admm, {{"rho", "-1"}}); }), "--set rho: must be > 0, got -1");
   EXPECT_EQ(error_of([] { parse(Solver::block_admm, {{"z_lr", "nan"}}); }).substr(0, 11), "--set z_lr:");
+  EXPECT_EQ(error_of([] {
+              parse(Solver::block_admm, {{"setting", "offline"}});
+            }).substr(0, 14),
+            "--set setting:");
   // rho sets Block-ADMM's own penalty, not the ADMM family's.
   const SolverConfig s = parse(Solver::block_admm, {{"rho", "5"}});
   EXPECT_EQ(s.block_rho, 5.0);

@@ -24,7 +24,7 @@ using training_runs::max_abs_difference;
 using training_runs::mlp_plan;
 using training_runs::train_config;
 
-Plan block_plan(int workers, int blocks, int inner_steps, int instances, double rho = 1) {
+Plan block_plan(int workers, int blocks, int inner_steps, int instances, double rho = 1, bool batch = false) {
   StrategyConfig c;
   c.dp = workers;
   c.global_batch = kBatch;  // per instance
@@ -35,6 +35,7 @@ Plan block_plan(int workers, int blocks, int inner_steps, int instances, double 
   s.inner_steps = inner_steps;
   s.instances = instances;
   s.block_rho = rho;
+  s.batch_setting = batch;
   return lower_solver(make_model("mlp"), c, s);
 }
 
@@ -103,6 +104,35 @@ TEST(BlockAdmm, LargeRhoKeepsTheAuxiliaryVariablesOnTheForwardPass) {
     EXPECT_LE(gap, static_cast<double>(kBatch) * g_max / rho) << workers << " workers";
     EXPECT_GT(gap, 0);
   }
+}
+
+// The batch setting keeps z and lambda per training sample. A first visit starts z at the
+// forward pass and lambda at 0, so block 0's term (and its gradient) is 0 and plain SGD leaves its
+// weights alone; the update stores the rows; a second visit of the same samples starts from them,
+// and block 0 learns.
+TEST(BlockAdmm, BatchSettingKeepsEachSamplesAuxiliaryVariables) {
+  const Plan plan = block_plan(2, 2, 1, 1, 1, true);
+  ASSERT_EQ(plan.info.parameters.stored_samples, 60000);
+  ASSERT_EQ(plan.info.parameters.inner_steps, 1);
+  CpuBackend backend;
+  TrainConfig config = train_config();
+  config.release_buffers = false;
+  Trainer<double> trainer(plan, backend, config);
+  const auto fc1 = [&] { return array(trainer, plan, "dp0/pp0/tp0/w/fc1"); };
+  const std::vector<double> before = fc1();
+  trainer.train_batch(training_runs::train_images(), batch_indices(3));  // samples 192 .. 255
+  EXPECT_EQ(max_abs_difference({{"fc1", before}}, {{"fc1", fc1()}}), 0.0);
+  const std::vector<double> seen = array(trainer, plan, "dp0/pp0/tp0/admm/b0/seen");
+  const std::vector<double> z_store = array(trainer, plan, "dp0/pp0/tp0/admm/b0/z_store");
+  const std::vector<double> z = array(trainer, plan, "dp0/pp0/tp0/mb0/admm/b0/z");
+  ASSERT_EQ(seen.size(), 60000u);
+  for (std::size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i >= 192 && i < 256 ? 1.0 : 0.0) << i;
+  for (std::size_t j = 0; j < 256; ++j) {
+    EXPECT_EQ(z_store[192 * 256 + j], z[j]);             // sample 192 is the minibatch's row 0
+    EXPECT_EQ(z_store[255 * 256 + j], z[63 * 256 + j]);  // and 255 its row 63
+  }
+  trainer.train_batch(training_runs::train_images(), batch_indices(3));
+  EXPECT_GT(max_abs_difference({{"fc1", before}}, {{"fc1", fc1()}}), 1e-8);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   put("local_steps", p.local_steps);
   put("blocks", p.blocks);
   put("inner_steps", p.inner_steps);
+  put("stored_samples", p.stored_samples);
   if (p.z_lr != 0) j["z_lr"] = p.z_lr;
   return j;
 }
@@ -47,7 +48,7 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
 SolverParameters read_parameters(const JsonNode& node) {
   node.reject_unknown_fields({"instances", "max_active_keys", "min_update_frequency", "chunks",
                               "local_variant", "admm_iterations", "rho", "nu", "quant_bits", "subnets",
-                              "local_steps", "blocks", "inner_steps", "z_lr"});
+                              "local_steps", "blocks", "inner_steps", "z_lr", "stored_samples"});
   SolverParameters p;
   p.instances = optional_int(node, "instances", 0, 0);
   p.max_active_keys = optional_int(node, "max_active_keys", 0, 0);
@@ -63,6 +64,7 @@ SolverParameters read_parameters(const JsonNode& node) {
   p.local_steps = optional_int(node, "local_steps", 0, 0);
   p.blocks = optional_int(node, "blocks", 0, 0);
   p.inner_steps = optional_int(node, "inner_steps", 0, 0);
+  p.stored_samples = optional_int(node, "stored_samples", 0, 0);
   if (std::optional<JsonNode> v = node.find("z_lr")) p.z_lr = v->as_size();
   return p;
 }

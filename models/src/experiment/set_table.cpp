@@ -192,6 +192,11 @@ std::vector<SetKey> make_table() {
                       "ADMM steps per minibatch (default: blocks)", {Solver::block_admm}));
   t.push_back(real("z_lr", SetSection::solver, 0, true, 1e6, false, "",
                    "step size of the auxiliary variables' proximal update", {Solver::block_admm}));
+  t.push_back(choice("setting", SetSection::solver, {"online", "batch"}, "setting",
+                     "online: z, lambda afresh per minibatch; batch: kept per training sample",
+                     {Solver::block_admm}));
+  t.push_back(integer("train_samples", SetSection::solver, 1, "samples",
+                      "batch setting: training samples the per-sample stores hold", {Solver::block_admm}));
   t.push_back(real("lr", SetSection::optimizer, 0, false, 1e3, false, "",
                    "learning rate (default 0.01 sgd, 1e-3 adam, 0.01 for a GCN)"));
   t.push_back(real("momentum", SetSection::optimizer, 0, false, 1, true, "", "SGD momentum"));
@@ -339,6 +344,13 @@ const std::map<std::string, Access>& accessors() {
     a["blocks"] = resolved_later(&SolverConfig::blocks);
     a["inner_steps"] = resolved_later(&SolverConfig::inner_steps);
     a["z_lr"] = number(&SolverConfig::z_lr, &Experiment::solver);
+    a["setting"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                      return SetValue(std::string(e.solver.batch_setting ? "batch" : "online"));
+                    },
+                    [](Experiment& e, const SetValue& v) {
+                      e.solver.batch_setting = std::get<std::string>(v) == "batch";
+                    }};
+    a["train_samples"] = number(&SolverConfig::train_samples, &Experiment::solver);
     a["nu"] = number(&SolverConfig::nu, &Experiment::solver);
     a["admm_iterations"] = number(&SolverConfig::admm_iterations, &Experiment::solver);
     a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);

@@ -62,6 +62,10 @@ struct Boundary {  // between block b and b+1, on block b's worker, per instance
   BufferIndex z = 0, lambda = 0, g = 0;
 };
 
+struct Store {  // batch setting: per boundary, every training sample's z, lambda and whether seen
+  BufferIndex z = 0, lambda = 0, seen = 0;
+};
+
 class BlockAdmmBuilder {
  public:
   BlockAdmmBuilder(const Model& model, const SolverConfig& solver, int blocks, int steps,
@@ -75,7 +79,8 @@ class BlockAdmmBuilder {
   std::string step_id(int k, const std::string& what) const {
     return coord("mb", k) + "/" + pipe_.step_segment() + what;
   }
-  TaskIndex elementwise(int k, int s, std::size_t b, bool update, bool init);
+  TaskIndex elementwise(int k, int s, std::size_t b, bool update, bool first_step, bool last_step);
+  bool batch() const { return solver_.batch_setting; }
   TaskIndex add_forward(int k, int s, std::size_t i, TaskIndex producer, bool transfer);
   void after(TaskIndex before, TaskIndex task) {
     if (before != kNone && task != kNone) plan_.add_control_dep(before, task);
@@ -89,6 +94,7 @@ class BlockAdmmBuilder {
   Plan& plan_;
   std::vector<Block> blocks_;
   std::vector<std::vector<Boundary>> boundary_;  // [k][b]
+  std::vector<Store> stores_;                    // [b], batch setting only
   std::vector<TaskIndex> last_update_;           // per layer: its latest optimizer step
   static constexpr BufferIndex kNoBuffer = static_cast<BufferIndex>(-1);
   BufferIndex step_loss_ = kNoBuffer;  // this instance's loss of steps > 0
@@ -107,7 +113,8 @@ void BlockAdmmBuilder::add_layers(int workers) {
   pipe_.add_buffers();
 }
 
-TaskIndex BlockAdmmBuilder::elementwise(int k, int s, std::size_t b, bool update, bool init) {
+TaskIndex BlockAdmmBuilder::elementwise(int k, int s, std::size_t b, bool update, bool first_step,
+                                        bool last_step) {
   const Block& block = blocks_[b];
   const Boundary& z = boundary_[static_cast<std::size_t>(k)][b];
   const double bytes = pipe_.layer(block.last).out_bytes;
@@ -117,17 +124,36 @@ TaskIndex BlockAdmmBuilder::elementwise(int k, int s, std::size_t b, bool update
   t.kind = TaskKind::elementwise;
   t.dtype = pipe_.config().dtype;
   t.attrs["block_admm"] = std::string(update ? "update" : "penalty");
+  const bool init = !update && first_step && !batch();
+  const bool from_store = !update && first_step && batch();
+  const bool to_store = update && last_step && batch();
   t.attrs["init"] = static_cast<std::int64_t>(init ? 1 : 0);
+  t.attrs["from_store"] = static_cast<std::int64_t>(from_store ? 1 : 0);
+  t.attrs["to_store"] = static_cast<std::int64_t>(to_store ? 1 : 0);
   t.attrs["rho"] = solver_.block_rho;
   t.attrs["z_lr"] = solver_.z_lr;
   t.attrs["mean_over"] = pipe_.batch();
   t.attrs["block"] = static_cast<std::int64_t>(b);
-  if (update) {  // reads a, z, lambda, g; writes z, lambda
+  const double seen_bytes = static_cast<double>(pipe_.batch()) * bytes_per_element(pipe_.config().dtype);
+  if (update) {  // reads a, z, lambda, g; writes z, lambda (and the minibatch's rows of the stores)
     t.reads = {a, z.z, z.lambda, z.g};
     t.writes = {z.z, z.lambda};
     t.flops = 9 * values;
     t.bytes_read = 4 * bytes;
     t.bytes_written = 2 * bytes;
+    if (to_store) {
+      const Store& st = stores_[b];
+      t.reads.insert(t.reads.end(), {st.z, st.lambda, st.seen});
+      t.writes.insert(t.writes.end(), {st.z, st.lambda, st.seen});
+      t.bytes_written += 2 * bytes + seen_bytes;
+    }
+  } else if (from_store) {  // the minibatch's rows of the stores (z = a, lambda = 0 where unseen)
+    const Store& st = stores_[b];
+    t.reads = {a, st.z, st.lambda, st.seen};
+    t.writes = {pipe_.out_grad(k, block.last), z.z, z.lambda};
+    t.flops = 4 * values;
+    t.bytes_read = 3 * bytes + seen_bytes;
+    t.bytes_written = 3 * bytes;
   } else {  // reads a, z, lambda; writes the gradient of a (and z, lambda at init)
     t.reads = {a, z.z, z.lambda};
     t.writes = {pipe_.out_grad(k, block.last)};
@@ -221,7 +247,7 @@ void BlockAdmmBuilder::add_instance(int k) {
       const bool last_block = b + 1 == n_blocks;
       TaskIndex grad = kNone;
       if (!last_block) {
-        grad = elementwise(k, s, b, false, s == 0);
+        grad = elementwise(k, s, b, false, s == 0, s + 1 == steps_);
         penalty[b] = grad;
         plan_.add_data_dep(now[b].back(), grad);
         if (s > 0) plan_.add_data_dep(z_update[b], grad);
@@ -230,7 +256,8 @@ void BlockAdmmBuilder::add_instance(int k) {
       for (std::size_t i = block.last + 1; i-- > block.first;) {
         const solvers::PipeLayer& l = pipe_.layer(i);
         const bool first = i == block.first;
-        const bool into_z = first && b > 0 && s + 1 < steps_;  // g_{b-1} for the z update
+        // g_{b-1} for the z update (the online setting's last step updates no z)
+        const bool into_z = first && b > 0 && (batch() || s + 1 < steps_);
         const bool reads_z = first && b > 0 && s > 0 && !pipe_.crosses(i);
         const bool input_grad = !first || into_z || !l.has_bwdw;
         const bool local_g = into_z && !pipe_.crosses(i);
@@ -272,8 +299,8 @@ void BlockAdmmBuilder::add_instance(int k) {
     }
     // The auxiliary variables and duals for the next step.
     for (std::size_t b = 0; b + 1 < n_blocks; ++b) {
-      if (s + 1 == steps_) break;
-      const TaskIndex z = elementwise(k, s, b, true, false);
+      if (s + 1 == steps_ && !batch()) break;
+      const TaskIndex z = elementwise(k, s, b, true, s == 0, s + 1 == steps_);
       plan_.add_data_dep(g_ready[b], z);
       after(penalty[b], z);  // it read z_b and lambda_b
       after(g_readers[b], z);
@@ -288,6 +315,20 @@ void BlockAdmmBuilder::build(int workers) {
   add_layers(workers);
   last_update_.assign(pipe_.size(), kNone);
   boundary_.assign(static_cast<std::size_t>(solver_.instances), std::vector<Boundary>(blocks_.size()));
+  if (batch())
+    for (std::size_t b = 0; b + 1 < blocks_.size(); ++b) {
+      const double row = pipe_.layer(blocks_[b].last).out_bytes / static_cast<double>(pipe_.batch());
+      const auto rows = static_cast<double>(solver_.train_samples);
+      const int w = blocks_[b].worker;
+      const std::string at =
+          "dp0/" + coord("pp", w) + "/tp0/admm/" + coord("b", static_cast<std::int64_t>(b)) + "/";
+      const DType dtype = pipe_.config().dtype;
+      Store st;
+      st.z = plan_.add_buffer({at + "z_store", w, rows * row, dtype, true});
+      st.lambda = plan_.add_buffer({at + "lambda_store", w, rows * row, dtype, true});
+      st.seen = plan_.add_buffer({at + "seen", w, rows * bytes_per_element(dtype), dtype, true});
+      stores_.push_back(st);
+    }
   for (int k = 0; k < solver_.instances; ++k)
     for (std::size_t b = 0; b + 1 < blocks_.size(); ++b) {
       const double bytes = pipe_.layer(blocks_[b].last).out_bytes;
@@ -309,7 +350,8 @@ int block_admm_blocks(const StrategyConfig& config, const SolverConfig& solver) 
 }
 
 int block_admm_inner_steps(const StrategyConfig& config, const SolverConfig& solver) {
-  return solver.inner_steps > 0 ? solver.inner_steps : block_admm_blocks(config, solver);
+  if (solver.inner_steps > 0) return solver.inner_steps;
+  return solver.batch_setting ? 1 : block_admm_blocks(config, solver);
 }
 
 Plan lower_block_admm(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {
@@ -323,12 +365,12 @@ Plan lower_block_admm(const Model& model, const StrategyConfig& config, const So
   solvers::LayerPipeline pipe(model, config, solvers::instance_batch(model, config), solver.instances, plan);
   BlockAdmmBuilder builder(model, resolved, blocks, steps, pipe, plan);
   builder.build(workers);
-  solvers::finish_plan(plan, model, config,
-                       "workers=" + std::to_string(workers) + ",blocks=" + std::to_string(blocks) +
-                           ",inner_steps=" + std::to_string(steps) +
-                           ",rho=" + std::to_string(solver.block_rho) +
-                           ",instances=" + std::to_string(solver.instances),
-                       resolved, pipe.batch() * solver.instances, solver.instances);
+  solvers::finish_plan(
+      plan, model, config,
+      "workers=" + std::to_string(workers) + ",blocks=" + std::to_string(blocks) +
+          ",inner_steps=" + std::to_string(steps) + ",rho=" + std::to_string(solver.block_rho) + ",setting=" +
+          (solver.batch_setting ? "batch" : "online") + ",instances=" + std::to_string(solver.instances),
+      resolved, pipe.batch() * solver.instances, solver.instances);
   return plan;
 }
 

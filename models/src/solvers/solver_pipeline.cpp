@@ -258,6 +258,7 @@ SolverParameters plan_parameters(const SolverConfig& solver) {
       p.inner_steps = solver.inner_steps;
       p.rho = solver.block_rho;
       p.z_lr = solver.z_lr;
+      p.stored_samples = solver.batch_setting ? solver.train_samples : 0;
       break;
   }
   return p;

@@ -90,6 +90,19 @@ void Workspace<T>::set_labels(std::int64_t dp, std::int64_t microbatch, std::vec
 }
 
 template <typename T>
+void Workspace<T>::set_sample_ids(std::int64_t dp, std::int64_t microbatch, std::vector<std::int64_t> ids) {
+  sample_ids_[{dp, microbatch}] = std::move(ids);
+}
+
+template <typename T>
+const std::vector<std::int64_t>& Workspace<T>::sample_ids(std::int64_t dp, std::int64_t microbatch) const {
+  auto it = sample_ids_.find({dp, microbatch});
+  STRATA_ASSERT(it != sample_ids_.end(),
+                "no sample ids bound for dp" + std::to_string(dp) + "/mb" + std::to_string(microbatch));
+  return it->second;
+}
+
+template <typename T>
 const std::vector<std::int32_t>& Workspace<T>::labels(std::int64_t dp, std::int64_t microbatch) const {
   auto it = labels_.find({dp, microbatch});
   STRATA_ASSERT(it != labels_.end(),

@@ -224,13 +224,16 @@ void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t
     const std::int64_t first = s.dp * per_rank + s.mb * micro_;
     T* input = ws_->data(s.input);
     std::vector<std::int32_t> labels(static_cast<std::size_t>(micro_));
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(micro_));
     for (std::int64_t i = 0; i < micro_; ++i) {
       const std::int64_t sample = indices[static_cast<std::size_t>(first + i)];
+      ids[static_cast<std::size_t>(i)] = sample;
       const float* src = data.images.data() + sample * pixels;
       std::copy(src, src + pixels, input + i * pixels);
       labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(sample)];
     }
     ws_->set_labels(s.dp, s.mb, std::move(labels));
+    ws_->set_sample_ids(s.dp, s.mb, std::move(ids));
     if (s.local) runner_->upload(s.input);
   }
   runner_->upload_labels();

@@ -76,6 +76,7 @@ struct SolverParameters {
   std::int64_t blocks = 0;           // block-admm: blocks joined by auxiliary variables (rho: its penalty)
   std::int64_t inner_steps = 0;      // block-admm: ADMM steps per minibatch
   double z_lr = 0;                   // block-admm: step size of the auxiliary-variable update
+  std::int64_t stored_samples = 0;   // block-admm: rows of its per-sample stores (0: online setting)
 
   bool operator==(const SolverParameters&) const = default;
 };

@@ -75,6 +75,11 @@ struct SolverConfig {
                          // reaches the first block within each minibatch
   double block_rho = 1;  // per-sample penalty
   double z_lr = 0.5;     // step size of the linearised proximal update of z_b
+  // The paper's batch setting: z_b and lambda_b kept per training sample across epochs (stores
+  // of train_samples rows per boundary), so one step per minibatch suffices (inner_steps'
+  // default becomes 1). Online (false): started afresh for every minibatch.
+  bool batch_setting = false;
+  int train_samples = 60000;  // rows of the stores: Fashion-MNIST's training set
 
   bool operator==(const SolverConfig&) const = default;
 };

@@ -75,6 +75,10 @@ class Workspace {
   void set_labels(std::int64_t dp, std::int64_t microbatch, std::vector<std::int32_t> labels);
   // REQUIRES: set_labels was called for this pair (checked).
   const std::vector<std::int32_t>& labels(std::int64_t dp, std::int64_t microbatch) const;
+  // The data-set indices of those samples (Block-ADMM's batch setting keeps state per sample).
+  void set_sample_ids(std::int64_t dp, std::int64_t microbatch, std::vector<std::int64_t> ids);
+  // REQUIRES: set_sample_ids was called for this pair (checked).
+  const std::vector<std::int64_t>& sample_ids(std::int64_t dp, std::int64_t microbatch) const;
   // Every (dp, microbatch) pair with labels, in increasing order.
   std::vector<std::pair<std::int64_t, std::int64_t>> label_keys() const;
 
@@ -97,6 +101,7 @@ class Workspace {
   std::shared_ptr<MemoryMeter> meter_;
   std::unique_ptr<std::mutex> allocation_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int32_t>> labels_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> sample_ids_;
   std::vector<std::int64_t> steps_;  // per buffer
 };
 
