@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -47,6 +48,8 @@ struct CompareOptions {
   std::string svg = "compare-solvers.svg";
   std::string csv;   // the table's rows as CSV ("" = none)
   std::string json;  // and as JSON
+  // Worker counts of a predicted scaling study (--scaling); empty: the comparison above.
+  std::vector<std::int64_t> scaling;
 };
 
 struct Row {
@@ -106,6 +109,36 @@ std::vector<Row> rows_for(const CompareOptions& o) {
   }
   for (const std::string& solver : solver_names())
     if (solver != "backprop") add(solver, solver, "");
+  return rows;
+}
+
+// The rows of a scaling study at `w` workers: the solvers that split a deep network over workers
+// (docs/solvers.md, "Very deep CNNs"), each as it scales: local parallelism with one chunk per
+// worker, Block-ADMM in its batch setting (one step per minibatch; the online setting's default of
+// one step per block makes a minibatch cost w passes).
+std::vector<Row> scaling_rows(const CompareOptions& o, std::int64_t w) {
+  CompareOptions at = o;
+  at.flags.workers = static_cast<int>(w);
+  std::vector<Row> all = rows_for(at);
+  std::vector<Row> rows;
+  const std::string n = std::to_string(w);
+  for (Row& r : all) {
+    if (r.label == "backprop dp=" + n || r.label == "backprop pp=" + n + " 1f1b" || r.label == "ampnet" ||
+        r.label == "pdadmm") {
+      rows.push_back(std::move(r));
+    } else if (r.label == "local") {
+      r.flags.sets.push_back("chunks=" + n);
+      rows.push_back(std::move(r));
+    } else if (r.label == "block-admm") {
+      r.flags.sets.push_back("setting=batch");
+      r.label = "block-admm batch";
+      rows.push_back(std::move(r));
+    }
+  }
+  for (Row& r : rows)
+    if (r.label.rfind("backprop", 0) == 0)
+      r.label =
+          r.label.substr(0, r.label.find('=')) + (r.label.find("1f1b") != std::string::npos ? " 1f1b" : "");
   return rows;
 }
 
@@ -318,6 +351,101 @@ void write_plot(const std::vector<Row>& rows, const CompareOptions& o) {
   std::printf("accuracy against time -> %s\n", o.svg.c_str());
 }
 
+// The scaling study: every row at every worker count, predicted; speedup over backprop on one
+// worker (the first count's data-parallel row when the counts start at 1).
+int run_scaling(const CompareOptions& o, const std::string& platform, const ReplayOptions& options) {
+  struct Point {
+    std::int64_t workers = 0;
+    Row row;
+  };
+  std::vector<Point> points;
+  for (std::int64_t w : o.scaling) {
+    for (Row& r : scaling_rows(o, w)) {
+      if (progress_wanted())
+        std::fprintf(stderr, "\rcompare-solvers: %s on %lld workers   ", r.label.c_str(),
+                     static_cast<long long>(w));
+      predict(r, platform, options);
+      points.push_back({w, std::move(r)});
+    }
+  }
+  if (progress_wanted()) std::fprintf(stderr, "\r%70s\r", "");
+  double serial = 0;  // s per epoch of backprop on one worker
+  for (const Point& p : points)
+    if (p.workers == 1 && p.row.label == "backprop dp" && p.row.why_not.empty())
+      serial = p.row.epoch_samples / std::max(1e-30, p.row.predicted.samples_per_s);
+  nlohmann::json all = nlohmann::json::array();
+  std::printf("%-20s %8s %16s %10s %16s %16s\n", "solver", "workers", "predicted/epoch", "speedup",
+              "bytes/iteration", "peak mem/worker");
+  std::map<std::string, PlotSeries> series;
+  std::vector<std::string> order;
+  bool failed = false;
+  for (const Point& p : points) {
+    nlohmann::json j = row_json(p.row, o);
+    j["workers"] = p.workers;
+    j["speedup"] = nullptr;
+    failed = failed || p.row.plan_failed;
+    if (!p.row.why_not.empty()) {
+      std::printf("%-20s %8lld n/a (%s)\n", p.row.label.c_str(), static_cast<long long>(p.workers),
+                  p.row.why_not.c_str());
+      all.push_back(j);
+      continue;
+    }
+    const double epoch = j["predicted_epoch_s"].get<double>();
+    std::string speedup = "-";
+    if (serial > 0) {
+      j["speedup"] = serial / epoch;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2fx", serial / epoch);
+      speedup = text;
+      if (series.find(p.row.label) == series.end()) order.push_back(p.row.label);
+      series[p.row.label].name = p.row.label;
+      series[p.row.label].points.emplace_back(static_cast<double>(p.workers), serial / epoch);
+    }
+    std::printf("%-20s %8lld %16s %10s %16s %16s\n", p.row.label.c_str(), static_cast<long long>(p.workers),
+                format_seconds(epoch).c_str(), speedup.c_str(),
+                format_bytes(j["bytes_per_iteration"].get<double>()).c_str(),
+                format_bytes(j["peak_memory_bytes"].get<double>()).c_str());
+    all.push_back(j);
+  }
+  std::printf(
+      "predicted on %s; an epoch is %g samples, batch %lld per worker (per instance for ampnet, local and "
+      "block-admm); speedup over backprop on 1 worker\n",
+      o.flags.platform.c_str(), kEpochSamples, static_cast<long long>(kBatchPerWorker));
+  static const char* const kColumns[] = {
+      "row",          "workers", "predicted_epoch_s", "speedup", "bytes_per_iteration", "peak_memory_bytes",
+      "not_available"};
+  std::string csv;
+  for (const char* c : kColumns) csv += (csv.empty() ? "" : ",") + std::string(c);
+  csv += "\n";
+  for (nlohmann::json& j : all) {
+    std::string line;
+    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + csv_cell(j[c]);
+    csv += line + "\n";
+  }
+  if (!o.csv.empty()) write_file_atomically(o.csv, csv);
+  if (!o.json.empty()) {
+    const nlohmann::json doc = {{"schema_version", 1},
+                                {"format", "strata-compare-solvers-scaling"},
+                                {"platform", o.flags.platform},
+                                {"model", o.flags.model},
+                                {"rows", all}};
+    write_file_atomically(o.json, dump_one_element_per_line(doc, o.json));
+  }
+  if (failed)
+    throw InputError(
+        "compare-solvers: a row's Plan is invalid (n/a in the table); the other rows are printed");
+  if (!o.svg.empty() && !series.empty()) {
+    LinePlot plot;
+    plot.title = "predicted speedup over backprop on 1 worker: " + o.flags.model + " on " + o.flags.platform;
+    plot.x_label = "workers";
+    plot.y_label = "speedup (x)";
+    for (const std::string& name : order) plot.series.push_back(series[name]);
+    write_line_plot_svg(plot, o.svg);
+    std::printf("speedup against workers -> %s\n", o.svg.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_compare_solvers_command(CLI::App& app, Action& action) {
@@ -336,8 +464,9 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   o->flags.track(cmd->add_option("--workers", o->flags.workers, "workers of every row (default 2)")
                      ->transform(whole_number(1)));
   add_platform_flag(*cmd, o->flags, PlatformFlag::required);
-  cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
-      ->transform(whole_number(0));
+  CLI::Option* epochs =
+      cmd->add_option("--epochs", o->epochs, "epochs each row trains here (0: predict only)")
+          ->transform(whole_number(0));
   cmd->add_option("--target", o->target, "test accuracy the time-to-target column asks for (0-1)")
       ->transform(real_number(0.0, 1.0));
   add_output_option(*cmd, "--svg", o->svg, "accuracy against time plot");
@@ -350,8 +479,25 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   o->flags.track(
       cmd->add_option("--set", o->flags.sets, "key=value model, solver or optimizer setting (repeatable)"));
   add_replay_flags(*cmd, o->replay);
-  cmd->callback([&action, o] {
-    action = [o] {
+  cmd->add_option(
+         "--scaling", o->scaling,
+         "worker counts of a predicted scaling study, e.g. 1,2,4,8,16,32,64: backprop DP and PP-1F1B, "
+         "AMPNet, local, pdADMM and Block-ADMM (batch setting) at each; --svg plots speedup")
+      ->delimiter(',')
+      ->transform(whole_number(1, 1 << 20));
+  cmd->callback([&action, o, epochs] {
+    const bool epochs_given = epochs->count() > 0;
+    action = [o, epochs_given] {
+      if (!o->scaling.empty()) {
+        if (epochs_given)
+          throw InputError("--scaling: a predicted study; it trains nothing here (leave --epochs out)");
+        const std::string platform = resolve_platform(o->flags.platform);
+        if (std::FILE* f = std::fopen(platform.c_str(), "rb"); f != nullptr)
+          std::fclose(f);
+        else
+          throw InputError(platform + ": cannot open file: " + std::strerror(errno));
+        return run_scaling(*o, platform, replay_options(o->replay));
+      }
       std::vector<Row> rows = rows_for(*o);
       const std::string platform = resolve_platform(o->flags.platform);
       // Every row replays on it: a file that is not there is one error, not a row of n/a each.

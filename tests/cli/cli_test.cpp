@@ -524,6 +524,40 @@ TEST_F(Cli, RunWithASolverLogsAccuracyAgainstEpochAndSeconds) {
 
 // Stochastic Block-ADMM on two workers (two blocks, two ADMM steps per minibatch) trains the MLP
 // past 75 % in two epochs, and the run's last line says so.
+// compare-solvers --scaling: every row at every worker count, predicted; speedup over backprop on
+// one worker (1.00x for backprop's own 1-worker row), CSV rows per (row, workers), pdADMM n/a on a
+// CNN, and the speedup plot.
+TEST_F(Cli, CompareSolversScalingPredictsEveryRowAtEveryWorkerCount) {
+  const Outcome r =
+      run("compare-solvers --model resnet20 --platform " + kPlatforms +
+          "a100-cluster-64.xml --scaling 1,2,4 --svg " + path("s.svg") + " --csv " + path("s.csv"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("backprop dp                 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.00x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("block-admm batch            4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pdadmm                      2 n/a (--solver: the ADMM solvers train MLPs"),
+            std::string::npos)
+      << r.out;
+  const std::string csv = slurp(path("s.csv"));
+  EXPECT_EQ(
+      csv.rfind("row,workers,predicted_epoch_s,speedup,bytes_per_iteration,peak_memory_bytes,not_available\n",
+                0),
+      0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 3 * 6);  // six rows at three counts
+  // Data parallelism scales: its 4-worker speedup lies between 3 and 4.
+  const std::size_t at = csv.find("backprop dp,4,");
+  ASSERT_NE(at, std::string::npos) << csv;
+  const std::string line = csv.substr(at, csv.find('\n', at) - at);
+  const double speedup = std::stod(line.substr(line.find(',', line.find(',', line.find(',') + 1) + 1) + 1));
+  EXPECT_GT(speedup, 3.0) << line;
+  EXPECT_LE(speedup, 4.0) << line;
+  EXPECT_NE(slurp(path("s.svg")).find("<svg"), std::string::npos);
+  expect_one_line_error(run("compare-solvers --model resnet20 --platform " + kPlatforms +
+                            "a100-cluster-64.xml --scaling 1,2 --epochs 3 --csv " + path("x.csv")),
+                        "--scaling: a predicted study; it trains nothing here (leave --epochs out)",
+                        path("x.csv"));
+}
+
 TEST_F(Cli, RunTrainsBlockAdmmPastSeventyFivePercent) {
   const Outcome r = run("run --model mlp --solver block-admm --workers 2 --epochs 2 --no-pin");
   ASSERT_EQ(r.rc, 0) << r.err;
