@@ -38,8 +38,9 @@ struct RunOptions {
   int epochs = 5;
   bool no_pin = false;
   std::string init = "auto";
-  std::string log;            // CSV of accuracy against epoch and wall-clock seconds
-  nlohmann::json experiment;  // canonical spec of the run (null for --plan)
+  std::string augment = "none";  // crop-flip: training images shifted and flipped (augment.hpp)
+  std::string log;               // CSV of accuracy against epoch and wall-clock seconds
+  nlohmann::json experiment;     // canonical spec of the run (null for --plan)
   PlacementFlags placement;
   double cpu_share = 1;  // each worker's, in functions of less than one vCPU (--function-memory)
   DbFlags db;
@@ -75,8 +76,10 @@ class RunLog {
       : path_(o.log), write_(write && !path_.empty()), store_(write ? o.store : nullptr) {
     if (store_) {
       row_.key.experiment_hash = plan.info.experiment_hash;
-      row_.key.platform_hash = platform_hash(
-          "", real_run_settings(o.transport, o.device, o.precision, o.init, !o.no_pin, o.cpu_share));
+      row_.key.platform_hash =
+          platform_hash("", real_run_settings(o.transport, o.device, o.precision,
+                                              o.init + (o.augment == "none" ? "" : ", augment: " + o.augment),
+                                              !o.no_pin, o.cpu_share));
       row_.key.fidelity = "real";
       row_.key.seed = o.flags.seed;
       row_.command = "run";
@@ -303,17 +306,18 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   config.pin_workers = !o.no_pin;
   config.cpu_share = o.cpu_share;
   // auto: He for the MLP (its recipe), PyTorch's default for the other models.
+  config.augment = *real::parse_augment(o.augment);
   config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp")
                     ? real::WeightInit::he_normal
                     : real::WeightInit::fan_in_uniform;
   real::Trainer<T> trainer(plan, executor_for<T>(o.device, backend), config, transport);
   if (report)
     std::printf(
-        "run %s %s on %d %s (%s backend, %s transport, %s): global batch %lld, %lld batches per epoch\n",
+        "run %s %s on %d %s (%s backend, %s transport, %s%s): global batch %lld, %lld batches per epoch\n",
         plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
         transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
         trainer.backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
-        static_cast<long long>(trainer.global_batch()),
+        o.augment == "none" ? "" : ", crop-flip augmentation", static_cast<long long>(trainer.global_batch()),
         static_cast<long long>(train_set.count / trainer.global_batch()));
   const bool progress = report && progress_wanted();
   RunLog log(o, plan, report);
@@ -406,6 +410,11 @@ void add_run_command(CLI::App& app, Action& action) {
   add_db_flags(*cmd, o->db, false);
   cmd->add_option("--init", o->init, "weight init: auto (he for mlp, uniform otherwise), he, uniform")
       ->check(CLI::IsMember({"auto", "he", "uniform"}));
+  cmd->add_option(
+         "--augment", o->augment,
+         "training images: none, or crop-flip (shifted up to 4 pixels and mirrored at random, He et al. "
+         "2016); images smaller than the model's square input are padded to it either way")
+      ->check(CLI::IsMember({"none", "crop-flip"}));
   cmd->callback([&action, o] {
     action = [o] {
       check_transport(o->transport);

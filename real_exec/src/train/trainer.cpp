@@ -138,6 +138,8 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     if (is_forward(plan.task(t)) && plan.task(t).coords.step <= 0 && share.runs(t))
       forward_order_.push_back(t);
   initialise_weights(config_.seed);
+  augment_rng_.seed(config_.seed ^ 0x61756d656e74ULL);  // "aument": its own stream, apart from the weights'
+
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
   // Activations live from first touch to last use (release mode): the loss and the logits,
   // which the host reads after a run, stay.
@@ -211,25 +213,42 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
 }
 
 template <typename T>
-void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t>& indices) {
+void Trainer<T>::bind(const LabelledImages& data, const std::vector<std::int64_t>& indices, bool train) {
   STRATA_ASSERT(static_cast<std::int64_t>(indices.size()) == global_batch_,
                 "a batch binds exactly B samples");
   const std::int64_t pixels = data.rows * data.cols;
-  if (pixels * micro_ != ws_->size(slots_[0].input))
+  const std::int64_t per_sample = ws_->size(slots_[0].input) / std::max<std::int64_t>(1, micro_);
+  // A larger square input takes the image padded to it (centred, an even margin).
+  std::int64_t side = data.rows;
+  while (side * side < per_sample) ++side;
+  const bool pad =
+      side * side == per_sample && data.rows == data.cols && side > data.rows && (side - data.rows) % 2 == 0;
+  if (pixels * micro_ != ws_->size(slots_[0].input) && !pad)
     throw InputError("data: samples of " + std::to_string(pixels) + " pixels, but the Plan's input is " +
-                     std::to_string(ws_->size(slots_[0].input) / std::max<std::int64_t>(1, micro_)) +
-                     " elements per sample");
+                     std::to_string(per_sample) + " elements per sample");
+  const bool augment = train && config_.augment == Augment::crop_flip && data.rows == data.cols;
+  std::vector<float> padded(static_cast<std::size_t>(pad ? per_sample : 0));
+  std::vector<float> moved(static_cast<std::size_t>(augment ? per_sample : 0));
+  const std::int64_t square = pad ? side : data.rows;
   const std::int64_t per_rank = global_batch_ / dp_;
   for (const Slot& s : slots_) {
     const std::int64_t first = s.dp * per_rank + s.mb * micro_;
-    T* input = ws_->data(s.input);
+    T* samples = ws_->data(s.input);
     std::vector<std::int32_t> labels(static_cast<std::size_t>(micro_));
     std::vector<std::int64_t> ids(static_cast<std::size_t>(micro_));
     for (std::int64_t i = 0; i < micro_; ++i) {
       const std::int64_t sample = indices[static_cast<std::size_t>(first + i)];
       ids[static_cast<std::size_t>(i)] = sample;
       const float* src = data.images.data() + sample * pixels;
-      std::copy(src, src + pixels, input + i * pixels);
+      if (pad) {
+        pad_image(src, data.rows, side, padded.data());
+        src = padded.data();
+      }
+      if (augment) {
+        crop_flip(src, square, draw_crop_flip(augment_rng_), moved.data());
+        src = moved.data();
+      }
+      std::copy(src, src + per_sample, samples + i * per_sample);
       labels[static_cast<std::size_t>(i)] = data.labels[static_cast<std::size_t>(sample)];
     }
     ws_->set_labels(s.dp, s.mb, std::move(labels));
@@ -243,7 +262,7 @@ template <typename T>
 double Trainer<T>::train_batch(const LabelledImages& data, const std::vector<std::int64_t>& indices,
                                std::vector<TaskTiming>* timings) {
   ws_->reset_peaks();
-  bind(data, indices);
+  bind(data, indices, true);
   if (lifetimes_) lifetimes_->begin_run();
   std::vector<TaskTiming> measured = interpreter_->run();
   for (WorkerId w = 0; w < plan_.num_workers(); ++w)
@@ -299,7 +318,7 @@ double Trainer<T>::test_accuracy(const LabelledImages& test) {
     std::vector<std::int64_t> indices(static_cast<std::size_t>(global_batch_));
     for (std::int64_t i = 0; i < global_batch_; ++i)
       indices[static_cast<std::size_t>(i)] = first + i < test.count ? first + i : first;
-    bind(test, indices);
+    bind(test, indices, false);
     for (TaskIndex t : forward_order_) runner_->run(t);
     runner_->discard_saved();
     for (const Slot& s : slots_) {

@@ -1,5 +1,10 @@
 // Trainer<T>: trains a model on Fashion-MNIST by running its Plan for real, batch after batch.
 //
+// Images: a Plan whose input is a larger square than the data's (lenet5 or a CIFAR ResNet at
+// image=32) gets each image padded to it, centred; with TrainConfig::augment = crop_flip each
+// training image is then shifted and flipped (augment.hpp), from a generator seeded by the seed,
+// so a run is reproducible.
+//
 // The Plan (one iteration, global batch B, dp data-parallel ranks, M microbatches of m samples)
 // is run once per batch. Before each run the batch's samples are bound to the Plan's input
 // buffers: rank r's microbatch j gets samples [r·B/dp + j·m, … + m) of the batch, and its labels
@@ -35,10 +40,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "strata/real/core/backend.hpp"
+#include "strata/real/data/augment.hpp"
 #include "strata/real/data/fashion_mnist.hpp"
 #include "strata/real/exec/buffer_lifetimes.hpp"
 #include "strata/real/exec/plan_execution.hpp"
@@ -56,6 +63,9 @@ struct TrainConfig {
   // Give a run's activations back as soon as it is done with them (the measured peak memory);
   // false keeps every buffer after a run, for inspecting a run's intermediate values.
   bool release_buffers = true;
+  // Training images shifted and flipped (augment.hpp); images smaller than the Plan's square
+  // input are padded to it whatever this says.
+  Augment augment = Augment::none;
 };
 
 struct EpochResult {
@@ -116,7 +126,8 @@ class Trainer {
   };
   void set_up(const ExecutorFactory<T>& executor);  // after transport_ is set
   void initialise_weights(std::uint64_t seed);
-  void bind(const LabelledImages& data, const std::vector<std::int64_t>& indices);
+  // `train`: a training batch, augmented as config_.augment says; test batches never are.
+  void bind(const LabelledImages& data, const std::vector<std::int64_t>& indices, bool train);
 
   const Plan& plan_;
   TrainConfig config_;
@@ -131,7 +142,8 @@ class Trainer {
   std::vector<TaskIndex> forward_order_;  // local forward tasks in topological order
   std::int64_t global_batch_ = 0;
   std::int64_t dp_ = 1;
-  std::int64_t micro_ = 0;  // samples per microbatch
+  std::int64_t micro_ = 0;       // samples per microbatch
+  std::mt19937_64 augment_rng_;  // crop-flip draws, seeded from config_.seed
 };
 
 extern template class Trainer<float>;
