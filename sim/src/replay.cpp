@@ -10,6 +10,7 @@
 #include "strata/models/cost/host_offload.hpp"
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/units.hpp"
 
 namespace sg = simgrid::s4u;
 
@@ -419,6 +420,39 @@ void check_platform(const std::string& platform_path, const NetworkOptions& netw
   verify_platform(platform_path, network_config(network));
 }
 
+namespace {
+
+// A Plan that trains a GCN full-graph (backprop or GIST on --model gcn) holds the whole graph on
+// every worker: the nodes' input features and the adjacency (an index and a value per neighbour
+// entry: spmm's nnz). A graph larger than all of the platform's device memory together cannot be
+// trained that way on it at all, whatever the placement: refused in one line. (One that fits the
+// platform but not a worker is replayed, and its report says it does not fit.)
+void check_graph_fits(const Plan& plan, const PlatformSummary& platform) {
+  if (!plan.info.trains_graph()) return;
+  double total = 0;
+  for (const HostSpec& h : platform.hosts) {
+    if (h.gpu_memory <= 0) return;  // unknown capacity: not judged
+    total += h.gpu_memory * h.slots;
+  }
+  double nnz = 0;
+  for (const Task& t : plan.tasks())
+    if (t.kind == TaskKind::spmm) nnz = std::max(nnz, t.attr_real("nnz").value_or(0));
+  const double elem = bytes_per_element(plan.info.dtype);
+  const double nodes = static_cast<double>(plan.info.graph_nodes);
+  const double bytes = nodes * static_cast<double>(plan.info.input_elements) * elem + nnz * (4 + elem);
+  if (bytes <= total) return;
+  char text[320];
+  std::snprintf(
+      text, sizeof text,
+      "a graph of %.4g nodes and %.4g neighbour entries needs %s on every worker to train full-graph "
+      "(--solver %s), more than the %s of device memory all %d worker slots hold together",
+      nodes, nnz, format_bytes(bytes).c_str(), std::string(to_string(plan.info.solver)).c_str(),
+      format_bytes(total).c_str(), platform.total_slots());
+  throw InputError(platform.path + ": " + text);
+}
+
+}  // namespace
+
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
   check_transfer_sizes(plan);
   LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes,
@@ -428,6 +462,7 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   const int server = server_host(platform, host_of);
   check_hubs(plan, platform, server);
   check_host_links(plan, platform.summary(), host_of);
+  check_graph_fits(plan, platform.summary());
   const CollectiveFidelity fidelity = choose_fidelity(plan, options, host_of);
   ReplayEngine engine(plan, platform, options, host_of, fidelity, server);
   engine.run();

@@ -558,6 +558,23 @@ TEST_F(Cli, CompareSolversScalingPredictsEveryRowAtEveryWorkerCount) {
                         path("x.csv"));
 }
 
+// A full-graph solver holds the whole graph on every worker: a graph larger than all of a
+// platform's device memory is refused in one line (784 features x 4 B x 1e9 nodes + 2.1e10 entries x
+// 8 B = 3.30 TB > 8 x 80 GB); on a platform that holds it in total, the report says a worker cannot.
+TEST_F(Cli, FullGraphLargerThanThePlatformIsRefused) {
+  expect_one_line_error(
+      run("simulate --model gcn --set nodes=1000000000 --set avg_degree=20 --platform " + kPlatforms +
+          "a100-node-8.xml --report " + path("r.json")),
+      "a100-node-8.xml: a graph of 1e+09 nodes and 2.1e+10 neighbour entries needs 3.00 TiB on "
+      "every worker to train full-graph (--solver backprop), more than the 596.05 GiB of device "
+      "memory all 8 worker slots hold together",
+      path("r.json"));
+  const Outcome ok = run("simulate --model gcn --set nodes=1000000000 --set avg_degree=20 --platform " +
+                         kPlatforms + "a100-cluster-64.xml");
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.out.find("does NOT fit"), std::string::npos) << ok.out;
+}
+
 TEST_F(Cli, RunTrainsBlockAdmmPastSeventyFivePercent) {
   const Outcome r = run("run --model mlp --solver block-admm --workers 2 --epochs 2 --no-pin");
   ASSERT_EQ(r.rc, 0) << r.err;
