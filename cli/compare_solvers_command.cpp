@@ -10,6 +10,7 @@
 // default); the ADMM solvers, one full-batch sweep, which is also their epoch. Each row's Plan is
 // replayed in a child process (one SimGrid engine per process).
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -119,26 +120,26 @@ std::vector<Row> rows_for(const CompareOptions& o) {
 std::vector<Row> scaling_rows(const CompareOptions& o, std::int64_t w) {
   CompareOptions at = o;
   at.flags.workers = static_cast<int>(w);
+  const std::string n = std::to_string(w);
+  // rows_for's label of each row the study keeps, its label here (the same at every count) and
+  // the setting it adds.
+  const std::vector<std::array<std::string, 3>> kept = {
+      {"backprop dp=" + n, "backprop dp", ""},
+      {"backprop pp=" + n + " 1f1b", "backprop pp 1f1b", ""},
+      {"ampnet", "ampnet", ""},
+      {"local", "local", "chunks=" + n},
+      {"pdadmm", "pdadmm", ""},
+      {"block-admm", "block-admm batch", "setting=batch"}};
   std::vector<Row> all = rows_for(at);
   std::vector<Row> rows;
-  const std::string n = std::to_string(w);
-  for (Row& r : all) {
-    if (r.label == "backprop dp=" + n || r.label == "backprop pp=" + n + " 1f1b" || r.label == "ampnet" ||
-        r.label == "pdadmm") {
-      rows.push_back(std::move(r));
-    } else if (r.label == "local") {
-      r.flags.sets.push_back("chunks=" + n);
-      rows.push_back(std::move(r));
-    } else if (r.label == "block-admm") {
-      r.flags.sets.push_back("setting=batch");
-      r.label = "block-admm batch";
-      rows.push_back(std::move(r));
-    }
-  }
-  for (Row& r : rows)
-    if (r.label.rfind("backprop", 0) == 0)
-      r.label =
-          r.label.substr(0, r.label.find('=')) + (r.label.find("1f1b") != std::string::npos ? " 1f1b" : "");
+  for (Row& r : all)
+    for (const auto& [from, label, set] : kept)
+      if (r.label == from) {
+        r.label = label;
+        if (!set.empty()) r.flags.sets.push_back(set);
+        rows.push_back(std::move(r));
+        break;
+      }
   return rows;
 }
 
@@ -488,17 +489,8 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o, epochs] {
     const bool epochs_given = epochs->count() > 0;
     action = [o, epochs_given] {
-      if (!o->scaling.empty()) {
-        if (epochs_given)
-          throw InputError("--scaling: a predicted study; it trains nothing here (leave --epochs out)");
-        const std::string platform = resolve_platform(o->flags.platform);
-        if (std::FILE* f = std::fopen(platform.c_str(), "rb"); f != nullptr)
-          std::fclose(f);
-        else
-          throw InputError(platform + ": cannot open file: " + std::strerror(errno));
-        return run_scaling(*o, platform, replay_options(o->replay));
-      }
-      std::vector<Row> rows = rows_for(*o);
+      if (!o->scaling.empty() && epochs_given)
+        throw InputError("--scaling: a predicted study; it trains nothing here (leave --epochs out)");
       const std::string platform = resolve_platform(o->flags.platform);
       // Every row replays on it: a file that is not there is one error, not a row of n/a each.
       if (std::FILE* f = std::fopen(platform.c_str(), "rb"); f != nullptr)
@@ -506,6 +498,8 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
       else
         throw InputError(platform + ": cannot open file: " + std::strerror(errno));
       const ReplayOptions options = replay_options(o->replay);  // reads the calibration once
+      if (!o->scaling.empty()) return run_scaling(*o, platform, options);
+      std::vector<Row> rows = rows_for(*o);
       for (Row& r : rows) predict(r, platform, options);
       const auto failed = std::find_if(rows.begin(), rows.end(), [](const Row& r) { return r.plan_failed; });
       for (Row& r : rows) measure(r, *o);

@@ -1,14 +1,15 @@
 // lower_block_admm(): Stochastic Block-ADMM (Khorram, Fu, Danesh, Qi, Li, "Stochastic Block-ADMM
-// for Training Deep Networks", 2021, arXiv:2105.00339) in its online setting, as a Plan.
+// for Training Deep Networks", 2021, arXiv:2105.00339), online and batch settings, as a Plan.
 //
 // The model's layer groups are cut into B contiguous blocks f_0 .. f_{B-1} (partition_blocks);
 // block b runs on worker floor(b W / B). Blocks are joined by auxiliary variables z_b (the output
 // block b should give, one per sample) and duals lambda_b, and the minibatch's problem is
 //   min  l(f_{B-1}(z_{B-2}), y)
 //        + sum_{b<B-1} 1/m sum_samples [ <lambda_b, z_b - f_b(z_{b-1})> + rho/2 ||z_b - f_b(z_{b-1})||^2 ]
-// with z_{-1} the input and m the minibatch. Per minibatch (an instance k, B·m samples... one
-// minibatch of m samples per instance), z_b starts as the forward pass's output and lambda_b as 0
-// (online: nothing is kept between minibatches), then `inner_steps` ADMM steps run. Step s:
+// with z_{-1} the input and m the minibatch. Per minibatch (an instance k of m samples), z_b starts
+// as the forward pass's output and lambda_b as 0 (online: nothing is kept between minibatches;
+// the batch setting, below, starts from each sample's stored z and lambda), then `inner_steps`
+// ADMM steps run. Step s:
 //   F(s,b)   every block's forward from its input: the model input for block 0, else z_{b-1}
 //            (at s = 0 the forward pass itself, each block's output going on to the next)
 //   P(s,b)   b < B-1: the gradient of block b's term with respect to its output a_b,
@@ -36,14 +37,20 @@
 // In the online setting a block's term is 0 until the z above it moved, so the loss reaches block
 // b after B-1-b steps: the default inner_steps is B.
 //
-// Ids: it0/dp0/pp<w>/tp0/mb<k>/s<s>/{fwd,bwd,bwdw,opt}/<layer>, .../s<s>/{penalty,z_update}/b<b>,
-// .../s<s>/{send,recv}/{z,g}/b<b>; the forward pass of step 0 is mb<k>/fwd/<layer> as every
-// layer-group solver's, so evaluation and the Trainer find the model's loss in it.
+// Batch setting: z_b and lambda_b of every training sample persist in stores (persistent buffers
+// dp0/pp<w>/tp0/admm/b<b>/{z_store,lambda_store,seen}); step 0's penalty takes the minibatch's
+// rows (from_store: z = a, lambda = 0 for a sample not seen yet), every step updates z, and the
+// last step's update puts the rows back (to_store).
+//
+// Ids: it0/dp0/pp<w>/tp0/mb<k>/step<s>/{fwd,bwd,bwdw,opt}/<layer>, .../step<s>/{penalty,z_update}/b<b>,
+// .../step<s>/send/z/b<b>, the gradient's .../step<s>/{send,recv}/bwd/<layer>; step 0 has no
+// step segment, so its forward pass is mb<k>/fwd/<layer> as every layer-group solver's and
+// evaluation and the Trainer find the model's loss in it.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "solver_pipeline.hpp"
-#include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/models/solvers/solver.hpp"
 
 namespace strata {
@@ -84,6 +91,13 @@ class BlockAdmmBuilder {
   TaskIndex add_forward(int k, int s, std::size_t i, TaskIndex producer, bool transfer);
   void after(TaskIndex before, TaskIndex task) {
     if (before != kNone && task != kNone) plan_.add_control_dep(before, task);
+  }
+  // A block's first layer on the worker of the block before reads z_{b-1} where the pipeline
+  // gave it that block's output (in_act).
+  void read_z(TaskIndex task, BufferIndex in_act, BufferIndex z) {
+    if (task == kNone) return;
+    for (BufferIndex& r : plan_.mutable_task(task).reads)
+      if (r == in_act) r = z;
   }
   std::int64_t priority(int k, int s, int offset) const { return 4LL * (k * steps_ + s) + offset; }
 
@@ -229,11 +243,8 @@ void BlockAdmmBuilder::add_instance(int k) {
           }
         }
         const TaskIndex f = add_forward(k, s, i, producer, transfer);
-        if (s > 0 && i == block.first && b > 0 && !pipe_.crosses(i)) {
-          // Same worker: the layer reads z_{b-1} itself instead of block b-1's output.
-          for (BufferIndex& r : plan_.mutable_task(f).reads)
-            if (r == pipe_.in_act(k, i)) r = zs[b - 1].z;
-        }
+        if (s > 0 && i == block.first && b > 0 && !pipe_.crosses(i))
+          read_z(f, pipe_.in_act(k, i), zs[b - 1].z);
         if (i == block.first)
           for (TaskIndex d : done[b]) after(d, f);
         now[b].push_back(f);
@@ -267,23 +278,12 @@ void BlockAdmmBuilder::add_instance(int k) {
         for (TaskIndex t : {bw.bwd, bw.bwdw})
           if (t != kNone) now[b].push_back(t);
         if (reads_z) {  // they read z_{b-1} as the layer's input
-          for (TaskIndex t : {bw.bwd, bw.bwdw})
-            if (t != kNone)
-              for (BufferIndex& rd : plan_.mutable_task(t).reads)
-                if (rd == pipe_.in_act(k, i)) rd = zs[b - 1].z;
+          for (TaskIndex t : {bw.bwd, bw.bwdw}) read_z(t, pipe_.in_act(k, i), zs[b - 1].z);
           g_readers[b - 1] = bw.bwdw;
         }
         if (l.has_params) {
-          after(last_update_[i], bw.grad_writer());
-          Task u = optimizer_step_task(model_, l.params, pipe_.config().optimizer, pipe_.config().dtype);
-          u.reads = {l.wgrad, l.opt};
-          u.writes = {l.weight, l.opt};
-          const TaskIndex ut =
-              pipe_.add_task(std::move(u), step_id(k, "opt/" + l.name), l.stage, priority(k, s, 1));
-          plan_.add_data_dep(bw.grad_writer(), ut);
-          after(bw.bwd != bw.grad_writer() ? bw.bwd : kNone, ut);
-          last_update_[i] = ut;
-          now[b].push_back(ut);
+          last_update_[i] = pipe_.add_step(k, i, bw, last_update_[i], priority(k, s, 1));
+          now[b].push_back(last_update_[i]);
         }
         grad = bw.bwd != kNone ? bw.bwd : bw.bwdw;
         if (into_z) {

@@ -20,7 +20,6 @@
 #include <string>
 
 #include "solver_pipeline.hpp"
-#include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/models/solvers/solver.hpp"
 
 namespace strata {
@@ -165,16 +164,8 @@ void LocalBuilder::add_instance(int k) {
 // The layer's step after instance k. The step after instance k-1 must have run before this
 // instance's gradient accumulates: it zeroed the gradient and wrote the weights read here.
 void LocalBuilder::add_update(int k, std::size_t i, const Backward& b) {
-  const solvers::PipeLayer& l = pipe_.layer(i);
-  if (!l.has_params) return;
-  if (last_update_[i] != kNone) plan_.add_control_dep(last_update_[i], b.grad_writer());
-  Task u = optimizer_step_task(model_, l.params, pipe_.config().optimizer, pipe_.config().dtype);
-  u.reads = {l.wgrad, l.opt};
-  u.writes = {l.weight, l.opt};
-  const TaskIndex ut = pipe_.add_task(std::move(u), coord("mb", k) + "/opt/" + l.name, l.stage, 4LL * k + 1);
-  plan_.add_data_dep(b.grad_writer(), ut);
-  if (b.bwd != kNone && b.bwd != b.grad_writer()) plan_.add_control_dep(b.bwd, ut);
-  last_update_[i] = ut;
+  if (!pipe_.layer(i).has_params) return;
+  last_update_[i] = pipe_.add_step(k, i, b, last_update_[i], 4LL * k + 1);
 }
 
 void LocalBuilder::build(int workers) {

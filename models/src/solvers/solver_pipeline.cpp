@@ -198,6 +198,21 @@ TaskIndex LayerPipeline::add_grad_transfer(int k, std::size_t i, TaskIndex produ
   return recv;
 }
 
+TaskIndex LayerPipeline::add_step(int k, std::size_t i, const Backward& b, TaskIndex previous,
+                                  std::int64_t priority) {
+  const PipeLayer& l = layers_[i];
+  STRATA_ASSERT(l.has_params, "layer " + l.name + ": a step of a layer without parameters");
+  if (previous != kNone) plan_.add_control_dep(previous, b.grad_writer());
+  Task u = optimizer_step_task(model_, l.params, config_.optimizer, config_.dtype);
+  u.reads = {l.wgrad, l.opt};
+  u.writes = {l.weight, l.opt};
+  const TaskIndex step =
+      add_task(std::move(u), coord("mb", k) + "/" + step_ + "opt/" + l.name, l.stage, priority);
+  plan_.add_data_dep(b.grad_writer(), step);
+  if (b.bwd != kNone && b.bwd != b.grad_writer()) plan_.add_control_dep(b.bwd, step);
+  return step;
+}
+
 BufferIndex LayerPipeline::instance_buffer(int k, int stage, const std::string& name, double bytes) {
   return plan_.add_buffer({prefix(stage) + coord("mb", k) + "/" + name, stage, bytes, config_.dtype, false});
 }

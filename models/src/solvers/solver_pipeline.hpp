@@ -89,6 +89,12 @@ class LayerPipeline {
   // Like add_grad_transfer, but the recv writes `into` (a buffer of instance_buffer()).
   TaskIndex add_grad_transfer(int k, std::size_t i, TaskIndex producer, std::int64_t priority,
                               BufferIndex into);
+  // The optimizer step of layer i (with parameters) after instance k's backward `b`:
+  // mb<k>/opt/<layer>, reading the weight gradient and writing the weights. It follows `previous`
+  // (the layer's step before, kNone for none) and the gradient waits for that step, which read
+  // it and wrote the weights this backward read; the input-gradient task, which reads the
+  // weights, comes first too. Returns the step.
+  TaskIndex add_step(int k, std::size_t i, const Backward& b, TaskIndex previous, std::int64_t priority);
   // A further buffer of instance k on `stage`: dp0/pp<s>/tp0/mb<k>/<name>.
   BufferIndex instance_buffer(int k, int stage, const std::string& name, double bytes);
 
