@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "strata/real/data/fashion_mnist.hpp"
+
 namespace strata::real {
 
 std::string_view to_string(Augment augment) { return augment == Augment::crop_flip ? "crop-flip" : "none"; }
@@ -28,25 +30,12 @@ void crop_flip(const float* src, std::int64_t side, const CropFlip& c, float* ds
     }
 }
 
-namespace {
-
-// A uniform integer in [0, n) from raw draws, by rejection (no library distribution).
-std::uint64_t below(std::mt19937_64& rng, std::uint64_t n) {
-  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  for (;;) {
-    const std::uint64_t v = rng();
-    if (v < limit) return v % n;
-  }
-}
-
-}  // namespace
-
 CropFlip draw_crop_flip(std::mt19937_64& rng) {
   CropFlip c;
   const auto span = static_cast<std::uint64_t>(2 * kCropPad + 1);
-  c.dy = static_cast<std::int64_t>(below(rng, span)) - kCropPad;
-  c.dx = static_cast<std::int64_t>(below(rng, span)) - kCropPad;
-  c.flip = below(rng, 2) == 1;
+  c.dy = static_cast<std::int64_t>(uniform_below(span, rng)) - kCropPad;
+  c.dx = static_cast<std::int64_t>(uniform_below(span, rng)) - kCropPad;
+  c.flip = uniform_below(2, rng) == 1;
   return c;
 }
 

@@ -192,16 +192,15 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Uniform in [0, bound): draws below 2^64 mod bound are rejected, so the rest split evenly.
+}  // namespace
+
 std::uint64_t uniform_below(std::uint64_t bound, std::mt19937_64& rng) {
-  const std::uint64_t threshold = (0 - bound) % bound;
+  const std::uint64_t threshold = (0 - bound) % bound;  // draws below 2^64 mod bound are rejected
   for (;;) {
     const std::uint64_t r = rng();
     if (r >= threshold) return r % bound;
   }
 }
-
-}  // namespace
 
 std::string fashion_mnist_dir() {
   const char* env = std::getenv("STRATA_FASHION_MNIST");

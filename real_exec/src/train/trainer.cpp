@@ -138,8 +138,7 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     if (is_forward(plan.task(t)) && plan.task(t).coords.step <= 0 && share.runs(t))
       forward_order_.push_back(t);
   initialise_weights(config_.seed);
-  augment_rng_.seed(config_.seed ^ 0x61756d656e74ULL);  // "aument": its own stream, apart from the weights'
-
+  augment_rng_.seed(config_.seed ^ 0x61756d656e74ULL);  // its own stream, apart from the weights'
   for (BufferIndex b = 0; b < plan.buffers().size(); ++b) runner_->upload(b);
   // Activations live from first touch to last use (release mode): the loss and the logits,
   // which the host reads after a run, stay.
