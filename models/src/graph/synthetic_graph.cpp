@@ -9,6 +9,7 @@
 #include <string>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/random_draws.hpp"
 
 namespace strata {
 inline namespace models {
@@ -16,7 +17,6 @@ namespace {
 
 using Edge = std::pair<std::int32_t, std::int32_t>;
 
-constexpr double kTwoToMinus53 = 1.0 / 9007199254740992.0;
 // Draws a power-law graph may spend per edge asked for before it gives up.
 constexpr std::int64_t kDrawsPerEdge = 64;
 // Draws between two checks of their yield of new edges.
@@ -32,18 +32,6 @@ std::string number(double x) {
 }
 
 [[noreturn]] void bad_graph(const std::string& problem) { throw InputError("graph: " + problem); }
-
-// The top 53 bits of one output as a double in [0, 1).
-double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * kTwoToMinus53; }
-
-// Uniform in [0, bound): draws below 2^64 mod bound are rejected, so the rest split evenly.
-std::uint64_t uniform_below(std::uint64_t bound, std::mt19937_64& rng) {
-  const std::uint64_t threshold = (0 - bound) % bound;
-  for (;;) {
-    const std::uint64_t r = rng();
-    if (r >= threshold) return r % bound;
-  }
-}
 
 // An edge u < v as one integer, so that sorting edges sorts by u, then v.
 std::uint64_t key(const Edge& e) {
@@ -84,7 +72,7 @@ class AliasTable {
 
   std::int32_t draw(std::mt19937_64& rng) const {
     const auto i = static_cast<std::size_t>(uniform_below(prob_.size(), rng));
-    return uniform01(rng) < prob_[i] ? static_cast<std::int32_t>(i) : alias_[i];
+    return unit_draw(rng) < prob_[i] ? static_cast<std::int32_t>(i) : alias_[i];
   }
 
  private:
@@ -233,7 +221,7 @@ void geometric_walk(std::int64_t rows, First first, Length length, double p, std
   const double log_q = std::log1p(-p);
   std::int64_t u = 0, pos = -1;
   for (;;) {
-    const double gap = p >= 1 ? 0.0 : std::floor(std::log1p(-uniform01(rng)) / log_q);
+    const double gap = p >= 1 ? 0.0 : std::floor(std::log1p(-unit_draw(rng)) / log_q);
     pos += 1 + static_cast<std::int64_t>(std::min(gap, kFar));
     while (u < rows && pos >= length(u)) {
       pos -= length(u);

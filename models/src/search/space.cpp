@@ -51,8 +51,6 @@ std::string draw_value(const Domain& d, std::mt19937_64& rng) {
 
 }  // namespace
 
-double unit_draw(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
 std::vector<Domain> parse_space(const nlohmann::json& json, const std::string& where) {
   if (!json.is_object() || json.empty())
     throw InputError(where + ": a search space is a non-empty object of keys and domains");

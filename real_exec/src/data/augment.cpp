@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "strata/real/data/fashion_mnist.hpp"
+#include "strata/traces/random_draws.hpp"
 
 namespace strata::real {
 

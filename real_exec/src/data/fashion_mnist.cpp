@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/random_draws.hpp"
 
 namespace strata::real {
 namespace {
@@ -193,14 +194,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 }  // namespace
-
-std::uint64_t uniform_below(std::uint64_t bound, std::mt19937_64& rng) {
-  const std::uint64_t threshold = (0 - bound) % bound;  // draws below 2^64 mod bound are rejected
-  for (;;) {
-    const std::uint64_t r = rng();
-    if (r >= threshold) return r % bound;
-  }
-}
 
 std::string fashion_mnist_dir() {
   const char* env = std::getenv("STRATA_FASHION_MNIST");

@@ -8,16 +8,9 @@
 
 #include "strata/real/kernels/shapes.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/random_draws.hpp"
 
 namespace strata::real {
-namespace {
-
-constexpr double kTwoToMinus53 = 1.0 / 9007199254740992.0;
-
-// The top 53 bits of one mt19937_64 output as a double in [0, 1).
-double uniform_closed_open(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * kTwoToMinus53; }
-
-}  // namespace
 
 template <typename T>
 void sgd_momentum_step(const SgdConfig& config, std::int64_t n, const T* grad, T* velocity, T* weight) {
@@ -65,8 +58,8 @@ void he_normal_init(std::mt19937_64& rng, std::int64_t fan_in, std::int64_t n, T
   // Box-Muller: two uniforms give two independent standard normals. 1 - u keeps the
   // logarithm's argument in (0, 1].
   for (std::int64_t i = 0; i < n; i += 2) {
-    const double radius = std::sqrt(-2.0 * std::log(1.0 - uniform_closed_open(rng)));
-    const double angle = 2.0 * std::numbers::pi * uniform_closed_open(rng);
+    const double radius = std::sqrt(-2.0 * std::log(1.0 - unit_draw(rng)));
+    const double angle = 2.0 * std::numbers::pi * unit_draw(rng);
     weight[i] = static_cast<T>(stddev * radius * std::cos(angle));
     if (i + 1 < n) weight[i + 1] = static_cast<T>(stddev * radius * std::sin(angle));
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/traces/random_draws.hpp"  // unit_draw, which searches draw from
 namespace strata {
 inline namespace models {
 
@@ -42,9 +43,6 @@ using Assignment = std::map<std::string, std::string>;  // key -> value as --set
 // lo <= hi, a log-uniform bound <= 0, integer bounds that are not whole, an empty choice list, an
 // empty space.
 std::vector<Domain> parse_space(const nlohmann::json& json, const std::string& where);
-
-// [0, 1) from the generator's next 53 bits.
-double unit_draw(std::mt19937_64& rng);
 
 // One assignment drawn from every domain: uniform, uniform in log, a uniform whole number, a
 // uniform choice.

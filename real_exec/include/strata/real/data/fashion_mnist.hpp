@@ -54,10 +54,6 @@ LabelledImages load_fashion_mnist(DatasetSplit split);
 // whose algorithms the standard leaves to each library, so a seed gives one order everywhere.
 std::vector<std::int64_t> shuffled_indices(std::int64_t count, std::mt19937_64& rng);
 
-// Uniform in [0, bound) from raw draws by rejection, the same on every standard library.
-// REQUIRES: bound > 0.
-std::uint64_t uniform_below(std::uint64_t bound, std::mt19937_64& rng);
-
 // The batches of one epoch over `count` examples: a fresh permutation per epoch, cut into
 // batches of batch_size; the last batch holds the remainder and may be smaller. The order of
 // epoch e depends only on (seed, e), so any worker can compute any epoch's batches without
