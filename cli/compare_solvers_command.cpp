@@ -116,7 +116,7 @@ std::vector<Row> rows_for(const CompareOptions& o) {
 // The rows of a scaling study at `w` workers: the solvers that split a deep network over workers
 // (docs/solvers.md, "Very deep CNNs"), each as it scales: local parallelism with one chunk per
 // worker, Block-ADMM in its batch setting (one step per minibatch; the online setting's default of
-// one step per block makes a minibatch cost w passes).
+// one step per block makes a minibatch cost w passes) and the serial-parallel hybrid with its defaults.
 std::vector<Row> scaling_rows(const CompareOptions& o, std::int64_t w) {
   CompareOptions at = o;
   at.flags.workers = static_cast<int>(w);
@@ -129,7 +129,8 @@ std::vector<Row> scaling_rows(const CompareOptions& o, std::int64_t w) {
       {"ampnet", "ampnet", ""},
       {"local", "local", "chunks=" + n},
       {"pdadmm", "pdadmm", ""},
-      {"block-admm", "block-admm batch", "setting=batch"}};
+      {"block-admm", "block-admm batch", "setting=batch"},
+      {"serial-parallel", "serial-parallel", ""}};
   std::vector<Row> all = rows_for(at);
   std::vector<Row> rows;
   for (Row& r : all)
@@ -409,8 +410,8 @@ int run_scaling(const CompareOptions& o, const std::string& platform, const Repl
     all.push_back(j);
   }
   std::printf(
-      "predicted on %s; an epoch is %g samples, batch %lld per worker (per instance for ampnet, local and "
-      "block-admm); speedup over backprop on 1 worker\n",
+      "predicted on %s; an epoch is %g samples, batch %lld per worker (per instance for ampnet, local, "
+      "block-admm and serial-parallel); speedup over backprop on 1 worker\n",
       o.flags.platform.c_str(), kEpochSamples, static_cast<long long>(kBatchPerWorker));
   static const char* const kColumns[] = {
       "row",          "workers", "predicted_epoch_s", "speedup", "bytes_per_iteration", "peak_memory_bytes",

@@ -259,8 +259,8 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
       "key=value model, solver or optimizer setting (repeatable; strata spec --help lists them)"));
   flags.track(app.add_option(
       "--solver", flags.solver,
-      "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist | block-admm "
-      "(docs/solvers.md)"));
+      "training algorithm: backprop | ampnet | local | dladmm | pdadmm | pdadmm-g-q | gist | block-admm | "
+      "serial-parallel (docs/solvers.md)"));
 }
 
 void add_platform_flag(CLI::App& app, CommonFlags& flags, PlatformFlag rule) {

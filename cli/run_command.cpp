@@ -293,10 +293,10 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   if (plan.info.trains_graph()) return train_gcn<T>(plan, o, optimizer, transport);
   const real::LabelledImages train_set = real::load_fashion_mnist(real::DatasetSplit::train);
   if (const std::int64_t stores = plan.info.parameters.stored_samples; stores > 0 && stores < train_set.count)
-    throw InputError(
-        "--set train_samples=" + std::to_string(stores) +
-        ": block-admm's batch setting keeps one row per training sample, and the training set has " +
-        std::to_string(train_set.count));
+    throw InputError("--set train_samples=" + std::to_string(stores) + ": " +
+                     std::string(to_string(plan.info.solver)) +
+                     " keeps one row per training sample in its stores, and the training set has " +
+                     std::to_string(train_set.count));
   const real::LabelledImages test_set = real::load_fashion_mnist(real::DatasetSplit::test);
   const bool report = transport.process() == 0;
   real::CpuBackend backend;

@@ -139,7 +139,7 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.strategy = plan.info.strategy;
   r.schedule = plan.info.schedule_label();
   if (plan.info.solver == PlanSolver::ampnet || plan.info.solver == PlanSolver::local ||
-      plan.info.solver == PlanSolver::block_admm)
+      plan.info.solver == PlanSolver::block_admm || plan.info.solver == PlanSolver::serial_parallel)
     r.instances = static_cast<int>(std::max<std::int64_t>(1, plan.info.microbatches));
   if (plan.info.solver == PlanSolver::gist) r.epochs_per_iteration = static_cast<int>(plan.info.microbatches);
   r.platform = platform.path;

@@ -535,6 +535,7 @@ TEST_F(Cli, CompareSolversScalingPredictsEveryRowAtEveryWorkerCount) {
   EXPECT_NE(r.out.find("backprop dp                 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1.00x"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("block-admm batch            4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("serial-parallel             4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pdadmm                      2 n/a (--solver: the ADMM solvers train MLPs"),
             std::string::npos)
       << r.out;
@@ -543,7 +544,7 @@ TEST_F(Cli, CompareSolversScalingPredictsEveryRowAtEveryWorkerCount) {
       csv.rfind("row,workers,predicted_epoch_s,speedup,bytes_per_iteration,peak_memory_bytes,not_available\n",
                 0),
       0u);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 3 * 6);  // six rows at three counts
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 3 * 7);  // seven rows at three counts
   // Data parallelism scales: its 4-worker speedup lies between 3 and 4.
   const std::size_t at = csv.find("backprop dp,4,");
   ASSERT_NE(at, std::string::npos) << csv;
@@ -590,8 +591,8 @@ TEST_F(Cli, BlockAdmmBatchSettingNeedsARowPerTrainingSample) {
   expect_one_line_error(run("run --model mlp --solver block-admm --workers 2 --epochs 1 --set setting=batch "
                             "--set train_samples=1000 --log " +
                             path("log.csv")),
-                        "--set train_samples=1000: block-admm's batch setting keeps one row per training "
-                        "sample, and the training set has 60000",
+                        "--set train_samples=1000: block-admm keeps one row per training sample in its "
+                        "stores, and the training set has 60000",
                         path("log.csv"));
 }
 

@@ -61,6 +61,10 @@ std::map<Case, std::string> expected_refusals() {
   for (int w : kWorkerCounts) out[{"anchor-96", "block-admm", w}] = "ends in no loss";
   out[{"mlp", "block-admm", 4}] = "4 blocks but model mlp has only 3 layer groups";
   out[{"gcn", "block-admm", 4}] = "4 blocks but model gcn has only 3 layer groups";
+  // The serial-parallel hybrid: one block per worker, the last on the model's loss.
+  for (int w : kWorkerCounts) out[{"anchor-96", "serial-parallel", w}] = "ends in no loss";
+  out[{"mlp", "serial-parallel", 4}] = "4 workers but model mlp has only 3 layer groups";
+  out[{"gcn", "serial-parallel", 4}] = "4 workers but model gcn has only 3 layer groups";
   // Its heads are dense over a whole sample: over a sequence they would be absurdly large.
   for (const std::string& m : models)
     if (m.rfind("gpt", 0) == 0)
@@ -76,6 +80,7 @@ Experiment experiment(const std::string& model, const std::string& solver, int w
   if (e.solver.solver == Solver::gist) e.solver.subnets = workers;  // one sub-GCN per worker
   // Two instances show everything sixteen do (ResNet-1202 has 1,203 layers: keep the test short).
   e.solver.instances = 2;
+  e.solver.correction_period = 2;  // serial-parallel: one parallel and one serial minibatch
   if (auto it = kShrink.find(model); it != kShrink.end())
     for (const std::string& pair : it->second) apply_set(e, pair);
   return e;

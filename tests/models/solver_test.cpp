@@ -337,6 +337,125 @@ TEST(BlockAdmm, RefusesWhatItCannotTrain) {
   EXPECT_EQ(s.rho, SolverConfig{}.rho);
 }
 
+// Whether `after` waits for `before`, directly or through other tasks.
+bool reaches(const Plan& plan, const std::string& after, const std::string& before) {
+  const auto target = static_cast<TaskIndex>(plan.find(before));
+  std::vector<TaskIndex> stack = {static_cast<TaskIndex>(plan.find(after))};
+  std::vector<bool> seen(plan.size(), false);
+  while (!stack.empty()) {
+    const Task& t = plan.task(stack.back());
+    stack.pop_back();
+    for (const auto* deps : {&t.data_deps, &t.control_deps})
+      for (TaskIndex d : *deps) {
+        if (d == target) return true;
+        if (!seen[d]) seen[d] = true, stack.push_back(d);
+      }
+  }
+  return false;
+}
+
+// The serial-parallel hybrid on the MLP over two workers, period 2: minibatch 0 is parallel (block
+// 1 starts from z_0 fetched from block 0's store, no forward pass crosses), minibatch 1 serial (the
+// pipeline's forward and backward transfers, and the refresh of the store). Messages of 32 samples
+// x 256 values x 4 B: z and g in the parallel one, the activation and its gradient in the serial one.
+TEST(SerialParallel, AlternatesTheParallelPhaseAndTheSerialCorrection) {
+  const Plan plan =
+      lower_solver(make_model("mlp"), workers(2),
+                   parse(Solver::serial_parallel, {{"instances", "2"}, {"correction_period", "2"}}));
+  EXPECT_EQ(plan.info.solver, PlanSolver::serial_parallel);
+  EXPECT_EQ(plan.info.parameters.correction_period, 2);
+  EXPECT_EQ(plan.info.parameters.downsample, 1);
+  EXPECT_EQ(plan.info.parameters.method, "penalty");
+  EXPECT_EQ(plan.info.parameters.stored_samples, 60000);
+  std::vector<std::string> sends;
+  for (const Task& t : plan.tasks())
+    if (t.kind == TaskKind::send) {
+      sends.push_back(t.id);
+      EXPECT_EQ(t.comm_bytes, 32.0 * 256 * 4) << t.id;
+    }
+  EXPECT_EQ(sends, (std::vector<std::string>{"it0/dp0/pp0/tp0/mb0/send/z/b0", "it0/dp0/pp1/tp0/mb0/send/g/b0",
+                                             "it0/dp0/pp0/tp0/mb1/send/fwd/fc2",
+                                             "it0/dp0/pp1/tp0/mb1/send/bwd/fc2"}));
+  // Block 1 starts from the fetched state, not from block 0's forward.
+  EXPECT_TRUE(reaches(plan, "it0/dp0/pp1/tp0/mb0/fwd/fc2", "it0/dp0/pp0/tp0/mb0/fetch/b0"));
+  EXPECT_FALSE(reaches(plan, "it0/dp0/pp1/tp0/mb0/fwd/fc2", "it0/dp0/pp0/tp0/mb0/fwd/fc1"));
+  EXPECT_TRUE(depends_on(plan, "it0/dp0/pp0/tp0/mb0/z_update/b0", "it0/dp0/pp0/tp0/mb0/recv/g/b0"));
+  EXPECT_EQ(std::get<std::int64_t>(task(plan, "it0/dp0/pp0/tp0/mb0/z_update/b0").attrs.at("dual")), 0);
+  EXPECT_EQ(std::get<std::int64_t>(task(plan, "it0/dp0/pp1/tp0/mb0/fwd/loss").attrs.at("forward_unlocked")),
+            1);
+  EXPECT_EQ(task(plan, "it0/dp0/pp1/tp0/mb1/fwd/loss").attrs.count("forward_unlocked"), 0u);
+  // The serial minibatch refreshes the store after the parallel one wrote it.
+  EXPECT_TRUE(reaches(plan, "it0/dp0/pp0/tp0/mb1/refresh/b0", "it0/dp0/pp0/tp0/mb0/z_update/b0"));
+  runs_to_the_end(plan);
+  // Period 1: no parallel minibatch at all.
+  const Plan serial =
+      lower_solver(make_model("mlp"), workers(2),
+                   parse(Solver::serial_parallel, {{"instances", "2"}, {"correction_period", "1"}}));
+  for (const Task& t : serial.tasks()) EXPECT_EQ(t.id.find("/fetch/"), std::string::npos) << t.id;
+}
+
+// downsample=d pools the states and their gradients over d x d windows where they cross workers:
+// each boundary transfer of the parallel phase carries exactly 1/d^2 of the bytes (ResNet-20 on 2
+// workers: the boundary is a 32x16x16 map after stage 2's third block... whatever the cut, the
+// ratio), and the serial pass's transfers stay whole.
+TEST(SerialParallel, DownsamplingDividesEachBoundaryTransferByTheFactorSquared) {
+  const auto sends = [](const std::string& d) {
+    const Plan plan = lower_solver(make_model("resnet20"), workers(2),
+                                   parse(Solver::serial_parallel, {{"instances", "4"}, {"downsample", d}}));
+    std::map<std::string, double> bytes;
+    for (const Task& t : plan.tasks())
+      if (t.kind == TaskKind::send) bytes[t.id] = t.comm_bytes;
+    return bytes;
+  };
+  const std::map<std::string, double> whole = sends("1"), halved = sends("2"), quartered = sends("4");
+  ASSERT_EQ(whole.size(), halved.size());
+  int pooled = 0;
+  for (const auto& [id, bytes] : whole) {
+    const bool state = id.find("/z/") != std::string::npos || id.find("/g/") != std::string::npos;
+    EXPECT_EQ(halved.at(id), state ? bytes / 4 : bytes) << id;
+    EXPECT_EQ(quartered.at(id), state ? bytes / 16 : bytes) << id;
+    pooled += state ? 1 : 0;
+  }
+  EXPECT_EQ(pooled, 3 * 2);  // 3 parallel minibatches of 4, z and g each
+}
+
+TEST(SerialParallel, RefusesWhatItCannotTrain) {
+  EXPECT_EQ(error_of([] {
+              parse(Solver::serial_parallel, {{"correction_period", "0"}});
+            }),
+            "--set correction_period: must be >= 1, got 0");
+  EXPECT_EQ(error_of([] {
+              parse(Solver::serial_parallel, {{"method", "admm"}});
+            }).substr(0, 13),
+            "--set method:");
+  EXPECT_EQ(
+      error_of([] {
+        lower_solver(make_model("resnet20"), workers(2),
+                     parse(Solver::serial_parallel, {{"downsample", "3"}}));
+      }),
+      "--set downsample=3: block 0 of model resnet20 ends in layer conv3_1/relu, whose 16x16 feature map "
+      "the factor does not divide");
+  EXPECT_EQ(
+      error_of([] {
+        lower_solver(make_model("mlp"), workers(2), parse(Solver::serial_parallel, {{"downsample", "2"}}));
+      }),
+      "--set downsample=2: block 0 of model mlp ends in layer relu1, a vector of 256 values, not a feature "
+      "map (downsampling pools height and width)");
+  EXPECT_EQ(
+      error_of([] { lower_solver(make_model("mlp"), workers(4), parse(Solver::serial_parallel, {})); }),
+      "--solver serial-parallel: 4 workers but model mlp has only 3 layer groups (one block per worker)");
+  EXPECT_EQ(
+      error_of([] {
+        lower_solver(make_model("mlp"), workers(2),
+                     parse(Solver::serial_parallel, {{"correction_period", "3"}}));
+      }),
+      "--set correction_period=3: must divide --set instances=16 (the Plan's minibatches repeat from one run "
+      "to the next)");
+  const SolverConfig s = parse(Solver::serial_parallel, {{"rho", "5"}, {"method", "al"}});
+  EXPECT_EQ(s.block_rho, 5.0);
+  EXPECT_TRUE(s.augmented_lagrangian);
+}
+
 TEST(Gist, PlanOfOneRoundScattersTrainsAndGathersTheSlices) {
   const SolverConfig s = parse(Solver::gist, {});
   const Plan plan = lower_solver(make_model("gcn"), gcn_workers(2), s);

@@ -146,8 +146,8 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
-                                                          "pdadmm",   "pdadmm-g-q", "gist",  "block-admm"};
+constexpr std::array<std::string_view, 9> kSolverNames = {
+    "backprop", "ampnet", "local", "dladmm", "pdadmm", "pdadmm-g-q", "gist", "block-admm", "serial-parallel"};
 constexpr std::array<std::string_view, 4> kScheduleNames = {"none", "gpipe", "1f1b", "zb-h1"};
 constexpr std::array<std::string_view, 4> kVariantNames = {"none", "greedy", "chunked", "overlapping"};
 

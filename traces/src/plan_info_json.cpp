@@ -42,13 +42,17 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   put("inner_steps", p.inner_steps);
   put("stored_samples", p.stored_samples);
   if (p.z_lr != 0) j["z_lr"] = p.z_lr;
+  put("correction_period", p.correction_period);
+  put("downsample", p.downsample);
+  if (!p.method.empty()) j["method"] = p.method;
   return j;
 }
 
 SolverParameters read_parameters(const JsonNode& node) {
   node.reject_unknown_fields({"instances", "max_active_keys", "min_update_frequency", "chunks",
                               "local_variant", "admm_iterations", "rho", "nu", "quant_bits", "subnets",
-                              "local_steps", "blocks", "inner_steps", "z_lr", "stored_samples"});
+                              "local_steps", "blocks", "inner_steps", "z_lr", "stored_samples",
+                              "correction_period", "downsample", "method"});
   SolverParameters p;
   p.instances = optional_int(node, "instances", 0, 0);
   p.max_active_keys = optional_int(node, "max_active_keys", 0, 0);
@@ -66,6 +70,13 @@ SolverParameters read_parameters(const JsonNode& node) {
   p.inner_steps = optional_int(node, "inner_steps", 0, 0);
   p.stored_samples = optional_int(node, "stored_samples", 0, 0);
   if (std::optional<JsonNode> v = node.find("z_lr")) p.z_lr = v->as_size();
+  p.correction_period = optional_int(node, "correction_period", 0, 0);
+  p.downsample = optional_int(node, "downsample", 0, 0);
+  if (std::optional<JsonNode> v = node.find("method")) {
+    p.method = v->as_string();
+    if (p.method != "penalty" && p.method != "al")
+      v->fail("unknown serial-parallel method " + quote_for_message(p.method) + " (penalty or al)");
+  }
   return p;
 }
 
@@ -139,6 +150,7 @@ void legacy_info(const JsonNode& node, PlanInfo& info) {
       p.local_steps = label_int(s, "zeta");
       break;
     case PlanSolver::block_admm:  // after version 1: its parameters are always in "parameters"
+    case PlanSolver::serial_parallel:
       break;
   }
 }

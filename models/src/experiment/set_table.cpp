@@ -167,13 +167,15 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("min_update_frequency", SetSection::solver, 1, "gradients",
                       "gradients a node accumulates before its step", {Solver::ampnet}));
   t.push_back(integer("instances", SetSection::solver, 1, "instances", "minibatches per Plan",
-                      {Solver::ampnet, Solver::local, Solver::block_admm}));
+                      {Solver::ampnet, Solver::local, Solver::block_admm, Solver::serial_parallel}));
   t.push_back(integer("chunks", SetSection::solver, 1, "chunks", "chunks with local heads", {Solver::local}));
   t.push_back(choice("variant", SetSection::solver, {"greedy", "chunked", "overlapping"}, "variant",
                      "local parallelism variant", {Solver::local}));
-  t.push_back(real("rho", SetSection::solver, 0, true, 1e12, false, "",
-                   "ADMM penalty on p = q; block-admm: per-sample penalty on z_b = f_b(z_b-1), default 1",
-                   {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q, Solver::block_admm}));
+  t.push_back(real(
+      "rho", SetSection::solver, 0, true, 1e12, false, "",
+      "ADMM penalty on p = q; block-admm, serial-parallel: per-sample penalty on z_b = "
+      "f_b(z_b-1), default 1",
+      {Solver::dladmm, Solver::pdadmm, Solver::pdadmm_g_q, Solver::block_admm, Solver::serial_parallel}));
   t.push_back(real("nu", SetSection::solver, 0, true, 1e12, false, "", "ADMM penalty on the layer equations",
                    kAdmmSolvers));
   t.push_back(
@@ -191,12 +193,23 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("inner_steps", SetSection::solver, 1, "steps",
                       "ADMM steps per minibatch (default: blocks)", {Solver::block_admm}));
   t.push_back(real("z_lr", SetSection::solver, 0, true, 1e6, false, "",
-                   "step size of the auxiliary variables' proximal update", {Solver::block_admm}));
+                   "step size of the auxiliary variables' proximal update",
+                   {Solver::block_admm, Solver::serial_parallel}));
   t.push_back(choice("setting", SetSection::solver, {"online", "batch"}, "setting",
                      "online: z, lambda afresh per minibatch; batch: kept per training sample",
                      {Solver::block_admm}));
   t.push_back(integer("train_samples", SetSection::solver, 1, "samples",
-                      "batch setting: training samples the per-sample stores hold", {Solver::block_admm}));
+                      "batch setting: training samples the per-sample stores hold",
+                      {Solver::block_admm, Solver::serial_parallel}));
+  t.push_back(choice("method", SetSection::solver, {"penalty", "al"}, "method",
+                     "serial-parallel sub-problems: penalty (duals 0) or al (augmented Lagrangian)",
+                     {Solver::serial_parallel}));
+  t.push_back(integer("correction_period", SetSection::solver, 1, "minibatches",
+                      "a serial forward-backward pass every N minibatches (1: backprop; default 4)",
+                      {Solver::serial_parallel}));
+  t.push_back(integer("downsample", SetSection::solver, 1, "",
+                      "auxiliary states cross workers average-pooled over d x d (bytes / d^2; default 1)",
+                      {Solver::serial_parallel}));
   t.push_back(real("lr", SetSection::optimizer, 0, false, 1e3, false, "",
                    "learning rate (default 0.01 sgd, 1e-3 adam, 0.01 for a GCN)"));
   t.push_back(real("momentum", SetSection::optimizer, 0, false, 1, true, "", "SGD momentum"));
@@ -204,6 +217,12 @@ std::vector<SetKey> make_table() {
   t.push_back(real("beta2", SetSection::optimizer, 0, false, 1, true, "", "Adam's second-moment decay"));
   t.push_back(real("eps", SetSection::optimizer, 0, true, 1, false, "", "Adam's denominator term"));
   return t;
+}
+
+// `--set rho` is the per-sample penalty of Block-ADMM and the serial-parallel hybrid, the ADMM
+// family's otherwise.
+bool per_sample_rho(const Experiment& e) {
+  return e.solver.solver == Solver::block_admm || e.solver.solver == Solver::serial_parallel;
 }
 
 // How each key reads and writes its field of an Experiment.
@@ -325,11 +344,10 @@ const std::map<std::string, Access>& accessors() {
                                                                    : LocalVariant::overlapping;
                     }};
     a["rho"] = {[](const Experiment& e) -> std::optional<SetValue> {
-                  return SetValue(e.solver.solver == Solver::block_admm ? e.solver.block_rho : e.solver.rho);
+                  return SetValue(per_sample_rho(e) ? e.solver.block_rho : e.solver.rho);
                 },
                 [](Experiment& e, const SetValue& v) {
-                  (e.solver.solver == Solver::block_admm ? e.solver.block_rho : e.solver.rho) =
-                      std::get<double>(v);
+                  (per_sample_rho(e) ? e.solver.block_rho : e.solver.rho) = std::get<double>(v);
                 }};
     // 0 stands for the default that depends on the workers: not written, as a key never given.
     const auto resolved_later = [](int SolverConfig::*field) -> Access {
@@ -351,6 +369,14 @@ const std::map<std::string, Access>& accessors() {
                       e.solver.batch_setting = std::get<std::string>(v) == "batch";
                     }};
     a["train_samples"] = number(&SolverConfig::train_samples, &Experiment::solver);
+    a["method"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                     return SetValue(std::string(e.solver.augmented_lagrangian ? "al" : "penalty"));
+                   },
+                   [](Experiment& e, const SetValue& v) {
+                     e.solver.augmented_lagrangian = std::get<std::string>(v) == "al";
+                   }};
+    a["correction_period"] = number(&SolverConfig::correction_period, &Experiment::solver);
+    a["downsample"] = number(&SolverConfig::downsample, &Experiment::solver);
     a["nu"] = number(&SolverConfig::nu, &Experiment::solver);
     a["admm_iterations"] = number(&SolverConfig::admm_iterations, &Experiment::solver);
     a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <variant>
 
+#include "solver_pipeline.hpp"
 #include "strata/models/experiment.hpp"
 #include "strata/traces/error.hpp"
 
@@ -11,8 +13,8 @@ namespace strata {
 inline namespace models {
 namespace {
 
-constexpr std::array<std::string_view, 8> kSolverNames = {"backprop", "ampnet",     "local", "dladmm",
-                                                          "pdadmm",   "pdadmm-g-q", "gist",  "block-admm"};
+constexpr std::array<std::string_view, 9> kSolverNames = {
+    "backprop", "ampnet", "local", "dladmm", "pdadmm", "pdadmm-g-q", "gist", "block-admm", "serial-parallel"};
 
 }  // namespace
 
@@ -66,6 +68,60 @@ bool is_solver_key(const std::string& key) {
   for (const SetKey& k : set_keys())
     if (k.name == key && k.section == SetSection::solver) return true;
   return false;
+}
+
+namespace {
+
+// One block per worker; correction_period divides the Plan's instances (so that the period holds
+// from one Plan run to the next); downsample divides the height and width of every block's output
+// that crosses to the next worker.
+void check_serial_parallel(const Model& model, int stages, int blocks, const SolverConfig& solver) {
+  const std::size_t n = model.layers.size();
+  if (n < 2 || model.layers[n - 1].op != LayerOp::loss)
+    throw InputError("--solver serial-parallel: model " + model.name +
+                     " ends in no loss, and the hybrid's last block trains on it");
+  if (stages > blocks)
+    throw InputError("--solver serial-parallel: " + std::to_string(stages) + " workers but model " +
+                     model.name + " has only " + std::to_string(blocks) +
+                     " layer groups (one block per worker)");
+  if (solver.instances % solver.correction_period != 0)
+    throw InputError("--set correction_period=" + std::to_string(solver.correction_period) +
+                     ": must divide --set instances=" + std::to_string(solver.instances) +
+                     " (the Plan's minibatches repeat from one run to the next)");
+  if (solver.downsample == 1) return;
+  const std::vector<int> block_of = solvers::stage_of_layers(model, stages);
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    if (block_of[i] == block_of[i + 1]) continue;
+    const FeatureMap map = feature_map(model, i);
+    const std::string at = "--set downsample=" + std::to_string(solver.downsample) + ": block " +
+                           std::to_string(block_of[i]) + " of model " + model.name + " ends in layer " +
+                           model.layers[i].name;
+    if (map.height == 1 && map.width == 1)
+      throw InputError(at + ", a vector of " + std::to_string(map.channels) +
+                       " values, not a feature map (downsampling pools height and width)");
+    if (map.height % solver.downsample != 0 || map.width % solver.downsample != 0)
+      throw InputError(at + ", whose " + std::to_string(map.height) + "x" + std::to_string(map.width) +
+                       " feature map the factor does not divide");
+  }
+}
+
+}  // namespace
+
+FeatureMap feature_map(const Model& model, std::size_t i) {
+  STRATA_ASSERT(i < model.layers.size(), "feature_map: no layer " + std::to_string(i));
+  for (std::size_t j = i + 1; j-- > 0;) {
+    const Layer& l = model.layers[j];
+    const auto get = [&l](const char* key) -> std::int64_t {
+      const auto it = l.shape.find(key);
+      const std::int64_t* v = it == l.shape.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+      return v != nullptr ? *v : 0;
+    };
+    if (l.op == LayerOp::conv) return {get("c_out"), get("h_out"), get("w_out")};
+    if (l.op == LayerOp::pool) return {get("channels"), get("h_out"), get("w_out")};
+    if (l.op == LayerOp::linear || l.op == LayerOp::aggregate || l.op == LayerOp::loss)
+      return {static_cast<std::int64_t>(model.layers[i].out_elems), 1, 1};
+  }
+  return {static_cast<std::int64_t>(model.layers[i].out_elems), 1, 1};
 }
 
 int solver_stages(const StrategyConfig& config) { return config.pp > 1 ? config.pp : config.workers(); }
@@ -149,6 +205,9 @@ void check_solver(const Model& model, const StrategyConfig& config, const Solver
                          std::to_string(b) + " blocks (each worker runs at least one; --set blocks=N)");
       break;
     }
+    case Solver::serial_parallel:
+      check_serial_parallel(model, stages, blocks, solver);
+      break;
     default:
       break;
   }
@@ -176,6 +235,8 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
       return with_temporaries(lower_gist(model, config, solver));
     case Solver::block_admm:
       return with_temporaries(lower_block_admm(model, config, solver));
+    case Solver::serial_parallel:
+      return with_temporaries(lower_serial_parallel(model, config, solver));
   }
   throw InputError("--solver " + std::string(to_string(solver.solver)) + ": no Plan lowering in this build");
 }

@@ -275,6 +275,15 @@ SolverParameters plan_parameters(const SolverConfig& solver) {
       p.z_lr = solver.z_lr;
       p.stored_samples = solver.batch_setting ? solver.train_samples : 0;
       break;
+    case Solver::serial_parallel:
+      p.instances = solver.instances;
+      p.rho = solver.block_rho;
+      p.z_lr = solver.z_lr;
+      p.stored_samples = solver.train_samples;
+      p.correction_period = solver.correction_period;
+      p.downsample = solver.downsample;
+      p.method = solver.augmented_lagrangian ? "al" : "penalty";
+      break;
   }
   return p;
 }

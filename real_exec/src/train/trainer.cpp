@@ -116,6 +116,7 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
     s.logits = t.reads[0];
     s.loss = t.writes[0];
     s.local = share.runs(i);
+    s.evaluates = t.attr_int("forward_unlocked").value_or(0) == 0;
     slots_.push_back(s);
   }
   if (slots_.empty())
@@ -134,8 +135,20 @@ void Trainer<T>::set_up(const ExecutorFactory<T>& executor) {
   global_batch_ = micro_ * static_cast<std::int64_t>(slots_.size());
   STRATA_ASSERT(plan.info.global_batch == 0 || plan.info.global_batch == global_batch_,
                 "input buffers do not add up to the Plan's global batch");
+  if (std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.evaluates; }))
+    throw InputError(
+        "plan: every minibatch's forward is forward-unlocked (serial-parallel with no serial "
+        "correction): nothing evaluates the model");
+  // Evaluation runs the forward passes of the minibatches that make one.
+  const auto evaluates = [this](const TaskCoords& at) {
+    for (const Slot& s : slots_)
+      if (s.dp == std::max<std::int64_t>(0, at.dp) && s.mb == std::max<std::int64_t>(0, at.mb))
+        return s.evaluates;
+    return true;
+  };
   for (TaskIndex t : topological_order(plan))
-    if (is_forward(plan.task(t)) && plan.task(t).coords.step <= 0 && share.runs(t))
+    if (is_forward(plan.task(t)) && plan.task(t).coords.step <= 0 && share.runs(t) &&
+        evaluates(plan.task(t).coords))
       forward_order_.push_back(t);
   initialise_weights(config_.seed);
   augment_rng_.seed(config_.seed ^ 0x61756d656e74ULL);  // its own stream, apart from the weights'
@@ -313,24 +326,36 @@ template <typename T>
 double Trainer<T>::test_accuracy(const LabelledImages& test) {
   std::int64_t correct = 0;
   const std::int64_t per_rank = global_batch_ / dp_;
-  for (std::int64_t first = 0; first < test.count; first += global_batch_) {
-    std::vector<std::int64_t> indices(static_cast<std::size_t>(global_batch_));
-    for (std::int64_t i = 0; i < global_batch_; ++i)
-      indices[static_cast<std::size_t>(i)] = first + i < test.count ? first + i : first;
+  // The batch positions of the minibatches that evaluate, in order: test sample first + j * micro_ + i
+  // goes to position order[j] + i (all minibatches evaluate but a serial-parallel Plan's parallel ones).
+  std::vector<std::int64_t> order;
+  for (const Slot& s : slots_)
+    if (s.evaluates) order.push_back(s.dp * per_rank + s.mb * micro_);
+  std::sort(order.begin(), order.end());
+  const auto eval_batch = static_cast<std::int64_t>(order.size()) * micro_;
+  for (std::int64_t first = 0; first < test.count; first += eval_batch) {
+    std::vector<std::int64_t> indices(static_cast<std::size_t>(global_batch_), first);
+    for (std::size_t j = 0; j < order.size(); ++j)
+      for (std::int64_t i = 0; i < micro_; ++i) {
+        const std::int64_t sample = first + static_cast<std::int64_t>(j) * micro_ + i;
+        indices[static_cast<std::size_t>(order[j] + i)] = sample < test.count ? sample : first;
+      }
     bind(test, indices, false);
     for (TaskIndex t : forward_order_) runner_->run(t);
     runner_->discard_saved();
     for (const Slot& s : slots_) {
-      if (!s.local) continue;
+      if (!s.local || !s.evaluates) continue;
+      const std::int64_t at = s.dp * per_rank + s.mb * micro_;
+      const auto j = std::lower_bound(order.begin(), order.end(), at) - order.begin();
       runner_->download(s.logits);
       const T* logits = ws_->data(s.logits);
       const std::int64_t classes = ws_->size(s.logits) / micro_;
       for (std::int64_t i = 0; i < micro_; ++i) {
-        const std::int64_t pos = s.dp * per_rank + s.mb * micro_ + i;
-        if (first + pos >= test.count) continue;
+        const std::int64_t sample = first + j * micro_ + i;
+        if (sample >= test.count) continue;
         const T* row = logits + i * classes;
         const auto predicted = std::max_element(row, row + classes) - row;
-        correct += predicted == test.labels[static_cast<std::size_t>(first + pos)] ? 1 : 0;
+        correct += predicted == test.labels[static_cast<std::size_t>(sample)] ? 1 : 0;
       }
     }
   }

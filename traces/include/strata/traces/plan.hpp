@@ -40,9 +40,10 @@ enum class PlanSolver : std::uint8_t {
   pdadmm,
   pdadmm_g_q,
   gist,
-  block_admm
+  block_admm,
+  serial_parallel
 };
-// backprop, ampnet, local, dladmm, pdadmm, pdadmm-g-q, gist, block-admm
+// backprop, ampnet, local, dladmm, pdadmm, pdadmm-g-q, gist, block-admm, serial-parallel
 std::string_view to_string(PlanSolver solver);
 std::optional<PlanSolver> parse_plan_solver(std::string_view name);
 constexpr bool is_admm(PlanSolver solver) {
@@ -77,6 +78,12 @@ struct SolverParameters {
   std::int64_t inner_steps = 0;      // block-admm: ADMM steps per minibatch
   double z_lr = 0;                   // block-admm: step size of the auxiliary-variable update
   std::int64_t stored_samples = 0;   // block-admm: rows of its per-sample stores (0: online setting)
+  // serial-parallel (rho, z_lr, stored_samples as block-admm's): every correction_period-th
+  // minibatch a serial forward-backward pass; what crosses a worker boundary in the parallel
+  // phase pooled by downsample x downsample; method penalty or al (augmented Lagrangian).
+  std::int64_t correction_period = 0;
+  std::int64_t downsample = 0;
+  std::string method;
 
   bool operator==(const SolverParameters&) const = default;
 };

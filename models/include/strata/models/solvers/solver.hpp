@@ -18,6 +18,11 @@
 //               blocks joined by auxiliary variables z_b and duals lambda_b; per minibatch every
 //               block takes inner_steps SGD steps on its augmented-Lagrangian term, in parallel,
 //               and each z_b, lambda_b is updated between them (solver_block_admm.cpp)
+//   serial-parallel  the serial-parallel hybrid of Sun, Dong, Chen et al. (arXiv:2009.01462,
+//               2112.05387): one block per worker, each trained in parallel on its penalty or
+//               augmented-Lagrangian sub-problem from stored auxiliary states (pooled by a
+//               downsampling filter where they cross workers), and every correction_period-th
+//               minibatch a full serial forward-backward pass (solver_serial_parallel.cpp)
 //
 // A solver's hyperparameters come from `--set key=value`; parse_solver_config() takes the keys
 // it knows out of the map, so what is left are model hyperparameters.
@@ -37,7 +42,17 @@
 namespace strata {
 inline namespace models {
 
-enum class Solver : std::uint8_t { backprop, ampnet, local, dladmm, pdadmm, pdadmm_g_q, gist, block_admm };
+enum class Solver : std::uint8_t {
+  backprop,
+  ampnet,
+  local,
+  dladmm,
+  pdadmm,
+  pdadmm_g_q,
+  gist,
+  block_admm,
+  serial_parallel
+};
 std::string_view to_string(Solver solver);
 std::optional<Solver> parse_solver(std::string_view name);
 const std::vector<std::string>& solver_names();  // in enum order
@@ -80,6 +95,14 @@ struct SolverConfig {
   // default becomes 1). Online (false): started afresh for every minibatch.
   bool batch_setting = false;
   int train_samples = 60000;  // rows of the stores: Fashion-MNIST's training set
+  // Serial-parallel hybrid (block_rho, z_lr, train_samples and instances as Block-ADMM's batch
+  // setting; one block per worker). al: the duals lambda_b are updated (augmented Lagrangian);
+  // penalty: they stay 0. Every correction_period-th minibatch of a Plan is a serial
+  // forward-backward pass (1: all, which is backprop); downsample d: the auxiliary states and
+  // their gradients cross workers average-pooled over d x d windows (bytes / d^2).
+  bool augmented_lagrangian = false;
+  int correction_period = 4;
+  int downsample = 1;
 
   bool operator==(const SolverConfig&) const = default;
 };
@@ -111,6 +134,13 @@ Plan lower_block_admm(const Model& model, const StrategyConfig& config, const So
 // Block-ADMM's blocks and inner steps once the defaults (0) are resolved against the workers.
 int block_admm_blocks(const StrategyConfig& config, const SolverConfig& solver);
 int block_admm_inner_steps(const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_serial_parallel(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// The shape (channels, height, width) of layer i's output per sample: the last conv or pool at
+// or before it sets it; {elements, 1, 1} after a linear layer (a vector, not a feature map).
+struct FeatureMap {
+  std::int64_t channels = 0, height = 1, width = 1;
+};
+FeatureMap feature_map(const Model& model, std::size_t i);
 // GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
 // workers, full graph. Throws InputError with one line.
 void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);

@@ -123,6 +123,9 @@ class Trainer {
     BufferIndex logits = 0;
     BufferIndex loss = 0;
     bool local = true;  // its loss task runs in this process
+    // Its forward is a pass of the model, which evaluation can run (not a serial-parallel
+    // minibatch of the parallel phase, whose blocks start from stored states).
+    bool evaluates = true;
   };
   void set_up(const ExecutorFactory<T>& executor);  // after transport_ is set
   void initialise_weights(std::uint64_t seed);
