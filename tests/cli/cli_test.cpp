@@ -596,6 +596,27 @@ TEST_F(Cli, BlockAdmmBatchSettingNeedsARowPerTrainingSample) {
                         path("log.csv"));
 }
 
+// A bare --solver serial-parallel runs on its defaults (penalty, a correction every 4th minibatch,
+// no downsampling): one epoch trains the MLP past 75 % on the serial corrections alone.
+TEST_F(Cli, RunTrainsTheSerialParallelHybridOnItsDefaults) {
+  const Outcome r = run("run --model mlp --solver serial-parallel --workers 2 --epochs 1 --no-pin");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  ASSERT_EQ(last.rfind("test accuracy ", 0), 0u) << r.out;
+  EXPECT_GE(std::stod(last.substr(14)), 75.0) << r.out;
+  EXPECT_NE(r.out.find("method=penalty,correction_period=4,downsample=1"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, SerialParallelBadInputIsOneLine) {
+  expect_one_line_error(run("run --model mlp --solver serial-parallel --workers 2 --epochs 1 --set "
+                            "correction_period=0 --log " +
+                            path("log.csv")),
+                        "--set correction_period: must be >= 1, got 0", path("log.csv"));
+  expect_one_line_error(run("simulate --model lenet5 --solver serial-parallel --workers 2 --platform " +
+                            kPlatforms + "a100-node-8.xml --set downsample=3 --report " + path("r.json")),
+                        "--set downsample=3: block 0 of model lenet5 ends in layer", path("r.json"));
+}
+
 // ADMM Plans run for real: pdADMM on 2 workers, full batch of 500 samples, 2 sweeps as 2 epochs;
 // the log has a row per epoch and the p, q, u messages are counted (one boundary of 32 units:
 // 3 x 32 x 500 float32 values per sweep).
