@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <variant>
 
 #include "strata/traces/error.hpp"
 
@@ -195,6 +196,12 @@ Attributes task_attrs(const Layer& layer, Phase phase, double microbatch, int tp
       break;
     case LayerOp::conv:
       set_attr(attrs, "n", microbatch);
+      break;
+    case LayerOp::norm:  // batch norm's statistics run over the microbatch's samples
+      if (const auto fn = attrs.find("fn"); fn != attrs.end() &&
+                                            std::holds_alternative<std::string>(fn->second) &&
+                                            std::get<std::string>(fn->second) == "batch")
+        set_attr(attrs, "n", microbatch);
       break;
     case LayerOp::fixed:
       attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / t;
@@ -404,6 +411,25 @@ Task optimizer_step_task(const Model& model, double params, Optimizer optimizer,
   task.attrs["params"] = params;
   task.attrs["optimizer"] = std::string(to_string(optimizer));
   return task;
+}
+
+std::int64_t residual_span(const Layer& layer) {
+  if (layer.op != LayerOp::elementwise) return 0;
+  const auto it = layer.shape.find("span");
+  const std::int64_t* span = it == layer.shape.end() ? nullptr : std::get_if<std::int64_t>(&it->second);
+  return span != nullptr ? *span : 0;
+}
+
+void add_skip_read(Task& add_forward, BufferIndex skip) {
+  add_forward.reads.push_back(skip);
+  add_forward.attrs["skip"] = std::int64_t{1};
+}
+
+void add_residual_grad(Task& input_grad, const Attributes& add, BufferIndex add_output_grad) {
+  input_grad.reads.push_back(add_output_grad);
+  input_grad.attrs["residual_grad"] = std::int64_t{1};
+  for (const char* key : {"skip_c", "skip_h", "skip_w", "c", "h", "w"})
+    input_grad.attrs[std::string("residual_") + key] = add.at(key);
 }
 
 }  // namespace models

@@ -126,6 +126,9 @@ class PlanBuilder {
   void create_forward(int it, int d, int s, int t, int slot_index, int j);
   void create_backward(int it, int d, int s, int t, int slot_index, int j);
   void create_rerun(int it, int d, int s, int t, int slot_index, int j, const Rerun& rerun);
+  // A residual add's forward (stage position k of stage s) also reads its block's input
+  // (layer_tasks.hpp, residual_span).
+  void add_skip(Task& forward, WorkerId rank, int j, int s, int k) const;
   void create_optimizer(int it, int d, int s, int t);
   // lowering_offload.cpp: the step's three tasks with offload, ids `id`/d2h, `id`, `id`/h2d.
   void create_offloaded_optimizer(int it, int d, int s, int t, const std::string& id);

@@ -99,6 +99,7 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
     if (b.weight_full[static_cast<std::size_t>(k)] != kNoBuffer)
       task_ref.reads.push_back(b.weight_full[static_cast<std::size_t>(k)]);
     task_ref.writes = {act(rank, j, k + 1)};
+    add_skip(task_ref, rank, j, s, k);
     w.fwd[static_cast<std::size_t>(j * n + k)] = task;
   }
   // The stage's input, when its first layer keeps it (as a linear, conv, norm or embedding keeps
@@ -174,6 +175,11 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     if (b.weight_full[ks] != kNoBuffer) bwd_ref.reads.push_back(b.weight_full[ks]);
     bwd_ref.writes = {grad(rank, j, k)};
     if (l.writes_wgrad && !l.has_bwdw) bwd_ref.writes.push_back(b.wgrad_full[ks]);
+    // The first layer of a residual block: its input gradient gains the shortcut's share.
+    for (int a = k + 1; a < n && a <= k + kMaxResidualSpan; ++a) {
+      const Layer& add = layout_.model->layers[static_cast<std::size_t>(st.first_layer + a)];
+      if (residual_span(add) == a - k) add_residual_grad(bwd_ref, add.shape, grad(rank, j, a + 1));
+    }
     w.bwd[cell] = bwd;
     if (!l.has_bwdw) continue;
     const TaskIndex bwdw = add_compute(l.bwdw, prefix + "bwdw/" + layer_name(i), rank, it,
@@ -189,6 +195,15 @@ void PlanBuilder::create_backward(int it, int d, int s, int t, int slot_index, i
     add_sends(w.send_bwd[mb], prefix + "send/bwd" + chunk_suffix(s), d, s, t, s - 1, it,
               layout_.priority(it, slot_index, st.send_bwd_pos), layer(st.first_layer - 1).out_bytes,
               grad(rank, j, 0));
+}
+
+void PlanBuilder::add_skip(Task& forward, WorkerId rank, int j, int s, int k) const {
+  const Layer& layer = layout_.model->layers[static_cast<std::size_t>(stage(s).first_layer + k)];
+  const std::int64_t span = residual_span(layer);
+  if (span == 0) return;
+  STRATA_ASSERT(span <= k && span <= kMaxResidualSpan,
+                "residual add " + layer.name + ": its block starts on another pipeline stage");
+  add_skip_read(forward, act(rank, j, k - static_cast<int>(span)));
 }
 
 // The forwards of a re-run segment, in forward order, reading and writing the activations the
@@ -210,6 +225,7 @@ void PlanBuilder::create_rerun(int it, int d, int s, int t, int slot_index, int 
     ref.reads = {act(rank, j, k)};
     if (b.weight_full[ks] != kNoBuffer) ref.reads.push_back(b.weight_full[ks]);
     ref.writes = {act(rank, j, k + 1)};
+    add_skip(ref, rank, j, s, k);
     w.rfwd[static_cast<std::size_t>(j * st.size() + k)] = task;
   }
 }

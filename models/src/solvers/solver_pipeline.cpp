@@ -47,8 +47,18 @@ int LayerPipeline::add_layer(const Layer& layer, int stage, int input, std::int6
   l.fwd.mem_alloc = layer.saved_elems * b * elem;
   l.bwd.mem_free = l.fwd.mem_alloc;
   if (l.is_loss) l.bwd.attrs["mean_over"] = mean_over;
+  const auto index = static_cast<int>(layers_.size());
+  if (const std::int64_t span = residual_span(layer); span > 0) {
+    int first = input;
+    for (std::int64_t step = 1; step < span && first != kModelInput; ++step)
+      first = layers_[static_cast<std::size_t>(first)].input;
+    STRATA_ASSERT(first != kModelInput && layers_[static_cast<std::size_t>(first)].stage == stage,
+                  "residual add " + layer.name + ": its block does not lie on one stage");
+    l.skip = first;
+    layers_[static_cast<std::size_t>(first)].residual_add = index;
+  }
   layers_.push_back(std::move(l));
-  return static_cast<int>(layers_.size()) - 1;
+  return index;
 }
 
 bool LayerPipeline::crosses(std::size_t i) const {
@@ -139,6 +149,7 @@ TaskIndex LayerPipeline::add_forward(int k, std::size_t i, TaskIndex producer, s
   t.reads = {in_act(k, i)};
   if (l.has_params) t.reads.push_back(l.weight);
   t.writes = {out_act(k, i)};
+  if (l.skip >= 0) add_skip_read(t, in_act(k, static_cast<std::size_t>(l.skip)));
   const TaskIndex f = add_task(std::move(t), mb + "fwd/" + l.name, l.stage, priority);
   if (producer != kNone) plan_.add_data_dep(producer, f);
   fwd_[idx(k, i)] = f;
@@ -159,6 +170,10 @@ LayerPipeline::Backward LayerPipeline::add_backward(int k, std::size_t i, TaskIn
     if (l.has_params) b.reads.push_back(l.weight);
     b.writes = {dx_into.value_or(in_grad(k, i))};
     if (l.has_params && !l.has_bwdw) b.writes.push_back(l.wgrad);
+    if (l.residual_add >= 0) {
+      const auto add = static_cast<std::size_t>(l.residual_add);
+      add_residual_grad(b, layers_[add].fwd.attrs, out_grad(k, add));
+    }
     out.bwd = add_task(std::move(b), mb + "bwd/" + l.name, l.stage, priority);
     if (grad_producer != kNone) plan_.add_data_dep(grad_producer, out.bwd);
     plan_.add_data_dep(fwd_[idx(k, i)], out.bwd);

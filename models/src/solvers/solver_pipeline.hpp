@@ -34,6 +34,10 @@ struct PipeLayer {
   double params = 0;
   double out_bytes = 0;
   BufferIndex weight = 0, wgrad = 0, opt = 0;  // when has_params
+  // A residual add (layer_tasks.hpp, residual_span): the first layer of its block, whose input it
+  // adds; and on that layer, the add.
+  int skip = -1;
+  int residual_add = -1;
 };
 
 class LayerPipeline {

@@ -118,6 +118,17 @@ class VisionBuilder {
     push(make_pointwise(std::move(name), LayerOp::elementwise, block_, elems(), kAddFlopsPerElem));
   }
 
+  // A residual add whose other operand is the input of the layer `span` layers back (the block's
+  // first), through the option-A shortcut from `skip`'s shape: its layer tasks say so (shape
+  // attributes span, skip_c/h/w, c/h/w), so that the executors can run it (layer_tasks.hpp).
+  void residual_add(std::string name, std::int64_t span, const Tensor& skip) {
+    Layer layer = make_pointwise(std::move(name), LayerOp::elementwise, block_, elems(), kAddFlopsPerElem);
+    layer.shape = {{"span", span}, {"skip_c", skip.c}, {"skip_h", skip.h}, {"skip_w", skip.w},
+                   {"c", x_.c},    {"h", x_.h},        {"w", x_.w}};
+    push(std::move(layer));
+  }
+  std::size_t size() const { return model_.layers.size(); }
+
   // Flattens the current activation into k features.
   void linear(std::string name, std::int64_t n) {
     Layer layer = make_linear(std::move(name), block_, 1, x_.elems(), n);
@@ -163,12 +174,14 @@ Model vision_model(std::string name, std::string family) {
 // (subsampled and zero-padded in channels where the shape changes): no parameters.
 void basic_block(VisionBuilder& net, const std::string& prefix, std::int64_t width, std::int64_t stride) {
   net.next_block();
+  const Tensor input = net.current();
+  const std::size_t first = net.size();
   net.conv(prefix + "/a", width, 3, stride, 1, false);
   net.batch_norm(prefix + "/a_bn");
   net.relu(prefix + "/a_relu");
   net.conv(prefix + "/b", width, 3, 1, 1, false);
   net.batch_norm(prefix + "/b_bn");
-  net.add(prefix + "/add");
+  net.residual_add(prefix + "/add", static_cast<std::int64_t>(net.size() - first), input);
   net.relu(prefix + "/relu");
 }
 

@@ -80,7 +80,7 @@ void run_fixed_task(const Task& t) {
 namespace {
 
 // A linear or conv task's weight buffer (forward: reads[1]; backward data: reads[2]) or
-// gradient buffer (backward weight: writes[0]) must hold the layer's weights and bias. ZeRO-2
+// gradient buffer (backward weight: writes[0]) must hold the layer's weights (and its bias, if any). ZeRO-2
 // shards the gradient buffers and ZeRO-3 the weight buffers (1/dp each): the simulator prices
 // such Plans, the kernels here need whole layers. "" when it does.
 std::string short_parameter_buffer(const Plan& plan, const Task& t) {
@@ -90,7 +90,7 @@ std::string short_parameter_buffer(const Plan& plan, const Task& t) {
     const auto c_in = t.attr_int("c_in"), c_out = t.attr_int("c_out"), kh = t.attr_int("kh"),
                kw = t.attr_int("kw");
     if (!c_in || !c_out || !kh || !kw) return "";
-    needed = *c_out * *c_in * *kh * *kw + *c_out;
+    needed = *c_out * *c_in * *kh * *kw;  // its bias, if it has one, follows (a conv may have none)
   } else {
     const auto k = t.attr_int("k"), n = t.attr_int("n");
     if (!k || !n) return "";
@@ -189,6 +189,8 @@ std::string codec_problem(const Plan& plan, const Task& t) {
 
 // Why `t` has no kernel, or "" when it has one.
 std::string missing_kernel(const Plan& plan, const Task& t) {
+  if (t.attr_int("residual_grad").value_or(0) != 0)
+    if (std::string problem = resnet_kernel_problem(plan, t); !problem.empty()) return problem;
   if (t.kind == TaskKind::optimizer_step && t.attr_int("on_host").value_or(0) != 0 &&
       !offload_copies(plan, t).has_value())
     return "offloaded optimizer step without its '" + t.id + "/d2h' (a data dependency) and '" + t.id +
@@ -218,10 +220,14 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
       return codec_problem(plan, t);
     case TaskKind::elementwise:
       if (t.attr_string("block_admm")) return block_admm_problem(plan, t);
+      if (t.attr_int("span").value_or(0) > 0) return resnet_kernel_problem(plan, t);
       return gist_copy_name(t).empty()
-                 ? "elementwise task is none of GIST's extract, write_back, average and Block-ADMM's "
-                   "penalty, update"
+                 ? "elementwise task is none of GIST's extract, write_back, average, Block-ADMM's "
+                   "penalty, update and a CIFAR ResNet's residual add"
                  : "";
+    case TaskKind::norm_fwd:
+    case TaskKind::norm_bwd:
+      return resnet_kernel_problem(plan, t);
     case TaskKind::send: {
       const auto encoding = t.attr_string("encoding");
       if (!encoding) return "";
@@ -244,6 +250,11 @@ std::string missing_kernel(const Plan& plan, const Task& t) {
     }
     case TaskKind::pool_fwd:
     case TaskKind::pool_bwd:
+      if (attr_string(t, "fn") == "avg")
+        return t.attr_int("h_out").value_or(0) == 1 && t.attr_int("w_out").value_or(0) == 1 &&
+                       t.attr_int("pad").value_or(1) == 0
+                   ? ""
+                   : "only global average pooling (to 1 x 1) and 2x2 max pooling have kernels";
       if (attr_string(t, "fn") != "max" || t.attr_int("kh").value_or(0) != 2 ||
           t.attr_int("kw").value_or(0) != 2 || t.attr_int("stride").value_or(0) != 2)
         return "only 2x2 max pooling with stride 2 has a kernel";
@@ -447,6 +458,13 @@ template <typename T>
 void TaskRunner<T>::run(TaskIndex index) {
   const Task& t = plan_.task(index);
   const MeterScope scope(ws_.meter(), t.worker);  // the task's temporaries are its worker's
+  run_kernel(index);
+  if (t.attr_int("residual_grad").value_or(0) != 0) add_shortcut_grad(t);
+}
+
+template <typename T>
+void TaskRunner<T>::run_kernel(TaskIndex index) {
+  const Task& t = plan_.task(index);
   switch (t.kind) {
     case TaskKind::linear_fwd:
     case TaskKind::linear_bwd_data:
@@ -461,13 +479,17 @@ void TaskRunner<T>::run(TaskIndex index) {
       return run_activation(t);
     case TaskKind::pool_fwd:
     case TaskKind::pool_bwd:
-      return run_pool(t);
+      return attr_string(t, "fn") == "avg" ? run_global_avg_pool(t) : run_pool(t);
+    case TaskKind::norm_fwd:
+    case TaskKind::norm_bwd:
+      return run_norm(t);
     case TaskKind::loss_fwd:
     case TaskKind::loss_bwd:
       return graph_ != nullptr ? run_graph_loss(t) : run_loss(t);
     case TaskKind::spmm:
       return run_spmm(index);
     case TaskKind::elementwise:
+      if (t.attr_int("span").value_or(0) > 0) return run_residual(t);
       return t.attr_string("block_admm") ? run_block_admm(t) : run_gist_copy(t);
     case TaskKind::grad_accumulate:
       return accumulate(backend_, elems(t.writes[0]), buf(t.reads[0]), buf(t.writes[0]));
@@ -550,14 +572,18 @@ void TaskRunner<T>::run_linear(TaskIndex index) {
 template <typename T>
 void TaskRunner<T>::run_conv(const Task& t) {
   const Conv2dShape s = conv_shape(t);
+  // A conv without bias (the ResNets') has a weight buffer of the kernel alone.
+  const auto has_bias = [&](BufferIndex w) { return elems(w) > s.weight_size(); };
   if (t.kind == TaskKind::conv_fwd) {
     const T* w = buf(t.reads[1]);
-    conv2d_forward(backend_, s, buf(t.reads[0]), w, w + s.weight_size(), buf(t.writes[0]));
+    conv2d_forward(backend_, s, buf(t.reads[0]), w, has_bias(t.reads[1]) ? w + s.weight_size() : nullptr,
+                   buf(t.writes[0]));
   } else if (t.kind == TaskKind::conv_bwd_data) {
     conv2d_backward_data(backend_, s, buf(t.reads[0]), buf(t.reads[2]), buf(t.writes[0]), false);
   } else {
     T* dw = buf(t.writes[0]);
-    conv2d_backward_weight(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw, dw + s.weight_size(), true);
+    conv2d_backward_weight(backend_, s, buf(t.reads[1]), buf(t.reads[0]), dw,
+                           has_bias(t.writes[0]) ? dw + s.weight_size() : nullptr, true);
   }
 }
 

@@ -195,6 +195,14 @@ void Trainer<T>::initialise_weights(std::uint64_t seed) {
     } else if (t.kind == TaskKind::conv_fwd) {
       fan_in = *t.attr_int("c_in") * *t.attr_int("kh") * *t.attr_int("kw");
       weights = fan_in * *t.attr_int("c_out");
+    } else if (t.kind == TaskKind::norm_fwd && t.reads.size() > 1) {
+      // Batch norm starts as the identity: gamma 1, beta 0 (Ioffe and Szegedy 2015).
+      const BufferIndex w = t.reads[1];
+      T* values = ws_->data(w);
+      const std::int64_t channels = ws_->size(w) / 2;
+      std::fill(values, values + channels, T{1});
+      std::fill(values + channels, values + 2 * channels, T{0});
+      continue;
     } else {
       continue;
     }

@@ -114,6 +114,20 @@ struct GradMatrix {
 };
 GradMatrix grad_matrix(const Layer& layer, int tp);
 
+// Residual adds that run for real (zoo_vision.cpp's basic blocks, option-A shortcuts): the add's
+// shape holds span (its block's first layer is `span` layers back), the shortcut's input shape
+// skip_c, skip_h, skip_w and its output's c, h, w. Its forward reads, besides its input, the
+// block's input (add_skip_read: the extra read and attribute skip = 1); its backward passes dY
+// on; and the block's first layer's input-gradient task adds the shortcut's share, reading the
+// add's output gradient (add_residual_grad: the extra read last, attributes residual_grad = 1
+// and residual_<shape key>). The shortcut takes every stride-th row and column (stride =
+// skip_h / h) and pads (c - skip_c) / 2 zero channels on either side. 0: not such an add (GPT's
+// residuals and the bottlenecks' adds are priced, not run).
+std::int64_t residual_span(const Layer& layer);
+inline constexpr int kMaxResidualSpan = 16;  // layers in a residual block, at most
+void add_skip_read(Task& add_forward, BufferIndex skip);
+void add_residual_grad(Task& input_grad, const Attributes& add_shape, BufferIndex add_output_grad);
+
 // Input activation elements per sample (Layer holds only its output): linear m*k, conv
 // c_in*(h_out*stride)*(w_out*stride) when the shape attributes are there; elementwise reads two
 // operands of the output's size; otherwise saved_elems (what a layer keeps for backward is its

@@ -107,6 +107,9 @@ std::string gist_copy_name(const Task& task);
 // Why a Stochastic Block-ADMM elementwise task (attribute block_admm: penalty or update) cannot
 // run, or "" when it can (task_runner_block_admm.cpp).
 std::string block_admm_problem(const Plan& plan, const Task& task);
+// Why a ResNet kernel (batch norm, a residual add, a shortcut's gradient) cannot run `task`, or ""
+// (also "" for a task that is none of them; task_runner_resnet.cpp).
+std::string resnet_kernel_problem(const Plan& plan, const Task& task);
 
 // The grid step of a send whose payload travels as int8 codes (attribute encoding "int8",
 // quant_step: pdADMM-G-Q's p, which lies on that grid, so nothing is lost), or 0 for a payload
@@ -387,7 +390,14 @@ class TaskRunner final : public TaskExecutor<T> {
   void run_optimizer(const Task& t);
   void run_admm(const Task& t);
   void run_block_admm(const Task& t);  // task_runner_block_admm.cpp
-  void run_codec(const Task& t);       // task_runner_codec.cpp
+  // ResNets (task_runner_resnet.cpp): batch norm, the residual add, its shortcut's gradient, and
+  // global average pooling.
+  void run_norm(const Task& t);
+  void run_residual(const Task& t);
+  void add_shortcut_grad(const Task& t);
+  void run_global_avg_pool(const Task& t);
+  void run_kernel(TaskIndex index);
+  void run_codec(const Task& t);  // task_runner_codec.cpp
   // GCN Plans (task_runner_graph.cpp).
   void run_spmm(TaskIndex index);
   void run_graph_loss(const Task& t);
