@@ -6,7 +6,7 @@
 // From the optimal-control view a ResNet is a discretised ODE; its layer groups are cut into one
 // block per worker (stage_of_layers, by FLOPs), and the state between block b and b+1 becomes an
 // auxiliary variable z_b of each training sample, kept in stores on block b's worker (rows of
-// train_samples, a seen flag). Block b's sub-problem is
+// train_samples, a seen flag; the duals lambda_b too for al). Block b's sub-problem is
 //   min over its weights  1/m sum_samples [ <lambda_b, z_b - f_b(z_{b-1})> + rho/2 ||z_b - f_b(z_{b-1})||^2 ]
 // (the last block: its loss on f_{B-1}(z_{B-2})); the penalty method keeps lambda = 0, the
 // augmented-Lagrangian (al) method updates it. Minibatch k of a Plan is
@@ -93,6 +93,11 @@ class HybridBuilder {
     if (before != kNone && task != kNone) plan_.add_control_dep(before, task);
   }
   double boundary_bytes(std::size_t b) const { return pipe_.layer(blocks_[b].last).out_bytes; }
+  // What a penalty reads: the block's output, then the z store, the lambda store (al only) and seen.
+  std::vector<BufferIndex> stores(BufferIndex output, const Store& st) const {
+    if (solver_.augmented_lagrangian) return {output, st.z, st.lambda, st.seen};
+    return {output, st.z, st.seen};
+  }
   std::int64_t priority(int k, int offset) const { return 4LL * k + offset; }
   std::string id(int k, const std::string& what) const { return coord("mb", k) + "/" + what; }
 
@@ -137,7 +142,8 @@ TaskIndex HybridBuilder::admm_task(int k, std::size_t b, const std::string& op, 
   t.attrs["from_store"] = static_cast<std::int64_t>(op == "penalty" ? 1 : 0);
   t.attrs["to_store"] = static_cast<std::int64_t>(op == "update" ? 1 : 0);
   t.attrs["init"] = std::int64_t{0};
-  if (op == "update") t.attrs["dual"] = static_cast<std::int64_t>(solver_.augmented_lagrangian ? 1 : 0);
+  if (op == "update" || op == "penalty")
+    t.attrs["dual"] = static_cast<std::int64_t>(solver_.augmented_lagrangian ? 1 : 0);
   // Minibatch-sized arrays read and written (a store row counts as one such array), and a few
   // FLOP per value.
   t.flops = value_passes * bytes / bytes_per_element(pipe_.config().dtype);
@@ -288,9 +294,8 @@ void HybridBuilder::add_parallel(int k) {
     TaskIndex grad = kNone;
     if (b + 1 < n_blocks) {
       const Store& st = stores_[b];
-      grad =
-          admm_task(k, b, "penalty", block.worker, {pipe_.out_act(k, block.last), st.z, st.lambda, st.seen},
-                    {pipe_.out_grad(k, block.last), z[b], lambda[b]}, 4);
+      grad = admm_task(k, b, "penalty", block.worker, stores(pipe_.out_act(k, block.last), st),
+                       {pipe_.out_grad(k, block.last), z[b], lambda[b]}, 4);
       plan_.add_data_dep(output[b], grad);
       after(last_store_[b], grad);
       penalty[b] = grad;
@@ -311,10 +316,13 @@ void HybridBuilder::add_parallel(int k) {
   // The states and duals, back into the stores.
   for (std::size_t b = 0; b + 1 < n_blocks; ++b) {
     const Store& st = stores_[b];
+    std::vector<BufferIndex> reads = {pipe_.out_act(k, blocks_[b].last), z[b], lambda[b], g[b], st.z};
+    std::vector<BufferIndex> writes = {z[b], lambda[b], st.z};
+    if (solver_.augmented_lagrangian) reads.push_back(st.lambda), writes.push_back(st.lambda);
+    reads.push_back(st.seen);
+    writes.push_back(st.seen);
     const TaskIndex update =
-        admm_task(k, b, "update", blocks_[b].worker,
-                  {pipe_.out_act(k, blocks_[b].last), z[b], lambda[b], g[b], st.z, st.lambda, st.seen},
-                  {z[b], lambda[b], st.z, st.lambda, st.seen}, 9);
+        admm_task(k, b, "update", blocks_[b].worker, std::move(reads), std::move(writes), 9);
     plan_.add_data_dep(g_ready[b], update);
     after(penalty[b], update);
     after(last_fetch_[b], update);
@@ -336,7 +344,8 @@ void HybridBuilder::build(int workers) {
         "dp0/" + coord("pp", w) + "/tp0/admm/" + coord("b", static_cast<std::int64_t>(b)) + "/";
     Store st;
     st.z = plan_.add_buffer({at + "z_store", w, rows * row, dtype, true});
-    st.lambda = plan_.add_buffer({at + "lambda_store", w, rows * row, dtype, true});
+    if (solver_.augmented_lagrangian)  // the penalty method keeps no duals
+      st.lambda = plan_.add_buffer({at + "lambda_store", w, rows * row, dtype, true});
     st.seen = plan_.add_buffer({at + "seen", w, rows * bytes_per_element(dtype), dtype, true});
     stores_.push_back(st);
   }

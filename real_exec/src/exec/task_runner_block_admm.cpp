@@ -10,8 +10,9 @@
 // and lambda = 0 for a sample not seen yet), the last step's update puts them back. The rows are
 // the samples the Trainer bound to the task's (dp, microbatch) (Workspace::sample_ids).
 // The minibatch arrays have the block output's size (check_kernels' block_admm_problem says so).
-// The serial-parallel hybrid (solver_serial_parallel.cpp) adds, with dual = 0 on update for its
-// penalty method (lambda stays 0):
+// The serial-parallel hybrid (solver_serial_parallel.cpp) adds, with dual = 0 on penalty and
+// update for its penalty method (lambda stays 0 and has no store: those tasks read and write the
+// z store and seen only):
 //   fetch    the minibatch's rows of the z store into an array (0 for a sample not seen yet)
 //   refresh  the minibatch's rows of the z store set to a (its serial pass), marked seen
 //   pool     average over factor x factor windows of each channel's height x width map
@@ -82,22 +83,28 @@ std::string block_admm_problem(const Plan& plan, const Task& t) {
   const bool to_store = t.attr_int("to_store").value_or(0) != 0;
   if ((from_store && (op != "penalty" || init)) || (to_store && op != "update"))
     return "block_admm " + op + " with from_store/to_store/init mixed";
-  const std::size_t reads = op == "update" ? (to_store ? 7 : 4) : from_store ? 4 : init ? 1 : 3;
-  const std::size_t writes = op == "update" ? (to_store ? 5 : 2) : init || from_store ? 3 : 1;
+  // Without duals (the hybrid's penalty method, dual = 0) there is no lambda store.
+  const std::size_t stores = t.attr_int("dual").value_or(1) != 0 ? 3 : 2;
+  const std::size_t reads = op == "update" ? (to_store ? 4 + stores : 4)
+                            : from_store   ? 1 + stores
+                            : init         ? 1
+                                           : 3;
+  const std::size_t writes = op == "update" ? (to_store ? 2 + stores : 2) : init || from_store ? 3 : 1;
   if (t.reads.size() != reads || t.writes.size() != writes)
     return "block_admm " + op + " reads " + std::to_string(reads) + " and writes " + std::to_string(writes) +
            " buffers";
   const double bytes = plan.buffer(t.reads[0]).bytes;
   for (const std::vector<BufferIndex>* list : {&t.reads, &t.writes})
     for (std::size_t i = 0; i < list->size(); ++i) {
-      const bool store = (from_store && list == &t.reads && i > 0) || (to_store && i >= list->size() - 3);
+      const bool store =
+          (from_store && list == &t.reads && i > 0) || (to_store && i >= list->size() - stores);
       if (!store && plan.buffer((*list)[i]).bytes != bytes) return "block_admm buffers differ in size";
     }
   if (from_store || to_store) {
     const std::vector<BufferIndex>& s = from_store ? t.reads : t.writes;
-    const std::size_t at = from_store ? 1 : s.size() - 3;
-    const double z = plan.buffer(s[at]).bytes, seen = plan.buffer(s[at + 2]).bytes;
-    if (plan.buffer(s[at + 1]).bytes != z || seen <= 0 || std::fmod(z, seen) != 0 ||
+    const std::size_t at = from_store ? 1 : s.size() - stores;
+    const double z = plan.buffer(s[at]).bytes, seen = plan.buffer(s[at + stores - 1]).bytes;
+    if (plan.buffer(s[at + 1]).bytes != (stores == 3 ? z : seen) || seen <= 0 || std::fmod(z, seen) != 0 ||
         std::fmod(bytes * seen, z) != 0)
       return "block_admm stores are not one row per sample";
   }
@@ -176,6 +183,7 @@ void TaskRunner<T>::run_block_admm(const Task& t) {
   const T* a = buf(t.reads[0]);
   const bool from_store = t.attr_int("from_store").value_or(0) != 0;
   const bool to_store = t.attr_int("to_store").value_or(0) != 0;
+  const bool dual = t.attr_int("dual").value_or(1) != 0;  // else no lambda store: lambda stays 0
   // The minibatch's samples: row i of the minibatch arrays is row ids[i] of the stores.
   const auto rows = [&]() -> const std::vector<std::int64_t>& {
     const std::vector<std::int64_t>& ids =
@@ -188,19 +196,20 @@ void TaskRunner<T>::run_block_admm(const Task& t) {
     const std::vector<std::int64_t>& ids = rows();
     const std::int64_t width = n / static_cast<std::int64_t>(ids.size());
     const T* z_store = buf(t.reads[1]);
-    const T* lambda_store = buf(t.reads[2]);
-    const T* seen = buf(t.reads[3]);
+    const T* lambda_store = dual ? buf(t.reads[2]) : nullptr;
+    const BufferIndex seen_buffer = t.reads[dual ? 3 : 2];
+    const T* seen = buf(seen_buffer);
     T* grad = buf(t.writes[0]);
     T* z = buf(t.writes[1]);
     T* lambda = buf(t.writes[2]);
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      STRATA_ASSERT(ids[i] >= 0 && ids[i] < elems(t.reads[3]),
+      STRATA_ASSERT(ids[i] >= 0 && ids[i] < elems(seen_buffer),
                     "task " + t.id + ": sample " + std::to_string(ids[i]) + " beyond the stores");
       const std::int64_t row = static_cast<std::int64_t>(i) * width, at = ids[i] * width;
       const bool known = seen[ids[i]] != T{0};
       for (std::int64_t j = 0; j < width; ++j) {
         z[row + j] = known ? z_store[at + j] : a[row + j];
-        lambda[row + j] = known ? lambda_store[at + j] : T{0};
+        lambda[row + j] = known && dual ? lambda_store[at + j] : T{0};
       }
     }
     for (std::int64_t i = 0; i < n; ++i) grad[i] = (rho * (a[i] - z[i]) - lambda[i]) / m;
@@ -223,7 +232,6 @@ void TaskRunner<T>::run_block_admm(const Task& t) {
   T* lambda = buf(t.writes[1]);
   const T* g = buf(t.reads[3]);
   const T inv_eta = T{1} / eta;
-  const bool dual = t.attr_int("dual").value_or(1) != 0;  // the hybrid's penalty method: lambda stays 0
   for (std::int64_t i = 0; i < n; ++i) {
     const T next = (rho * a[i] - lambda[i] - m * g[i] + z[i] * inv_eta) / (rho + inv_eta);
     if (dual) lambda[i] += rho * (next - a[i]);
@@ -233,14 +241,15 @@ void TaskRunner<T>::run_block_admm(const Task& t) {
   const std::vector<std::int64_t>& ids = rows();
   const std::int64_t width = n / static_cast<std::int64_t>(ids.size());
   T* z_store = buf(t.writes[2]);
-  T* lambda_store = buf(t.writes[3]);
-  T* seen = buf(t.writes[4]);
+  T* lambda_store = dual ? buf(t.writes[3]) : nullptr;
+  const BufferIndex seen_buffer = t.writes[dual ? 4 : 3];
+  T* seen = buf(seen_buffer);
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    STRATA_ASSERT(ids[i] >= 0 && ids[i] < elems(t.writes[4]),
+    STRATA_ASSERT(ids[i] >= 0 && ids[i] < elems(seen_buffer),
                   "task " + t.id + ": sample " + std::to_string(ids[i]) + " beyond the stores");
     const std::int64_t row = static_cast<std::int64_t>(i) * width, at = ids[i] * width;
     std::copy(z + row, z + row + width, z_store + at);
-    std::copy(lambda + row, lambda + row + width, lambda_store + at);
+    if (dual) std::copy(lambda + row, lambda + row + width, lambda_store + at);
     seen[ids[i]] = T{1};
   }
 }
