@@ -44,11 +44,7 @@ std::map<std::string, std::vector<double>> weights_after(const Plan& plan, int r
 }
 
 const std::vector<double>& array(Trainer<double>& trainer, const Plan& plan, const std::string& id) {
-  for (BufferIndex b = 0; b < plan.buffers().size(); ++b)
-    if (plan.buffer(b).id == id) return trainer.workspace().array(b);
-  ADD_FAILURE() << "no buffer " << id;
-  static const std::vector<double> none;
-  return none;
+  return training_runs::buffer_array(trainer, plan, id);
 }
 
 TEST(BlockAdmm, OneBlockIsMinibatchSgd) {

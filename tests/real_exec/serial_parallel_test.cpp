@@ -43,11 +43,7 @@ Plan hybrid_plan(const std::string& model, int workers, int period, int instance
 }
 
 const std::vector<double>& array(Trainer<double>& trainer, const Plan& plan, const std::string& id) {
-  for (BufferIndex b = 0; b < plan.buffers().size(); ++b)
-    if (plan.buffer(b).id == id) return trainer.workspace().array(b);
-  ADD_FAILURE() << "no buffer " << id;
-  static const std::vector<double> none;
-  return none;
+  return training_runs::buffer_array(trainer, plan, id);
 }
 
 // Correction period 1: every minibatch is the serial forward-backward pass, no parallel phase,

@@ -2,7 +2,10 @@
 // (interpreter_test.cpp) and the MPI tests (mpi/): the MLP Plans, the batches and the settings.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "strata/models/lowering/strategy.hpp"
@@ -59,6 +62,16 @@ inline TrainConfig train_config() {
 inline const LabelledImages& train_images() {
   static const LabelledImages images = load_fashion_mnist(DatasetSplit::train);
   return images;
+}
+
+// The values of the trainer's buffer `id` (a failure, and an empty array, when the Plan has none).
+inline const std::vector<double>& buffer_array(Trainer<double>& trainer, const Plan& plan,
+                                               const std::string& id) {
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b)
+    if (plan.buffer(b).id == id) return trainer.workspace().array(b);
+  ADD_FAILURE() << "no buffer " << id;
+  static const std::vector<double> none;
+  return none;
 }
 
 // `steps` steps of each trainer on the batches batch_indices(0 .. steps - 1), alternating.

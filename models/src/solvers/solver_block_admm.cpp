@@ -60,18 +60,12 @@ namespace {
 using solvers::coord;
 using solvers::kNone;
 
-struct Block {
-  int worker = 0;
-  std::size_t first = 0, last = 0;  // its layers in the pipeline
-};
-
+using Block = solvers::AuxBlock;
 struct Boundary {  // between block b and b+1, on block b's worker, per instance
   BufferIndex z = 0, lambda = 0, g = 0;
 };
 
-struct Store {  // batch setting: per boundary, every training sample's z, lambda and whether seen
-  BufferIndex z = 0, lambda = 0, seen = 0;
-};
+using Store = solvers::SampleStores;
 
 class BlockAdmmBuilder {
  public:
@@ -318,16 +312,8 @@ void BlockAdmmBuilder::build(int workers) {
   if (batch())
     for (std::size_t b = 0; b + 1 < blocks_.size(); ++b) {
       const double row = pipe_.layer(blocks_[b].last).out_bytes / static_cast<double>(pipe_.batch());
-      const auto rows = static_cast<double>(solver_.train_samples);
-      const int w = blocks_[b].worker;
-      const std::string at =
-          "dp0/" + coord("pp", w) + "/tp0/admm/" + coord("b", static_cast<std::int64_t>(b)) + "/";
-      const DType dtype = pipe_.config().dtype;
-      Store st;
-      st.z = plan_.add_buffer({at + "z_store", w, rows * row, dtype, true});
-      st.lambda = plan_.add_buffer({at + "lambda_store", w, rows * row, dtype, true});
-      st.seen = plan_.add_buffer({at + "seen", w, rows * bytes_per_element(dtype), dtype, true});
-      stores_.push_back(st);
+      stores_.push_back(solvers::add_sample_stores(plan_, blocks_[b].worker, b, row, solver_.train_samples,
+                                                   pipe_.config().dtype, true));
     }
   for (int k = 0; k < solver_.instances; ++k)
     for (std::size_t b = 0; b + 1 < blocks_.size(); ++b) {

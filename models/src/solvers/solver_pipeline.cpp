@@ -232,6 +232,18 @@ BufferIndex LayerPipeline::instance_buffer(int k, int stage, const std::string& 
   return plan_.add_buffer({prefix(stage) + coord("mb", k) + "/" + name, stage, bytes, config_.dtype, false});
 }
 
+SampleStores add_sample_stores(Plan& plan, int worker, std::size_t boundary, double row_bytes, int rows,
+                               DType dtype, bool with_lambda) {
+  const std::string at =
+      "dp0/" + coord("pp", worker) + "/tp0/admm/" + coord("b", static_cast<std::int64_t>(boundary)) + "/";
+  const auto n = static_cast<double>(rows);
+  SampleStores st;
+  st.z = plan.add_buffer({at + "z_store", worker, n * row_bytes, dtype, true});
+  if (with_lambda) st.lambda = plan.add_buffer({at + "lambda_store", worker, n * row_bytes, dtype, true});
+  st.seen = plan.add_buffer({at + "seen", worker, n * bytes_per_element(dtype), dtype, true});
+  return st;
+}
+
 std::vector<int> stage_of_layers(const Model& model, int stages) {
   const std::vector<int> bounds = partition_blocks(model, stages);
   std::vector<int> out;

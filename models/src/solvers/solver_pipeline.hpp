@@ -126,6 +126,22 @@ class LayerPipeline {
   std::string step_;                               // set_step
 };
 
+// A block of layer groups on one worker, joined to the next by auxiliary variables (Block-ADMM,
+// the serial-parallel hybrid).
+struct AuxBlock {
+  int worker = 0;
+  std::size_t first = 0, last = 0;  // its layers in the pipeline
+};
+
+// Per block boundary, one row per training sample: its auxiliary variable z, its dual lambda
+// (none: 0) and whether it was seen, persistent buffers dp0/pp<w>/tp0/admm/b<b>/{z_store,
+// lambda_store, seen} on `worker`, of `row_bytes` a sample.
+struct SampleStores {
+  BufferIndex z = 0, lambda = 0, seen = 0;
+};
+SampleStores add_sample_stores(Plan& plan, int worker, std::size_t boundary, double row_bytes, int rows,
+                               DType dtype, bool with_lambda);
+
 // The stage of each model layer when `stages` workers hold contiguous block ranges
 // (partition_blocks).
 std::vector<int> stage_of_layers(const Model& model, int stages);

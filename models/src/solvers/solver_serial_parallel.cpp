@@ -58,14 +58,8 @@ namespace {
 using solvers::coord;
 using solvers::kNone;
 
-struct Block {
-  int worker = 0;
-  std::size_t first = 0, last = 0;  // its layers in the pipeline
-};
-
-struct Store {  // per boundary: every training sample's z, lambda and whether seen
-  BufferIndex z = 0, lambda = 0, seen = 0;
-};
+using Block = solvers::AuxBlock;
+using Store = solvers::SampleStores;
 
 class HybridBuilder {
  public:
@@ -335,20 +329,10 @@ void HybridBuilder::build(int workers) {
   last_update_.assign(pipe_.size(), kNone);
   last_store_.assign(blocks_.size(), kNone);
   last_fetch_.assign(blocks_.size(), kNone);
-  const DType dtype = pipe_.config().dtype;
-  for (std::size_t b = 0; b + 1 < blocks_.size(); ++b) {
-    const double row = boundary_bytes(b) / static_cast<double>(pipe_.batch());
-    const auto rows = static_cast<double>(solver_.train_samples);
-    const int w = blocks_[b].worker;
-    const std::string at =
-        "dp0/" + coord("pp", w) + "/tp0/admm/" + coord("b", static_cast<std::int64_t>(b)) + "/";
-    Store st;
-    st.z = plan_.add_buffer({at + "z_store", w, rows * row, dtype, true});
-    if (solver_.augmented_lagrangian)  // the penalty method keeps no duals
-      st.lambda = plan_.add_buffer({at + "lambda_store", w, rows * row, dtype, true});
-    st.seen = plan_.add_buffer({at + "seen", w, rows * bytes_per_element(dtype), dtype, true});
-    stores_.push_back(st);
-  }
+  for (std::size_t b = 0; b + 1 < blocks_.size(); ++b)  // the penalty method keeps no duals
+    stores_.push_back(solvers::add_sample_stores(
+        plan_, blocks_[b].worker, b, boundary_bytes(b) / static_cast<double>(pipe_.batch()),
+        solver_.train_samples, pipe_.config().dtype, solver_.augmented_lagrangian));
   for (int k = 0; k < solver_.instances; ++k) {
     if ((k + 1) % solver_.correction_period == 0)
       add_serial(k);
