@@ -26,7 +26,11 @@ bool is_forward(const Task& t) {
     case TaskKind::conv_fwd:
     case TaskKind::activation_fwd:
     case TaskKind::pool_fwd:
+    case TaskKind::norm_fwd:
       return true;
+    case TaskKind::elementwise:  // a residual add's forward (layer_tasks.hpp); other elementwise
+                                 // tasks are a solver's, not the model's
+      return t.attr_int("skip").value_or(0) != 0;
     case TaskKind::send:
     case TaskKind::recv:
       return t.coords.phase == TaskPhase::fwd;
