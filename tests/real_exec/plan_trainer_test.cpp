@@ -147,6 +147,25 @@ TEST(PlanTrainer, AdmmAndGcnPlansRefuseADeviceWithoutTheirKernelsInOneLine) {
         "executor has");
   }
   EXPECT_NO_THROW(check_plan_device(admm, "cpu"));
+  // A ResNet (batch norm, residual adds) and the auxiliary-variable solvers run on the CPU only.
+  StrategyConfig one;
+  one.global_batch = 4;
+  try {
+    check_plan_device(lower(make_model("resnet20"), one), "cuda");
+    FAIL() << "a ResNet Plan was accepted on cuda";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "--device cuda: the resnet20 Plan needs the batch-norm and residual-add kernels, which only the "
+        "CPU executor has");
+  }
+  SolverConfig hybrid;
+  hybrid.solver = Solver::serial_parallel;
+  hybrid.instances = 2;
+  hybrid.correction_period = 2;
+  one.dp = 2;
+  EXPECT_THROW(check_plan_device(lower_solver(make_model("mlp"), one, hybrid), "cuda"), InputError);
+  EXPECT_NO_THROW(check_plan_device(lower_solver(make_model("mlp"), one, hybrid), "cpu"));
 }
 
 // The solver is what the Plan says, not what its tasks look like: the same ADMM tasks labelled

@@ -131,6 +131,16 @@ void check_plan_device(const Plan& plan, const std::string& device) {
     throw InputError(
         "--device " + device +
         ": a GCN Plan needs the spmm kernel and GIST's slice copies, which only the CPU executor has");
+  for (const Task& t : plan.tasks()) {
+    if (t.kind == TaskKind::norm_fwd || (t.kind == TaskKind::elementwise && t.attr_int("span")))
+      throw InputError(
+          "--device " + device + ": the " + plan.info.model +
+          " Plan needs the batch-norm and residual-add kernels, which only the CPU executor has");
+    if (t.kind == TaskKind::elementwise && t.attr_string("block_admm"))
+      throw InputError("--device " + device + ": the " + std::string(to_string(plan.info.solver)) +
+                       " Plan needs the auxiliary-variable kernels (" + *t.attr_string("block_admm") +
+                       ", ...), which only the CPU executor has");
+  }
 }
 
 template <typename T>
