@@ -125,8 +125,9 @@ void apply_sets(const CommonFlags& flags, const Overrider& over, Experiment& e) 
   }
 }
 
-// GIST runs one sub-GCN per worker: `--set m=M` alone gives M workers, `--workers N` alone N
-// sub-GCNs, neither the default m; both must agree (check_gist says so when they do not).
+// GIST runs one sub-GCN per worker, or per `--set parts=P` workers: `--set m=M` alone gives M x P
+// workers, `--workers N` alone N / P sub-GCNs, neither the default m; both must agree (check_gist
+// says so when they do not).
 void match_sites_and_workers(const CommonFlags& flags, const Overrider& over, Experiment& e) {
   if (e.solver.solver != Solver::gist) return;
   const bool m_given = std::any_of(flags.sets.begin(), flags.sets.end(),
@@ -135,11 +136,11 @@ void match_sites_and_workers(const CommonFlags& flags, const Overrider& over, Ex
                              (over.applies("--strategy") && !flags.strategy.empty());
   // Without a spec the default m sets the workers; over a spec only a given m does.
   if (!workers_given && (!over.from_spec() || m_given)) {
-    e.dp = e.solver.subnets, e.tp = 1, e.pp = 1;
+    e.dp = e.solver.subnets * e.solver.graph_parts, e.tp = 1, e.pp = 1;
   } else if (workers_given && !m_given) {
     StrategyConfig c;
     c.dp = e.dp, c.tp = e.tp, c.pp = e.pp;
-    e.solver.subnets = solver_stages(c);
+    e.solver.subnets = std::max(1, solver_stages(c) / e.solver.graph_parts);
   }
 }
 

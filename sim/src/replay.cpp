@@ -434,20 +434,33 @@ void check_graph_fits(const Plan& plan, const PlatformSummary& platform) {
     if (h.gpu_memory <= 0) return;  // unknown capacity: not judged
     total += h.gpu_memory * h.slots;
   }
-  double nnz = 0;
-  for (const Task& t : plan.tasks())
-    if (t.kind == TaskKind::spmm) nnz = std::max(nnz, t.attr_real("nnz").value_or(0));
-  const double elem = bytes_per_element(plan.info.dtype);
   const double nodes = static_cast<double>(plan.info.graph_nodes);
+  const SolverParameters& p = plan.info.parameters;
+  const bool split = p.graph_parts > 1;
+  // Split over parts (graph_step.hpp): the parts together hold the graph once per sub-GCN.
+  double nnz = split ? 2 * static_cast<double>(p.graph_edges) + nodes : 0;
+  for (const Task& t : plan.tasks())
+    if (!split && t.kind == TaskKind::spmm) nnz = std::max(nnz, t.attr_real("nnz").value_or(0));
+  const double elem = bytes_per_element(plan.info.dtype);
+  const double copies = split ? static_cast<double>(std::max<std::int64_t>(1, p.subnets)) : 1;
   const double bytes = nodes * static_cast<double>(plan.info.input_elements) * elem + nnz * (4 + elem);
-  if (bytes <= total) return;
+  if (bytes * copies <= total) return;
   char text[320];
-  std::snprintf(
-      text, sizeof text,
-      "a graph of %.4g nodes and %.4g neighbour entries needs %s on every worker to train full-graph "
-      "(--solver %s), more than the %s of device memory all %d worker slots hold together",
-      nodes, nnz, format_bytes(bytes).c_str(), std::string(to_string(plan.info.solver)).c_str(),
-      format_bytes(total).c_str(), platform.total_slots());
+  const std::string solver(to_string(plan.info.solver));
+  if (split)
+    std::snprintf(
+        text, sizeof text,
+        "a graph of %.4g nodes and %.4g neighbour entries needs %s for each of its %.0f copies, split in "
+        "parts (--solver %s), more than the %s of device memory all %d worker slots hold together",
+        nodes, nnz, format_bytes(bytes).c_str(), copies, solver.c_str(), format_bytes(total).c_str(),
+        platform.total_slots());
+  else
+    std::snprintf(
+        text, sizeof text,
+        "a graph of %.4g nodes and %.4g neighbour entries needs %s on every worker to train full-graph "
+        "(--solver %s), more than the %s of device memory all %d worker slots hold together",
+        nodes, nnz, format_bytes(bytes).c_str(), solver.c_str(), format_bytes(total).c_str(),
+        platform.total_slots());
   throw InputError(platform.path + ": " + text);
 }
 

@@ -142,6 +142,16 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
       plan.info.solver == PlanSolver::block_admm || plan.info.solver == PlanSolver::serial_parallel)
     r.instances = static_cast<int>(std::max<std::int64_t>(1, plan.info.microbatches));
   if (plan.info.solver == PlanSolver::gist) r.epochs_per_iteration = static_cast<int>(plan.info.microbatches);
+  // A backprop step on a split graph is one epoch too.
+  if (plan.info.parameters.graph_parts > 1 && plan.info.solver == PlanSolver::backprop)
+    r.epochs_per_iteration = 1;
+  if (plan.info.parameters.graph_parts > 1) {
+    r.graph_nodes = plan.info.graph_nodes;
+    r.graph_edges = plan.info.parameters.graph_edges;
+    r.graph_parts = plan.info.parameters.graph_parts;
+    r.graph_halo_rows = plan.info.parameters.halo_rows;
+    r.graph_partitioner = plan.info.parameters.partitioner;
+  }
   r.platform = platform.path;
   r.collectives = facts.collectives;
   r.network = facts.network;
@@ -253,6 +263,12 @@ nlohmann::json report_to_json(const Report& r) {
   j["schedule"] = r.schedule;
   j["instances"] = r.instances;
   j["epochs_per_iteration"] = r.epochs_per_iteration;
+  if (r.graph_parts > 0)
+    j["graph"] = {{"nodes", r.graph_nodes},
+                  {"edges", r.graph_edges},
+                  {"parts", r.graph_parts},
+                  {"partitioner", r.graph_partitioner},
+                  {"halo_rows", r.graph_halo_rows}};
   j["platform"] = r.platform;
   j["collectives"] = r.collectives;
   j["network"] = r.network;
@@ -312,6 +328,14 @@ Report report_from_json(const nlohmann::json& j) {
   r.schedule = j.value("schedule", "");
   r.instances = j.value("instances", 1);
   r.epochs_per_iteration = j.value("epochs_per_iteration", 0);
+  if (j.contains("graph")) {
+    const nlohmann::json& g = j.at("graph");
+    r.graph_nodes = g.value("nodes", std::int64_t{0});
+    r.graph_edges = g.value("edges", std::int64_t{0});
+    r.graph_parts = g.value("parts", std::int64_t{0});
+    r.graph_partitioner = g.value("partitioner", "");
+    r.graph_halo_rows = g.value("halo_rows", std::int64_t{0});
+  }
   r.platform = j.value("platform", "");
   r.collectives = j.value("collectives", "");
   r.network = j.value("network", "");
@@ -366,8 +390,19 @@ std::string format_report(const Report& r) {
          " per solver iteration (" + std::to_string(r.instances) + " instances per Plan iteration)\n";
   if (r.epochs_per_iteration > 0)
     s += "epoch time          " + format_seconds(r.iteration_time_s / r.epochs_per_iteration) +
-         " (an iteration is one " + r.schedule + " round of " + std::to_string(r.epochs_per_iteration) +
-         " full-graph steps, one epoch each)\n";
+         (r.schedule == "gist"
+              ? " (an iteration is one " + r.schedule + " round of " +
+                    std::to_string(r.epochs_per_iteration) + " full-graph steps, one epoch each)\n"
+              : std::string(" (an iteration is one full-graph step over every part)\n"));
+  if (r.graph_parts > 0)
+    s += "graph               " + fmt("%.4g nodes, ", static_cast<double>(r.graph_nodes)) +
+         fmt("%.4g edges", static_cast<double>(r.graph_edges)) + " in " + std::to_string(r.graph_parts) +
+         " parts (" + r.graph_partitioner + "), halo " +
+         fmt("%.4g rows", static_cast<double>(r.graph_halo_rows) / static_cast<double>(r.graph_parts)) +
+         " per part per aggregation (" +
+         fmt("%.1f %%", 100.0 * static_cast<double>(r.graph_halo_rows) /
+                            (static_cast<double>(r.graph_parts) * static_cast<double>(r.graph_nodes))) +
+         " of the nodes)\n";
   s += "compute per worker  " + format_seconds(r.compute_s) + "\n";
   s += "comm per worker     " + format_seconds(r.comm_s) + ", exposed " + format_seconds(r.exposed_comm_s) +
        "\n";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -489,6 +490,46 @@ TEST_F(Cli, GistPlansAndSimulatesARoundAndAnEpoch) {
   ASSERT_EQ(baseline.rc, 0) << baseline.err;
   EXPECT_TRUE(std::regex_search(baseline.out, round)) << baseline.out;
   EXPECT_EQ(baseline.out.find("epoch time"), std::string::npos) << baseline.out;
+}
+
+// A graph of 10^9 nodes and 10^10 edges (the issue's size): its layout comes from a 2^17-node
+// sample (graph_layout.hpp), the Plan holds per-part aggregates, and a GIST epoch (zeta = 1) of
+// 2 sub-GCNs, each split in 32 parts over a100-cluster-64, simulates within a minute on one core.
+TEST_F(Cli, BillionNodeGistEpochSimulatesWithinAMinute) {
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome s =
+      run("simulate --model gcn --set nodes=1000000000 --set edges=10000000000 --set "
+          "sizes=100,256,256,47 --solver gist --workers 64 --set m=2 --set parts=32 --set zeta=1 "
+          "--platform " +
+          kPlatforms + "a100-cluster-64.xml");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_LT(seconds, 60) << s.out;
+  EXPECT_NE(s.out.find("graph               1e+09 nodes, 1e+10 edges in 32 parts (streaming), halo "),
+            std::string::npos)
+      << s.out;
+  EXPECT_TRUE(
+      std::regex_search(s.out, std::regex(R"(epoch time +[0-9.]+ s \(an iteration is one gist round of 1 )")))
+      << s.out;
+  EXPECT_NE(s.out.find("does NOT fit"), std::string::npos) << s.out;  // the halo rows alone: 183 GB a part
+}
+
+// Backprop over dp=8 splits a GCN's graph in 8 parts: an epoch is one step, the report says the
+// layout; the real trainer refuses a split Plan in one line.
+TEST_F(Cli, PartitionedGcnSimulatesAndTheRealTrainerSaysItRunsWholeGraphsOnly) {
+  const Outcome s = run("simulate --model gcn --set nodes=100000 --strategy dp=8 --platform " + kPlatforms +
+                        "a100-node-8.xml");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("strategy dp=8,nodes=100000,edges=1000000,partitioner=streaming"), std::string::npos)
+      << s.out;
+  EXPECT_NE(s.out.find("(an iteration is one full-graph step over every part)"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("in 8 parts (streaming)"), std::string::npos) << s.out;
+  const Outcome r = run("run --model gcn --set nodes=1000 --strategy dp=2 --epochs 1 --no-pin");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("the real trainer runs whole-graph GCN Plans only"), std::string::npos) << r.err;
+  expect_one_line_error(run("plan --model gcn --solver gist --set parts=2 --workers 3 -o " + path("p.json")),
+                        "--set parts=2: 1 sub-GCNs of 2 graph parts each need 2 workers, not 3",
+                        path("p.json"));
 }
 
 TEST_F(Cli, GistBadInputIsOneLine) {

@@ -63,15 +63,17 @@ TEST(Experiment, CanonicalFormFillsDefaultsAndTheHashIsStable) {
 TEST(Experiment, EveryTableKeyParsesAndIsRangeChecked) {
   for (const SetKey& key : set_keys()) {
     Experiment e;
-    e.model = key.name == "image"                               ? "vgg16"
-              : key.name == "nodes" || key.name == "avg_degree" ? "gcn"
-                                                                : "gpt2-small";
+    const std::set<std::string> graph_keys = {"nodes",       "avg_degree",   "edges", "exponent",
+                                              "partitioner", "sample_nodes", "parts"};
+    e.model = key.name == "image" ? "vgg16" : graph_keys.count(key.name) ? "gcn" : "gpt2-small";
     if (key.name == "sizes") e.model = "mlp";
     if (!key.solvers.empty()) e.solver.solver = key.solvers.front();
     std::string good = "1";
     if (key.type == SetKeyType::count_list) good = "784,10";
     if (key.type == SetKeyType::choice) good = key.choices.back();
     if (key.type == SetKeyType::real) good = key.min_exclusive ? "0.5" : key.max_exclusive ? "0.5" : "1";
+    if (key.name == "exponent") good = "2.5";
+    if (key.name == "sample_nodes") good = "2";
     EXPECT_EQ(error_of([&] { apply_set(e, key.name, good); }), "") << key.name;
     EXPECT_EQ(set_value_text(e, key.name),
               key.type == SetKeyType::real ? nlohmann::json(std::stod(good)).dump() : good)

@@ -53,8 +53,6 @@ std::map<Case, std::string> expected_refusals() {
   for (const std::string& s : kAdmm) out[{"mlp", s, 4}] = "4 workers but model mlp has only 3 layers";
   out[{"mlp", "ampnet", 4}] = "4 workers but model mlp has only 3 layer groups";
   out[{"gcn", "ampnet", 4}] = "4 workers but model gcn has only 3 layer groups";
-  out[{"gcn", "backprop", 2}] = "model gcn trains full-graph";
-  out[{"gcn", "backprop", 4}] = "model gcn trains full-graph";
   // A synthetic workload of fixed durations has no class scores to put local heads on.
   for (int w : kWorkerCounts) out[{"anchor-96", "local", w}] = "ends in no loss over class scores";
   // Block-ADMM's last block trains on the model's loss; a block holds at least one layer group.

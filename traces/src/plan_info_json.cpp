@@ -45,14 +45,36 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   put("correction_period", p.correction_period);
   put("downsample", p.downsample);
   if (!p.method.empty()) j["method"] = p.method;
+  put("graph_parts", p.graph_parts);
+  put("graph_edges", p.graph_edges);
+  if (!p.partitioner.empty()) j["partitioner"] = p.partitioner;
+  put("halo_rows", p.halo_rows);
   return j;
 }
 
 SolverParameters read_parameters(const JsonNode& node) {
-  node.reject_unknown_fields({"instances", "max_active_keys", "min_update_frequency", "chunks",
-                              "local_variant", "admm_iterations", "rho", "nu", "quant_bits", "subnets",
-                              "local_steps", "blocks", "inner_steps", "z_lr", "stored_samples",
-                              "correction_period", "downsample", "method"});
+  node.reject_unknown_fields({"instances",
+                              "max_active_keys",
+                              "min_update_frequency",
+                              "chunks",
+                              "local_variant",
+                              "admm_iterations",
+                              "rho",
+                              "nu",
+                              "quant_bits",
+                              "subnets",
+                              "local_steps",
+                              "blocks",
+                              "inner_steps",
+                              "z_lr",
+                              "stored_samples",
+                              "correction_period",
+                              "downsample",
+                              "method",
+                              "graph_parts",
+                              "graph_edges",
+                              "partitioner",
+                              "halo_rows"});
   SolverParameters p;
   p.instances = optional_int(node, "instances", 0, 0);
   p.max_active_keys = optional_int(node, "max_active_keys", 0, 0);
@@ -77,6 +99,14 @@ SolverParameters read_parameters(const JsonNode& node) {
     if (p.method != "penalty" && p.method != "al")
       v->fail("unknown serial-parallel method " + quote_for_message(p.method) + " (penalty or al)");
   }
+  p.graph_parts = optional_int(node, "graph_parts", 0, 0);
+  p.graph_edges = optional_int(node, "graph_edges", 0, 0);
+  if (std::optional<JsonNode> v = node.find("partitioner")) {
+    p.partitioner = v->as_string();
+    if (p.partitioner != "streaming" && p.partitioner != "metis")
+      v->fail("unknown graph partitioner " + quote_for_message(p.partitioner) + " (streaming or metis)");
+  }
+  p.halo_rows = optional_int(node, "halo_rows", 0, 0);
   return p;
 }
 

@@ -85,6 +85,13 @@ std::vector<SetKey> make_table() {
   t.push_back(model_count("image", "pixels", "side of the square input image (vision models)"));
   t.push_back(model_count("nodes", "nodes", "graph nodes (gcn)"));
   t.push_back(model_count("avg_degree", "neighbours", "mean neighbours per node (gcn), below nodes"));
+  SetKey edges = model_count("edges", "edges", "undirected graph edges (gcn), instead of avg_degree");
+  edges.max = 1e15;
+  t.push_back(edges);
+  SetKey exponent =
+      real("exponent", SetSection::model, 2, true, 100, false, "",
+           "degree distribution exponent of the power-law graph a partitioned GCN splits (gcn)");
+  t.push_back(exponent);
   t.push_back(real("bucket_mb", SetSection::strategy, 0, false, 1e6, false, "MB",
                    "data-parallel gradient bucket (10^6 B); 0 = one bucket per block"));
   t.push_back(choice("dp_algo", SetSection::strategy, kAlgorithmNames, "algorithm",
@@ -188,6 +195,26 @@ std::vector<SetKey> make_table() {
       integer("m", SetSection::solver, 1, "sub-GCNs", "sub-GCNs per round, one per worker", {Solver::gist}));
   t.push_back(
       integer("zeta", SetSection::solver, 1, "steps", "full-graph local steps per round", {Solver::gist}));
+  // The graph keys stay out of an Experiment's JSON at their defaults: Experiments written
+  // before them keep their content hash.
+  SetKey parts = integer("parts", SetSection::solver, 1, "parts",
+                         "graph parts per sub-GCN, one worker each (workers = m x parts)", {Solver::gist});
+  parts.quiet_default = "1";
+  t.push_back(parts);
+  SetKey partitioner = choice("partitioner", SetSection::solver, {"streaming", "metis"}, "partitioner",
+                              "how a split GCN graph is partitioned: Fennel streaming or METIS k-way",
+                              {Solver::backprop, Solver::gist});
+  partitioner.quiet_default = "streaming";
+  partitioner.models = {"gcn"};
+  t.push_back(partitioner);
+  SetKey sample = integer("sample_nodes", SetSection::solver, 2, "nodes",
+                          "largest graph partitioned whole; larger ones are scaled from a sample this size",
+                          {Solver::backprop, Solver::gist});
+  sample.max = 1 << 26;
+  sample.max_reason = "a sample is drawn and partitioned in memory";
+  sample.quiet_default = "131072";
+  sample.models = {"gcn"};
+  t.push_back(sample);
   t.push_back(integer("blocks", SetSection::solver, 1, "blocks",
                       "blocks joined by auxiliary variables (default: workers)", {Solver::block_admm}));
   t.push_back(integer("inner_steps", SetSection::solver, 1, "steps",
@@ -299,6 +326,11 @@ const std::map<std::string, Access>& accessors() {
     a["image"] = model_int(&ModelParameters::image);
     a["nodes"] = model_int(&ModelParameters::nodes);
     a["avg_degree"] = model_int(&ModelParameters::avg_degree);
+    a["edges"] = model_int(&ModelParameters::edges);
+    a["exponent"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                       return e.params.exponent ? std::optional<SetValue>(*e.params.exponent) : std::nullopt;
+                     },
+                     [](Experiment& e, const SetValue& v) { e.params.exponent = std::get<double>(v); }};
     a["sizes"] = {
         [](const Experiment& e) -> std::optional<SetValue> {
           return e.params.sizes ? std::optional<SetValue>(*e.params.sizes) : std::nullopt;
@@ -382,6 +414,14 @@ const std::map<std::string, Access>& accessors() {
     a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);
     a["m"] = number(&SolverConfig::subnets, &Experiment::solver);
     a["zeta"] = number(&SolverConfig::local_steps, &Experiment::solver);
+    a["parts"] = number(&SolverConfig::graph_parts, &Experiment::solver);
+    a["sample_nodes"] = number(&SolverConfig::sample_nodes, &Experiment::solver);
+    a["partitioner"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                          return SetValue(std::string(to_string(e.solver.partitioner)));
+                        },
+                        [](Experiment& e, const SetValue& v) {
+                          e.solver.partitioner = *parse_partition_method(std::get<std::string>(v));
+                        }};
     a["lr"] = {[](const Experiment& e) -> std::optional<SetValue> {
                  return e.learning_rate ? std::optional<SetValue>(*e.learning_rate) : std::nullopt;
                },
@@ -446,7 +486,9 @@ bool key_applies(const SetKey& key, const std::string& model, Solver solver) {
       return std::find(keys.begin(), keys.end(), key.name) != keys.end();
     }
     case SetSection::solver:
-      return std::find(key.solvers.begin(), key.solvers.end(), solver) != key.solvers.end();
+      return std::find(key.solvers.begin(), key.solvers.end(), solver) != key.solvers.end() &&
+             (key.models.empty() ||
+              std::find(key.models.begin(), key.models.end(), model) != key.models.end());
     case SetSection::strategy:
     case SetSection::optimizer:
       return true;

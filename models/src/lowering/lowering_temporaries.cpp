@@ -7,7 +7,7 @@
 // - 2×2 max pool: the kernel's argmax of every output (8-byte indices), forward and backward
 //   (the 4-byte copy the forward keeps for the backward is the layer's saved activation);
 // - tanh's backward when the Plan kept its input instead of its output: the output re-made;
-// - recv: the message, staged until the receiver copies it into its buffer;
+// - recv: the message (its send's bytes), staged until the receiver copies it into its buffer;
 // - allreduce with compression int8/fp8: the rank's bucket copied, one chunk's outgoing and owned
 //   messages (codes and a 4-byte scale) and incoming values; a plain collective runs in place;
 // - compress (gradient codecs): M = G + E gathered, and int8/fp8's rounded copy or top-k's
@@ -74,7 +74,10 @@ double temporary_bytes(const Plan& plan, const Task& t) {
           t.writes.empty())
         return 0;
       return buffer_bytes(plan, t.writes[0]);
-    case TaskKind::recv:
+    case TaskKind::recv:  // the message its send carries (a halo's slice of its buffer), else the buffer
+      for (TaskIndex d : t.data_deps)
+        if (plan.task(d).kind == TaskKind::send && plan.task(d).comm_bytes > 0)
+          return plan.task(d).comm_bytes;
       return t.writes.empty() ? 0 : buffer_bytes(plan, t.writes[0]);
     case TaskKind::allreduce: {
       const std::string c = t.attr_string("compression").value_or("");

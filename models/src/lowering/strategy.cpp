@@ -228,16 +228,16 @@ double optimizer_state_bytes_per_param(Optimizer optimizer, DType dtype) {
 namespace {
 
 // A GCN step reads all nodes of its graph (zoo_gcn.cpp): splitting them over data-parallel ranks
-// or microbatches would need the neighbours' features from the other parts, which strata does not
-// model, so one replica runs one batch of every node.
+// needs the neighbours' rows from the other parts, which the solvers' partitioned Plan models
+// (lower_partitioned_gcn, solver.hpp) and this lowering does not; nor microbatches.
 void check_full_graph(const Model& model, const StrategyConfig& config) {
   const std::string nodes = std::to_string(model.graph_nodes);
   const std::string why =
       "model " + model.name + " trains full-graph (every step reads all " + nodes + " nodes)";
   if (config.dp > 1)
     throw InputError("dp=" + std::to_string(config.dp) + ": " + why +
-                     "; strata does not model the neighbour exchange a split graph needs (use one worker, "
-                     "pp=N with --microbatches 1, or --solver gist)");
+                     "; split its graph with --solver backprop (the default), which lowers dp=N to N graph "
+                     "parts, or --solver gist");
   if (microbatch_count(config) > 1)
     throw InputError(std::to_string(microbatch_count(config)) + " microbatches: " + why +
                      " (give --microbatches 1)");

@@ -46,6 +46,7 @@ std::string_view to_string(LocalVariant variant) {
 SolverConfig parse_solver_config(Solver solver, std::map<std::string, std::string>& sets) {
   Experiment e;
   e.solver.solver = solver;
+  e.model = "gcn";  // a SolverConfig knows no model: the graph keys, which only gcn takes, parse too
   for (auto it = sets.begin(); it != sets.end();) {
     if (!is_solver_key(it->first, solver)) {
       ++it;
@@ -129,7 +130,10 @@ int solver_stages(const StrategyConfig& config) { return config.pp > 1 ? config.
 void check_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {
   const std::string name(to_string(solver.solver));
   if (solver.solver == Solver::backprop) {
-    check_strategy(model, config);
+    if (model.family == "gcn" && config.dp > 1)
+      check_partitioned_gcn(model, config);
+    else
+      check_strategy(model, config);
     return;
   }
   if (config.compression != Compression::none) {
@@ -222,6 +226,8 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
   };
   switch (solver.solver) {
     case Solver::backprop:
+      if (model.family == "gcn" && config.dp > 1)
+        return with_temporaries(lower_partitioned_gcn(model, config, solver));
       return lower(model, config);
     case Solver::ampnet:
       return with_temporaries(lower_ampnet(model, config, solver));

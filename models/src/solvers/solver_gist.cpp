@@ -27,8 +27,11 @@
 // same flags give the same Plan whatever --seed. Ownership: GistBuilder borrows the model, the
 // configurations and the Plan for build() only; the Plan owns every task and buffer it adds.
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <string>
 
+#include "graph_step.hpp"
 #include "solver_pipeline.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
 #include "strata/models/solvers/solver.hpp"
@@ -69,6 +72,7 @@ class GistBuilder {
   GistBuilder(const Model& model, const StrategyConfig& config, const SolverConfig& solver, Plan& plan)
       : model_(model), config_(config), solver_(solver), plan_(plan), classes_(gcn_sizes(model).back()) {}
   void build();
+  const GraphLayout& layout() const { return layout_; }
 
  private:
   struct Site {
@@ -79,7 +83,13 @@ class GistBuilder {
     std::vector<BufferIndex> weight, wgrad, opt, act, grad, outbox, inbox;
     BufferIndex input = 0, input_grad = 0, adjacency = 0;
     std::vector<TaskIndex> ready;  // per layer: the task after which its weights may be read
+    // With graph parts (--set parts=P > 1): the site's sub-GCN over P workers, i P .. i P + P - 1,
+    // which holds its own buffers; outbox and inbox above stay the coordinator's.
+    std::unique_ptr<solvers::PartitionedGcn> split;
   };
+  int parts() const { return solver_.graph_parts; }
+  // The worker of site i's part p: site i itself without parts.
+  int worker(int i, int p) const { return i * parts() + p; }
 
   double elem() const { return bytes_per_element(config_.dtype); }
   double nodes() const { return static_cast<double>(model_.graph_nodes); }
@@ -87,8 +97,10 @@ class GistBuilder {
   void add_buffers(int i);
   TaskIndex add(Task task, int r, const std::string& id, int worker);
   Task copy_task(const Site& site) const;
-  TaskIndex transfer(int r, const std::string& id, int from, int to, double bytes, BufferIndex src,
+  TaskIndex transfer(int r, int i, const std::string& id, int from, int to, double bytes, BufferIndex src,
                      BufferIndex dst, TaskIndex after);
+  BufferIndex site_weight(int i, std::size_t j) const;  // the weights gather reads (part 0's)
+  void scatter_split(int r, int i, TaskIndex extract);
   void scatter(int r, int i, TaskIndex extract);
   std::vector<TaskIndex> forward(int r, int i, const std::string& prefix);
   void backward(int r, int i, const std::string& prefix, const std::vector<TaskIndex>& fwd, bool first_step);
@@ -103,6 +115,7 @@ class GistBuilder {
   std::int64_t classes_;
   std::vector<Site> sites_;
   TaskIndex last_average_ = kNone;
+  GraphLayout layout_;  // with graph parts: the graph each sub-GCN splits
 };
 
 BufferIndex GistBuilder::buffer(int worker, const std::string& id, double bytes, bool persistent) {
@@ -116,6 +129,16 @@ void GistBuilder::add_buffers(int i) {
   const std::size_t n = site.sub.layers.size();
   for (auto* table : {&site.weight, &site.wgrad, &site.opt, &site.act, &site.grad, &site.outbox, &site.inbox})
     table->assign(n, 0);
+  if (site.split) {  // the parts hold the rest
+    if (i == 0) return;
+    for (std::size_t j = 0; j < n; ++j) {
+      const Layer& layer = site.sub.layers[j];
+      if (layer.params <= 0) continue;
+      site.outbox[j] = buffer(0, prefix + "outbox/" + layer.name, layer.params * elem(), false);
+      site.inbox[j] = buffer(0, prefix + "inbox/" + layer.name, layer.params * elem(), false);
+    }
+    return;
+  }
   site.input = buffer(i, prefix + "act/input", model_.input_elems * nodes() * elem(), false);
   site.input_grad = buffer(i, prefix + "grad/input", model_.input_elems * nodes() * elem(), false);
   const double nnz = nodes() * (model_.graph_avg_degree + 1);
@@ -158,8 +181,8 @@ Task GistBuilder::copy_task(const Site& site) const {
 }
 
 // A send on `from` reading `src` after `after`, and its recv on `to` writing `dst`; returns the recv.
-TaskIndex GistBuilder::transfer(int r, const std::string& id, int from, int to, double bytes, BufferIndex src,
-                                BufferIndex dst, TaskIndex after) {
+TaskIndex GistBuilder::transfer(int r, int i, const std::string& id, int from, int to, double bytes,
+                                BufferIndex src, BufferIndex dst, TaskIndex after) {
   Task send;
   send.kind = TaskKind::send;
   send.stream = Stream::comm;
@@ -167,7 +190,7 @@ TaskIndex GistBuilder::transfer(int r, const std::string& id, int from, int to, 
   send.dtype = config_.dtype;
   send.comm_bytes = bytes;
   send.reads = {src};
-  const TaskIndex s = add(std::move(send), r, coord("site", from == 0 ? to : from) + "/send/" + id, from);
+  const TaskIndex s = add(std::move(send), r, coord("site", i) + "/send/" + id, from);
   plan_.add_data_dep(after, s);
   Task recv;
   recv.kind = TaskKind::recv;
@@ -175,7 +198,7 @@ TaskIndex GistBuilder::transfer(int r, const std::string& id, int from, int to, 
   recv.peer = from;
   recv.dtype = config_.dtype;
   recv.writes = {dst};
-  const TaskIndex arrival = add(std::move(recv), r, coord("site", from == 0 ? to : from) + "/recv/" + id, to);
+  const TaskIndex arrival = add(std::move(recv), r, coord("site", i) + "/recv/" + id, to);
   plan_.add_data_dep(s, arrival);
   return arrival;
 }
@@ -187,8 +210,37 @@ void GistBuilder::scatter(int r, int i, TaskIndex extract) {
     const Layer& layer = site.sub.layers[j];
     if (layer.params <= 0) continue;
     site.ready[j] = i == 0 ? extract  // extract wrote the weights themselves
-                           : transfer(r, "scatter/" + layer.name, 0, i, layer.params * elem(), site.outbox[j],
-                                      site.weight[j], extract);
+                           : transfer(r, i, "scatter/" + layer.name, 0, i, layer.params * elem(),
+                                      site.outbox[j], site.weight[j], extract);
+  }
+}
+
+BufferIndex GistBuilder::site_weight(int i, std::size_t j) const {
+  const Site& site = sites_[static_cast<std::size_t>(i)];
+  return site.split ? site.split->weight(0, j) : site.weight[j];
+}
+
+// With graph parts: the slices to every part of site i, from worker 0 (site 0's part 0 is worker
+// 0 itself, whose replica extract wrote); a part's replica is overwritten only after its last
+// optimizer step of the round before.
+void GistBuilder::scatter_split(int r, int i, TaskIndex extract) {
+  Site& site = sites_[static_cast<std::size_t>(i)];
+  solvers::PartitionedGcn& split = *site.split;
+  for (std::size_t j = 0; j < site.sub.layers.size(); ++j) {
+    const Layer& layer = site.sub.layers[j];
+    if (layer.params <= 0) continue;
+    const BufferIndex source = i == 0 ? split.weight(0, j) : site.outbox[j];
+    for (int p = 0; p < parts(); ++p) {
+      TaskIndex& ready = split.ready(p, j);
+      const TaskIndex last_step = ready;
+      if (split.worker(p) == 0) {
+        ready = extract;
+      } else {
+        ready = transfer(r, i, coord("dp", p) + "/scatter/" + layer.name, 0, split.worker(p),
+                         layer.params * elem(), source, split.weight(p, j), extract);
+      }
+      if (last_step != kNone) plan_.add_control_dep(last_step, ready);
+    }
   }
 }
 
@@ -259,13 +311,14 @@ TaskIndex GistBuilder::gather(int r, int i) {
   for (std::size_t j = 0; j < site.sub.layers.size(); ++j) {
     const Layer& layer = site.sub.layers[j];
     if (layer.params <= 0) continue;
+    const TaskIndex ready = site.split ? site.split->ready(0, j) : site.ready[j];
     if (i == 0) {
-      wb.reads.push_back(site.weight[j]);
-      arrivals.push_back(site.ready[j]);
+      wb.reads.push_back(site_weight(i, j));
+      arrivals.push_back(ready);
       continue;
     }
-    arrivals.push_back(transfer(r, "gather/" + layer.name, i, 0, layer.params * elem(), site.weight[j],
-                                site.inbox[j], site.ready[j]));
+    arrivals.push_back(transfer(r, i, "gather/" + layer.name, worker(i, 0), 0, layer.params * elem(),
+                                site_weight(i, j), site.inbox[j], ready));
     wb.reads.push_back(site.inbox[j]);
   }
   wb.writes = global_;
@@ -285,13 +338,20 @@ void GistBuilder::round(int r) {
     Task t = copy_task(site);
     t.reads = global_;
     for (std::size_t j = 0; j < site.sub.layers.size(); ++j)
-      if (site.sub.layers[j].params > 0) t.writes.push_back(i == 0 ? site.weight[j] : site.outbox[j]);
+      if (site.sub.layers[j].params > 0) t.writes.push_back(i == 0 ? site_weight(i, j) : site.outbox[j]);
     t.attrs["copy"] = std::string("extract");
     extract[static_cast<std::size_t>(i)] = add(std::move(t), r, coord("site", i) + "/extract", 0);
     if (last_average_ != kNone) plan_.add_data_dep(last_average_, extract[static_cast<std::size_t>(i)]);
   }
   std::vector<TaskIndex> write_backs;
   for (int i = 0; i < m; ++i) {
+    if (sites_[static_cast<std::size_t>(i)].split) {
+      scatter_split(r, i, extract[static_cast<std::size_t>(i)]);
+      for (int s = 0; s < solver_.local_steps; ++s)
+        sites_[static_cast<std::size_t>(i)].split->step(r, coord("step", s) + "/", s == 0);
+      write_backs.push_back(gather(r, i));
+      continue;
+    }
     scatter(r, i, extract[static_cast<std::size_t>(i)]);
     for (int s = 0; s < solver_.local_steps; ++s) {
       const std::string prefix = coord("site", i) + "/" + coord("step", s) + "/";
@@ -309,7 +369,7 @@ void GistBuilder::round(int r) {
   avg.bytes_written = classes * elem();
   for (const Site& site : sites_) {
     const std::size_t output = output_layer(site.sub);
-    avg.reads.push_back(&site == &sites_.front() ? site.weight[output] : site.inbox[output]);
+    avg.reads.push_back(&site == &sites_.front() ? site_weight(0, output) : site.inbox[output]);
   }
   avg.writes = {global_.back()};
   avg.attrs["copy"] = std::string("average");
@@ -320,11 +380,18 @@ void GistBuilder::round(int r) {
 void GistBuilder::build() {
   for (const Layer& layer : model_.layers)
     if (layer.params > 0) global_.push_back(buffer(0, "global/w/" + layer.name, layer.params * elem(), true));
+  if (parts() > 1) layout_ = solvers::gcn_layout(model_, parts(), solver_, config_.seed);
+  sites_.resize(static_cast<std::size_t>(solver_.subnets));  // not resized again: the parts hold sub
   for (int i = 0; i < solver_.subnets; ++i) {
-    Site site;
+    Site& site = sites_[static_cast<std::size_t>(i)];
     site.sub = sub_gcn(model_, solver_.subnets, i);
     site.ready.assign(site.sub.layers.size(), kNone);
-    sites_.push_back(std::move(site));
+    if (parts() > 1) {
+      std::vector<int> workers;
+      for (int p = 0; p < parts(); ++p) workers.push_back(worker(i, p));
+      site.split = std::make_unique<solvers::PartitionedGcn>(site.sub, layout_, std::move(workers),
+                                                             coord("site", i) + "/", config_, plan_);
+    }
     add_buffers(i);
   }
   for (int r = 0; r < config_.iterations; ++r) round(r);
@@ -356,9 +423,19 @@ void check_gist(const Model& model, const StrategyConfig& config, const SolverCo
   if (solver.subnets > narrowest)
     throw InputError("--set m: " + m + " sub-GCNs but the narrowest hidden layer of model " + model.name +
                      " has " + std::to_string(narrowest) + " units (each sub-GCN needs at least one)");
-  if (solver.subnets != solver_stages(config))
-    throw InputError("--set m: " + m + " sub-GCNs but " + std::to_string(solver_stages(config)) +
-                     " workers; GIST trains one sub-GCN per worker (give --workers " + m + ")");
+  const int workers = solver.subnets * solver.graph_parts;
+  if (workers != solver_stages(config)) {
+    if (solver.graph_parts == 1)
+      throw InputError("--set m: " + m + " sub-GCNs but " + std::to_string(solver_stages(config)) +
+                       " workers; GIST trains one sub-GCN per worker (give --workers " + m + ")");
+    throw InputError("--set parts=" + std::to_string(solver.graph_parts) + ": " + m + " sub-GCNs of " +
+                     std::to_string(solver.graph_parts) + " graph parts each need " +
+                     std::to_string(workers) + " workers, not " + std::to_string(solver_stages(config)) +
+                     " (give --workers " + std::to_string(workers) + ")");
+  }
+  if (solver.graph_parts > model.graph_nodes)
+    throw InputError("--set parts=" + std::to_string(solver.graph_parts) + ": more graph parts than the " +
+                     std::to_string(model.graph_nodes) + " nodes of model " + model.name);
   if (config.global_batch > 0 && config.global_batch != model.graph_nodes)
     throw InputError("--global-batch " + std::to_string(config.global_batch) +
                      ": GIST trains full-graph on the " + std::to_string(model.graph_nodes) +
@@ -366,15 +443,21 @@ void check_gist(const Model& model, const StrategyConfig& config, const SolverCo
 }
 
 Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {
-  Plan plan(solver.subnets);
-  GistBuilder(model, config, solver, plan).build();
+  const int parts = solver.graph_parts;
+  Plan plan(solver.subnets * parts);
+  GistBuilder builder(model, config, solver, plan);
+  builder.build();
   const std::int64_t steps = solver.local_steps;
   const std::int64_t nodes = model.graph_nodes;
+  const std::string graph =
+      parts > 1 ? ",parts=" + std::to_string(parts) + ",nodes=" + std::to_string(nodes) +
+                      ",edges=" + std::to_string(std::llround(graph_edges_of(model)))
+                : ",nodes=" + std::to_string(nodes) + ",avg_degree=" + std::to_string(model.graph_avg_degree);
   solvers::finish_plan(plan, model, config,
-                       "workers=" + std::to_string(solver.subnets) + ",m=" + std::to_string(solver.subnets) +
-                           ",zeta=" + std::to_string(steps) + ",nodes=" + std::to_string(nodes) +
-                           ",avg_degree=" + std::to_string(model.graph_avg_degree),
+                       "workers=" + std::to_string(solver.subnets * parts) +
+                           ",m=" + std::to_string(solver.subnets) + ",zeta=" + std::to_string(steps) + graph,
                        solver, nodes * steps, steps);
+  if (parts > 1) set_graph_parameters(plan, builder.layout());
   // What the sites compute, not the full model's work: zeta full-graph steps of every sub-GCN.
   double flops = 0;
   for (int i = 0; i < solver.subnets; ++i)

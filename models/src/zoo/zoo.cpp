@@ -144,7 +144,7 @@ const std::vector<Preset>& presets() {
          return make_anchor(name, given_or(set.layers, 96));
        }},
       {"gcn",
-       {"sizes", "nodes", "avg_degree"},
+       {"sizes", "nodes", "avg_degree", "edges", "exponent"},
        [](const std::string& name, const ModelParameters& set) {
          const GcnConfig preset;
          GcnConfig config;
@@ -154,6 +154,20 @@ const std::vector<Preset>& presets() {
          if (config.avg_degree >= config.nodes)
            fail("avg_degree", std::to_string(config.avg_degree),
                 "a node has at most nodes - 1 = " + std::to_string(config.nodes - 1) + " neighbours");
+         config.exponent = given_or(set.exponent, preset.exponent);
+         if (set.edges) {
+           if (set.avg_degree)
+             fail("edges", std::to_string(*set.edges),
+                  "give edges or avg_degree, not both (2 edges / nodes is the mean degree)");
+           const double most = static_cast<double>(config.nodes) * static_cast<double>(config.nodes - 1) / 2;
+           if (static_cast<double>(*set.edges) > most)
+             fail("edges", std::to_string(*set.edges),
+                  "a simple graph of " + std::to_string(config.nodes) +
+                      " nodes has at most nodes (nodes - 1) / 2 edges");
+           config.edges = *set.edges;
+           config.avg_degree = static_cast<std::int32_t>(std::max<std::int64_t>(
+               1, std::llround(2.0 * static_cast<double>(config.edges) / static_cast<double>(config.nodes))));
+         }
          return make_gcn(name, config);
        }},
   };
@@ -280,11 +294,12 @@ const Preset& preset_of(const std::string& name) {
 std::vector<std::string> given_keys(const ModelParameters& p) {
   std::vector<std::string> keys;
   const std::pair<const char*, bool> all[] = {
-      {"layers", p.layers.has_value()},        {"hidden", p.hidden.has_value()},
-      {"heads", p.heads.has_value()},          {"seq", p.seq.has_value()},
-      {"vocab", p.vocab.has_value()},          {"sizes", p.sizes.has_value()},
-      {"image", p.image.has_value()},          {"nodes", p.nodes.has_value()},
-      {"avg_degree", p.avg_degree.has_value()}};
+      {"layers", p.layers.has_value()},         {"hidden", p.hidden.has_value()},
+      {"heads", p.heads.has_value()},           {"seq", p.seq.has_value()},
+      {"vocab", p.vocab.has_value()},           {"sizes", p.sizes.has_value()},
+      {"image", p.image.has_value()},           {"nodes", p.nodes.has_value()},
+      {"avg_degree", p.avg_degree.has_value()}, {"edges", p.edges.has_value()},
+      {"exponent", p.exponent.has_value()}};
   for (const auto& [key, given] : all)
     if (given) keys.emplace_back(key);
   return keys;

@@ -21,6 +21,8 @@
 // expectation, so its costs do not depend on --seed and no graph is drawn.
 #include "strata/models/zoo/zoo.hpp"
 
+#include <cmath>
+
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -31,15 +33,20 @@ namespace {
 constexpr double kReluFlopsPerElem = 1;
 constexpr double kSoftmaxFlopsPerLogit = 3;
 
-Layer aggregate(std::string name, std::int32_t block, std::int64_t width, std::int64_t nnz_per_node) {
+// nnz_per_node: the mean nonzeros of a row of Â, an integer when the mean degree is one (then
+// stored as one, as Plans have always carried it).
+Layer aggregate(std::string name, std::int32_t block, std::int64_t width, double nnz_per_node) {
   Layer layer;
   layer.name = std::move(name);
   layer.op = LayerOp::aggregate;
   layer.block = block;
-  layer.fwd_flops = 2.0 * static_cast<double>(nnz_per_node) * static_cast<double>(width);
+  layer.fwd_flops = 2.0 * nnz_per_node * static_cast<double>(width);
   layer.bwd_data_flops = layer.fwd_flops;
   layer.out_elems = static_cast<double>(width);
-  layer.shape = {{"width", width}, {"nnz_per_node", nnz_per_node}};
+  const bool whole = nnz_per_node == std::floor(nnz_per_node);
+  layer.shape = {
+      {"width", width},
+      {"nnz_per_node", whole ? AttrValue(static_cast<std::int64_t>(nnz_per_node)) : AttrValue(nnz_per_node)}};
   return layer;
 }
 
@@ -56,12 +63,17 @@ Model make_gcn(const std::string& name, const GcnConfig& config) {
   model.input_elems = static_cast<double>(sizes.front());
   model.graph_nodes = config.nodes;
   model.graph_avg_degree = config.avg_degree;
+  model.graph_edges = config.edges;
+  model.graph_exponent = config.exponent;
+  const double nnz_per_node =
+      config.edges > 0 ? 2.0 * static_cast<double>(config.edges) / static_cast<double>(config.nodes) + 1
+                       : static_cast<double>(config.avg_degree) + 1;
   const auto layers = static_cast<std::int32_t>(sizes.size()) - 1;
   for (std::int32_t l = 0; l < layers; ++l) {
     const std::string prefix = "gc" + std::to_string(l) + "/";
     const std::int64_t width = sizes[static_cast<std::size_t>(l) + 1];
     model.layers.push_back(make_linear(prefix + "fc", l, 1, sizes[static_cast<std::size_t>(l)], width));
-    if (l > 0) model.layers.push_back(aggregate(prefix + "agg", l, width, config.avg_degree + 1));
+    if (l > 0) model.layers.push_back(aggregate(prefix + "agg", l, width, nnz_per_node));
     if (l + 1 == layers) break;
     Layer relu = make_pointwise(prefix + "relu", LayerOp::activation, l, static_cast<double>(width),
                                 kReluFlopsPerElem);
@@ -76,6 +88,12 @@ Model make_gcn(const std::string& name, const GcnConfig& config) {
   loss.shape["classes"] = sizes.back();
   model.layers.push_back(std::move(loss));
   return model;
+}
+
+double graph_edges_of(const Model& model) {
+  return model.graph_edges > 0
+             ? static_cast<double>(model.graph_edges)
+             : static_cast<double>(model.graph_nodes) * static_cast<double>(model.graph_avg_degree) / 2;
 }
 
 }  // namespace models

@@ -33,6 +33,11 @@ GcnPlanShape gcn_plan_shape(const Plan& plan) {
   if (plan.info.solver != PlanSolver::backprop && plan.info.solver != PlanSolver::gist)
     throw InputError("plan: a " + std::string(to_string(plan.info.solver)) +
                      " Plan of a GCN has no real trainer (backprop and gist have); simulate it instead");
+  if (plan.info.parameters.graph_parts > 1)
+    throw InputError(
+        "plan: its GCN's graph is split in " + std::to_string(plan.info.parameters.graph_parts) +
+        " parts (halo exchange per aggregation); the real trainer runs whole-graph GCN Plans only "
+        "(simulate it, or drop dp / --set parts)");
   // Per layer, per site (-1: backprop's one model): the iteration-0 step-0 linear's (k, n).
   std::map<std::int64_t, std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>>> layers;
   GcnPlanShape shape;

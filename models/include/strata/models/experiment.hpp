@@ -123,7 +123,8 @@ struct SetKey {
   std::string choice_noun;  // "algorithm", "variant": "unknown algorithm 'x' (known: ...)"
   std::string unit;         // "" for a pure number
   std::string help;
-  std::vector<Solver> solvers;  // section solver: the solvers that take it
+  std::vector<Solver> solvers;      // section solver: the solvers that take it
+  std::vector<std::string> models;  // section solver: the models that take it (empty: every model)
   // Not empty: the JSON leaves the key out when its value prints as this (the memory options).
   std::string quiet_default;
 };

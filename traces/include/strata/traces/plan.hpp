@@ -84,6 +84,13 @@ struct SolverParameters {
   std::int64_t correction_period = 0;
   std::int64_t downsample = 0;
   std::string method;
+  // A GCN's graph split over workers (backprop on dp=P, or gist with parts): the parts (per
+  // sub-GCN), the graph's edges, the partitioner (streaming | metis) and the halo rows all parts
+  // receive at one aggregation.
+  std::int64_t graph_parts = 0;
+  std::int64_t graph_edges = 0;
+  std::string partitioner;
+  std::int64_t halo_rows = 0;
 
   bool operator==(const SolverParameters&) const = default;
 };

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/models/graph/graph_layout.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/plan.hpp"
@@ -103,6 +104,14 @@ struct SolverConfig {
   bool augmented_lagrangian = false;
   int correction_period = 4;
   int downsample = 1;
+  // A GCN's graph split over workers (graph_layout.hpp): backprop on --strategy dp=P splits it in
+  // P parts; GIST's every sub-GCN in graph_parts parts (workers = m x graph_parts). The layout
+  // comes from the power-law graph of the model's nodes, edges and exponent, partitioned by
+  // `partitioner`, counted whole up to sample_nodes nodes and scaled from a sample of that many
+  // above.
+  int graph_parts = 1;
+  PartitionMethod partitioner = PartitionMethod::streaming;
+  std::int64_t sample_nodes = std::int64_t{1} << 17;
 
   bool operator==(const SolverConfig&) const = default;
 };
@@ -141,8 +150,16 @@ struct FeatureMap {
   std::int64_t channels = 0, height = 1, width = 1;
 };
 FeatureMap feature_map(const Model& model, std::size_t i);
+// Backprop on a GCN over --strategy dp=P > 1: the graph split in P parts, one per worker, each
+// full-graph step exchanging the parts' halo rows at every aggregation (graph_step.hpp).
+// check_partitioned_gcn throws InputError with one line for tp or pp, microbatches, a global
+// batch other than the nodes, more parts than nodes, compression or a memory option.
+void check_partitioned_gcn(const Model& model, const StrategyConfig& config);
+Plan lower_partitioned_gcn(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// Records the layout's parts, edges, partitioner and halo rows in the Plan's parameters.
+void set_graph_parameters(Plan& plan, const GraphLayout& layout);
 // GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
-// workers, full graph. Throws InputError with one line.
+// workers (m x graph_parts), full graph. Throws InputError with one line.
 void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 
 // The sizes {features, hidden..., classes} of a GCN (zoo_gcn.cpp); throws InputError naming the

@@ -114,6 +114,12 @@ struct Model {
   // step reads all graph_nodes of them (full-graph, full-batch).
   std::int64_t graph_nodes = 0;
   std::int32_t graph_avg_degree = 0;  // mean neighbours per node (self loop not counted)
+  // The edges when given (--set edges=E; then 2E / N is the mean degree and graph_avg_degree its
+  // rounding); 0: N x graph_avg_degree / 2. See graph_edges_of().
+  std::int64_t graph_edges = 0;
+  // The exponent of the degree distribution, for the power-law graph a partitioned Plan splits
+  // (graph_layout.hpp; --set exponent).
+  double graph_exponent = 2.5;
 
   double params() const;
   double fwd_flops_per_sample() const;
@@ -145,6 +151,8 @@ struct ModelParameters {
   std::optional<std::int32_t> image;                              // lenet5, vgg16, resnet50
   std::optional<std::int64_t> nodes;                              // gcn
   std::optional<std::int32_t> avg_degree;                         // gcn
+  std::optional<std::int64_t> edges;                              // gcn
+  std::optional<double> exponent;                                 // gcn
   bool operator==(const ModelParameters&) const = default;
 };
 
@@ -174,12 +182,17 @@ Model make_resnet152(std::int32_t image = 224);  // image: a multiple of 32
 Model make_cifar_resnet(std::int32_t depth, std::int32_t image = 32, std::int32_t channels = 1);
 // A GCN (Kipf & Welling 2017) of sizes {features, hidden..., classes} on a graph of `nodes`
 // nodes of mean degree `avg_degree` (see zoo_gcn.cpp). REQUIRES: >= 2 sizes, all positive.
+// `edges` > 0 gives the edge count instead (the mean degree 2 edges / nodes need not be whole).
 struct GcnConfig {
   std::vector<std::int64_t> sizes = {784, 256, 256, 10};
   std::int64_t nodes = 10000;
   std::int32_t avg_degree = 20;
+  std::int64_t edges = 0;
+  double exponent = 2.5;  // graph_layout.hpp's default, cited there
 };
 Model make_gcn(const std::string& name, const GcnConfig& config);
+// A GCN's undirected edges (self loops not counted): graph_edges, or N x avg_degree / 2.
+double graph_edges_of(const Model& model);
 
 // ASTRA-sim 2.0's data-parallel comparison workload: `layers` fixed layers, 300 µs forward,
 // 600 µs backward and 24 M parameters (a 48 MB bf16 gradient allreduce) each.
