@@ -8,25 +8,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "../input_error.hpp"
 #include "strata/models/graph/graph_layout.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 std::int64_t sum(const std::vector<std::int64_t>& v) {
   return std::accumulate(v.begin(), v.end(), std::int64_t{0});
