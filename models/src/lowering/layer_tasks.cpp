@@ -245,18 +245,21 @@ void set_gemm_attrs(Task& task, const Layer& layer, double microbatch, int tp,
   }
 }
 
-// Â·X on `nodes` rows of `width`: Â's values and int32 column indices, and one row of X gathered
-// per nonzero, the traffic with no reuse of X in cache. It bounds the traffic from above, but
-// sparse-times-dense products run far below a one-pass roofline on GPUs and CPUs alike; a
-// calibration's spmm efficiencies say by how much.
-void set_spmm_bytes(Task& task, const Layer& layer, double nodes, double elem) {
-  const double nnz = nodes * shape_real(layer.shape, "nnz_per_node").value_or(1);
-  const double width = layer.out_elems;
-  task.bytes_read = nnz * (elem + 4) + nnz * width * elem;
-  task.bytes_written = nodes * width * elem;
+void set_layer_spmm_bytes(Task& task, const Layer& layer, double nodes, double elem) {
+  set_spmm_bytes(task, nodes, nodes * shape_real(layer.shape, "nnz_per_node").value_or(1), layer.out_elems,
+                 elem);
 }
 
 }  // namespace
+
+// Â·X (see layer_tasks.hpp): Â's values and int32 column indices, and one row of X gathered per
+// nonzero, the traffic with no reuse of X in cache. It bounds the traffic from above, but
+// sparse-times-dense products run far below a one-pass roofline on GPUs and CPUs alike; a
+// calibration's spmm efficiencies say by how much.
+void set_spmm_bytes(Task& task, double rows, double nnz, double width, double elem) {
+  task.bytes_read = nnz * (elem + 4) + nnz * width * elem;
+  task.bytes_written = rows * width * elem;
+}
 
 double input_elems(const Layer& layer) {
   const Attributes& s = layer.shape;
@@ -346,7 +349,7 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
       task.bytes_written = f.weights * b;
       break;
   }
-  if (layer.op == LayerOp::aggregate) set_spmm_bytes(task, layer, microbatch, b);
+  if (layer.op == LayerOp::aggregate) set_layer_spmm_bytes(task, layer, microbatch, b);
   if (layer.op == LayerOp::fixed)
     task.attrs["duration_s"] = (phase == Phase::forward ? layer.fixed_fwd_s : layer.fixed_bwd_s) / ranks;
   set_gemm_attrs(task, layer, microbatch, tp, options);

@@ -27,7 +27,6 @@
 // same flags give the same Plan whatever --seed. Ownership: GistBuilder borrows the model, the
 // configurations and the Plan for build() only; the Plan owns every task and buffer it adds.
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <string>
 
@@ -451,7 +450,7 @@ Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverCo
   const std::int64_t nodes = model.graph_nodes;
   const std::string graph =
       parts > 1 ? ",parts=" + std::to_string(parts) + ",nodes=" + std::to_string(nodes) +
-                      ",edges=" + std::to_string(std::llround(graph_edges_of(model)))
+                      ",edges=" + std::to_string(builder.layout().edges)
                 : ",nodes=" + std::to_string(nodes) + ",avg_degree=" + std::to_string(model.graph_avg_degree);
   solvers::finish_plan(plan, model, config,
                        "workers=" + std::to_string(solver.subnets * parts) +

@@ -87,8 +87,7 @@ Task PartitionedGcn::spmm(const Layer& layer, Phase phase, int p) const {
   Task t = layer_task(layer, phase, rows(p), 1, config_.dtype);
   const auto nnz = static_cast<double>(layout_.part_nnz[static_cast<std::size_t>(p)]);
   t.flops = 2 * nnz * layer.out_elems;
-  t.bytes_read = nnz * (elem() + 4) + nnz * layer.out_elems * elem();
-  t.bytes_written = rows(p) * layer.out_elems * elem();
+  set_spmm_bytes(t, rows(p), nnz, layer.out_elems, elem());
   t.attrs["nnz"] = static_cast<std::int64_t>(nnz);
   t.attrs["halo_rows"] = layout_.halo(p);
   return t;

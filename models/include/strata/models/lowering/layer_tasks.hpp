@@ -98,6 +98,12 @@ struct SplitBackward {
 SplitBackward split_backward_task(const Layer& layer, double microbatch, int tp, DType dtype,
                                   const LayerTaskOptions& options = {});
 
+// The bytes of an aggregation Â·X (a GCN's spmm) over `rows` rows of Â holding `nnz` nonzeros, X
+// `width` values a row: reads every nonzero (value and int32 column) and the row of X it gathers,
+// writes the rows. layer_task sets them for the model's mean nonzeros per node; a Plan over a
+// split graph (graph_step.hpp) for each part's own.
+void set_spmm_bytes(Task& task, double rows, double nnz, double width, double elem);
+
 // layer_task with only the attributes a CostModel reads (fixed layers: duration_s; linear and
 // attention: their shape attributes, for the GEMM shapes on GPU hosts), for the analytical
 // estimate's inner loop.
