@@ -229,9 +229,10 @@ std::string gcn_round(const real::GcnPlanShape& shape, const Plan& plan) {
          std::to_string(shape.sites) + " sites, then write-back";
 }
 
-// A GCN Plan (--solver gist, or backprop on --model gcn): full-graph training on the kNN graph of
-// the Plan's node count (gcn_plan.hpp). A round (GIST's, or one backprop step) is an epoch of
-// --epochs: every node is seen; a Plan run is its iterations' rounds, run ceil(E / rounds) times.
+// A GCN Plan (--solver gist, or backprop on --model gcn): full-graph training on the Plan's graph
+// (gcn_plan_graph: the kNN graph of its node count, or the power-law graph it was laid out on).
+// A round (GIST's, or one backprop step) is an epoch of --epochs: every node is seen; a Plan run
+// is its iterations' rounds, run ceil(E / rounds) times.
 template <typename T>
 int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
               real::Transport<T>& transport) {
@@ -239,23 +240,22 @@ int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettin
   const auto seed = static_cast<std::uint64_t>(o.flags.seed);
   real::CpuBackend backend;
   const auto start = std::chrono::steady_clock::now();
-  const real::GcnData<T> data = real::gcn_plan_data<T>(backend, shape.nodes, seed);
+  const real::GcnPlanGraph<T> graph = real::gcn_plan_graph<T>(backend, plan, seed);
+  const real::GcnData<T>& data = graph.data;
   const double graph_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  real::GcnPlanTrainer<T> trainer(plan, data, seed, backend, transport, optimizer, !o.no_pin);
+  real::GcnPlanTrainer<T> trainer(plan, data, seed, backend, transport, optimizer, !o.no_pin,
+                                  graph.partition);
   const int rounds = shape.rounds, runs = (o.epochs + rounds - 1) / rounds;
   // Under MPI every process builds the same graph and runs its sites; the global model lives on
   // worker 0, so process 0 evaluates and reports.
   const bool report = transport.process() == 0;
   if (report)
     std::printf(
-        "run %s %s on %d %s (%s transport, %s, Adam lr %g): kNN graph of %lld Fashion-MNIST "
-        "images (k = 10, mean degree %.1f, built in %.2f s; the Plan's avg_degree sizes the simulation "
-        "only), "
+        "run %s %s on %d %s (%s transport, %s, Adam lr %g): %s, mean degree %.1f, built in %.2f s, "
         "%zu training / %zu test nodes; %s; %d round(s) per Plan run, %d run(s)\n",
         plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
         transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
-        transport.name().c_str(), o.precision.c_str(), optimizer.learning_rate,
-        static_cast<long long>(shape.nodes),
+        transport.name().c_str(), o.precision.c_str(), optimizer.learning_rate, graph.description.c_str(),
         static_cast<double>(data.adjacency.nonzeros() - shape.nodes) / static_cast<double>(shape.nodes),
         graph_s, data.split.train.size(), data.split.test.size(), gcn_round(shape, plan).c_str(), rounds,
         runs);

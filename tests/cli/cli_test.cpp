@@ -516,7 +516,7 @@ TEST_F(Cli, BillionNodeGistEpochSimulatesWithinAMinute) {
 
 // Backprop over dp=8 splits a GCN's graph in 8 parts: an epoch is one step, the report says the
 // layout; the real trainer refuses a split Plan in one line.
-TEST_F(Cli, PartitionedGcnSimulatesAndTheRealTrainerSaysItRunsWholeGraphsOnly) {
+TEST_F(Cli, PartitionedGcnSimulatesAndRunsForReal) {
   const Outcome s = run("simulate --model gcn --set nodes=100000 --strategy dp=8 --platform " + kPlatforms +
                         "a100-node-8.xml");
   ASSERT_EQ(s.rc, 0) << s.err;
@@ -524,9 +524,30 @@ TEST_F(Cli, PartitionedGcnSimulatesAndTheRealTrainerSaysItRunsWholeGraphsOnly) {
       << s.out;
   EXPECT_NE(s.out.find("(an iteration is one full-graph step over every part)"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find("in 8 parts (streaming)"), std::string::npos) << s.out;
-  const Outcome r = run("run --model gcn --set nodes=1000 --strategy dp=2 --epochs 1 --no-pin");
-  EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("the real trainer runs whole-graph GCN Plans only"), std::string::npos) << r.err;
+  // For real: the power-law graph the Plan was laid out on, its 2 parts on 2 worker threads, the
+  // same losses as the whole graph on one worker (the parts' gradients are summed).
+  const std::string graph =
+      "run --model gcn --set nodes=3000 --set edges=30000 --set sizes=32,48,48,8 --epochs 3 --no-pin";
+  const Outcome r = run(graph + " --strategy dp=2");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("power-law graph of 3000 nodes and 30000 edges"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 parts by streaming"), std::string::npos) << r.out;
+  const Outcome whole = run(graph);
+  ASSERT_EQ(whole.rc, 0) << whole.err;
+  auto losses = [](const std::string& out) {
+    std::string found;
+    for (std::size_t at = out.find("train loss "); at != std::string::npos;
+         at = out.find("train loss ", at + 1))
+      found += out.substr(at, 17) + ";";
+    return found;
+  };
+  const std::string split_losses = losses(r.out);
+  EXPECT_EQ(split_losses, losses(whole.out)) << r.out << whole.out;
+  EXPECT_EQ(std::count(split_losses.begin(), split_losses.end(), ';'), 3);
+  EXPECT_NE(whole.out.find("bytes sent between workers: 0 B"), std::string::npos) << whole.out;
+  EXPECT_EQ(r.out.find("bytes sent between workers: 0 B"), std::string::npos) << r.out;
+  expect_one_line_error(run(graph + " --strategy dp=2 --set sample_nodes=1000"),
+                        "it was laid out on a sample; lower it with --set sample_nodes=3000");
   expect_one_line_error(run("plan --model gcn --solver gist --set parts=2 --workers 3 -o " + path("p.json")),
                         "--set parts=2: 1 sub-GCNs of 2 graph parts each need 2 workers, not 3",
                         path("p.json"));

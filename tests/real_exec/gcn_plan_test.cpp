@@ -147,5 +147,95 @@ TEST(GcnPlan, RefusesAGraphOfAnotherSize) {
   }
 }
 
+// ---- A graph split over workers: the power-law graph the Plan was laid out on ----
+
+constexpr std::int64_t kSplitNodes = 900;
+const std::vector<std::int64_t> kSplitWidths = {16, 12, 8, 4};
+
+Model power_law_gcn() {
+  return make_model("gcn",
+                    {{"sizes", "16,12,8,4"}, {"nodes", std::to_string(kSplitNodes)}, {"edges", "4000"}});
+}
+
+Plan split_plan(const Model& model, int parts, std::map<std::string, std::string> sets = {}) {
+  StrategyConfig c;
+  c.dp = parts;
+  c.seed = 7;
+  Plan plan = lower_solver(model, c, parse_solver_config(Solver::backprop, sets));
+  plan.validate();
+  return plan;
+}
+
+TEST(GcnPlan, SplitGraphPlanGivesTheWholeGraphsSteps) {
+  const Plan plan = split_plan(power_law_gcn(), 3);
+  CpuBackend backend;
+  const GcnPlanGraph<double> graph = gcn_plan_graph<double>(backend, plan, kSeed);
+  ASSERT_EQ(graph.partition.size(), static_cast<std::size_t>(kSplitNodes));
+  EXPECT_NE(graph.description.find("power-law graph of 900 nodes"), std::string::npos) << graph.description;
+  ThreadTransport<double> transport;
+  GcnPlanTrainer<double> trainer(plan, graph.data, kSeed, backend, transport, adam_like_gcn(), false,
+                                 graph.partition);
+  EXPECT_EQ(trainer.shape().parts, 3);
+  for (int step = 0; step < 3; ++step) trainer.run();
+  GcnParameters<double> reference = init_gcn<double>(kSplitWidths, kSeed, false);
+  train_gcn(backend, graph.data, reference, GcnTrainConfig{3, AdamConfig{.learning_rate = 0.01}});
+  const double difference = max_difference(trainer.parameters(), reference);
+  EXPECT_LT(difference, kTolerance);
+  std::printf(
+      "backprop on 3 graph parts vs train_gcn on the whole graph after 3 steps: max |difference| %.3g\n",
+      difference);
+  // What crossed: per step, the halo rows of both aggregations (widths 8 and 4) forward and
+  // backward, and a ring allreduce of each layer's gradient (2 (n - 1) = 4 times its values).
+  const double halo = static_cast<double>(plan.info.parameters.halo_rows);
+  const double parameters = (16 * 12 + 12) + (12 * 8 + 8) + (8 * 4 + 4);
+  EXPECT_DOUBLE_EQ(static_cast<double>(transport.bytes_sent()),
+                   3 * 8 * (2 * halo * (8 + 4) + 4 * parameters));
+}
+
+TEST(GcnPlan, SplitGistGivesGistTrainWeights) {
+  StrategyConfig c;
+  c.dp = 4;
+  c.seed = 7;
+  std::map<std::string, std::string> sets{{"m", "2"}, {"zeta", "2"}, {"parts", "2"}};
+  const Plan plan = lower_solver(power_law_gcn(), c, parse_solver_config(Solver::gist, sets));
+  CpuBackend backend;
+  const GcnPlanGraph<double> graph = gcn_plan_graph<double>(backend, plan, kSeed);
+  ThreadTransport<double> transport;
+  GcnPlanTrainer<double> trainer(plan, graph.data, kSeed, backend, transport, adam_like_gcn(), false,
+                                 graph.partition);
+  trainer.run();
+  GcnParameters<double> reference = init_gcn<double>(kSplitWidths, kSeed, false);
+  GistConfig config;
+  config.sites = 2;
+  config.local_steps = 2;
+  config.rounds = 1;
+  config.seed = kSeed;
+  gist_train(backend, graph.data, reference, config);
+  const double difference = max_difference(trainer.parameters(), reference);
+  EXPECT_LT(difference, kTolerance);
+  std::printf("GIST, 2 sites of 2 graph parts vs gist_train after 1 round: max |difference| %.3g\n",
+              difference);
+}
+
+TEST(GcnPlan, SplitGraphRefusesALayoutCountedOnASample) {
+  const Plan plan = split_plan(power_law_gcn(), 2, {{"sample_nodes", "300"}});
+  CpuBackend backend;
+  try {
+    (void)gcn_plan_graph<double>(backend, plan, kSeed);
+    FAIL() << "a Plan laid out on a 300-node sample ran on the 900-node graph";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set sample_nodes=900"), std::string::npos) << e.what();
+  }
+  const Plan whole = split_plan(power_law_gcn(), 2);
+  const GcnPlanGraph<double> graph = gcn_plan_graph<double>(backend, whole, kSeed);
+  ThreadTransport<double> transport;
+  try {
+    GcnPlanTrainer<double> trainer(whole, graph.data, kSeed, backend, transport, adam_like_gcn(), false);
+    FAIL() << "a split Plan ran without its partition";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no partition of the graph"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace strata::real

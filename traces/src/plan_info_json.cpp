@@ -47,6 +47,7 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   if (!p.method.empty()) j["method"] = p.method;
   put("graph_parts", p.graph_parts);
   put("graph_edges", p.graph_edges);
+  if (p.graph_exponent != 0) j["graph_exponent"] = p.graph_exponent;
   if (!p.partitioner.empty()) j["partitioner"] = p.partitioner;
   put("halo_rows", p.halo_rows);
   return j;
@@ -73,6 +74,7 @@ SolverParameters read_parameters(const JsonNode& node) {
                               "method",
                               "graph_parts",
                               "graph_edges",
+                              "graph_exponent",
                               "partitioner",
                               "halo_rows"});
   SolverParameters p;
@@ -101,6 +103,7 @@ SolverParameters read_parameters(const JsonNode& node) {
   }
   p.graph_parts = optional_int(node, "graph_parts", 0, 0);
   p.graph_edges = optional_int(node, "graph_edges", 0, 0);
+  if (std::optional<JsonNode> v = node.find("graph_exponent")) p.graph_exponent = v->as_size();
   if (std::optional<JsonNode> v = node.find("partitioner")) {
     p.partitioner = v->as_string();
     if (p.partitioner != "streaming" && p.partitioner != "metis")

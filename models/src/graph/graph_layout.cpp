@@ -104,7 +104,10 @@ GraphLayout layout_of(const CsrGraph& graph, const std::vector<std::int32_t>& pa
   return out;
 }
 
-GraphLayout power_law_layout(std::int64_t nodes, std::int64_t edges, const GraphLayoutOptions& options) {
+namespace {
+
+// power_law_layout's checks; returns the nodes of the graph partitioned (a sample's when smaller).
+std::int64_t checked_sample_nodes(std::int64_t nodes, std::int64_t edges, const GraphLayoutOptions& options) {
   const std::string n_text = "nodes=" + std::to_string(nodes);
   if (nodes < 2) bad_layout(n_text + " must be >= 2");
   const double most = static_cast<double>(nodes) * (static_cast<double>(nodes) - 1) / 2;
@@ -116,13 +119,27 @@ GraphLayout power_law_layout(std::int64_t nodes, std::int64_t edges, const Graph
   if (options.parts < 1 || options.parts > sample_nodes)
     bad_layout("parts=" + std::to_string(options.parts) + " must be in [1, " + std::to_string(sample_nodes) +
                "] (the nodes of the graph partitioned" + (sample_nodes < nodes ? ", a sample" : "") + ")");
-  if (sample_nodes == nodes) {
-    const CsrGraph graph = shuffled_power_law_graph(nodes, edges, options.exponent, options.seed);
-    GraphLayout out =
-        layout_of(graph, partition_graph(graph, options.parts, options.method, options.seed), options.parts);
-    out.method = options.method;
-    return out;
-  }
+  return sample_nodes;
+}
+
+}  // namespace
+
+PartitionedGraph power_law_partitioned(std::int64_t nodes, std::int64_t edges,
+                                       const GraphLayoutOptions& options) {
+  if (checked_sample_nodes(nodes, edges, options) < nodes)
+    bad_layout("nodes=" + std::to_string(nodes) + " is more than max_sample_nodes=" +
+               std::to_string(options.max_sample_nodes) + ": the graph would be sampled, not drawn whole");
+  PartitionedGraph out;
+  out.graph = shuffled_power_law_graph(nodes, edges, options.exponent, options.seed);
+  out.parts = partition_graph(out.graph, options.parts, options.method, options.seed);
+  out.layout = layout_of(out.graph, out.parts, options.parts);
+  out.layout.method = options.method;
+  return out;
+}
+
+GraphLayout power_law_layout(std::int64_t nodes, std::int64_t edges, const GraphLayoutOptions& options) {
+  const std::int64_t sample_nodes = checked_sample_nodes(nodes, edges, options);
+  if (sample_nodes == nodes) return power_law_partitioned(nodes, edges, options).layout;
   // The sample: same mean degree, at least one edge, at most a complete graph.
   const double ratio = static_cast<double>(sample_nodes) / static_cast<double>(nodes);
   const std::int64_t sample_edges = std::clamp<std::int64_t>(std::llround(static_cast<double>(edges) * ratio),

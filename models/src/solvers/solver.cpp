@@ -228,6 +228,11 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
     case Solver::backprop:
       if (model.family == "gcn" && config.dp > 1)
         return with_temporaries(lower_partitioned_gcn(model, config, solver));
+      if (model.family == "gcn") {
+        Plan plan = lower(model, config);
+        set_graph_parameters(plan, model, nullptr);
+        return plan;
+      }
       return lower(model, config);
     case Solver::ampnet:
       return with_temporaries(lower_ampnet(model, config, solver));

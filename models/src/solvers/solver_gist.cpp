@@ -456,7 +456,7 @@ Plan lower_gist(const Model& model, const StrategyConfig& config, const SolverCo
                        "workers=" + std::to_string(solver.subnets * parts) +
                            ",m=" + std::to_string(solver.subnets) + ",zeta=" + std::to_string(steps) + graph,
                        solver, nodes * steps, steps);
-  if (parts > 1) set_graph_parameters(plan, builder.layout());
+  set_graph_parameters(plan, model, parts > 1 ? &builder.layout() : nullptr);
   // What the sites compute, not the full model's work: zeta full-graph steps of every sub-GCN.
   double flops = 0;
   for (int i = 0; i < solver.subnets; ++i)

@@ -181,9 +181,23 @@ void PartitionedGcn::backward(int r, const std::string& step, bool fresh_state) 
       arrivals = exchange(r, j, step, "bwd", source, grad_producer, not_before);
     }
     std::vector<TaskIndex> bwdw(parts_.size(), kNone);
+    // The first layer reads ÂX, whose gradient nothing needs: its backward is the weight gradient.
+    const bool input_grad = j > 0 || layer.params <= 0;
     for (int p = 0; p < layout_.parts; ++p) {
       Part& part = parts_[static_cast<std::size_t>(p)];
       const BufferIndex in = j == 0 ? part.input : part.act[j - 1];
+      TaskIndex& producer = grad_producer[static_cast<std::size_t>(p)];
+      if (!input_grad) {
+        Task w = layer_task(layer, Phase::backward_weight, rows(p), 1, config_.dtype);
+        w.reads = {part.grad[j], in};
+        w.writes = {part.wgrad[j]};
+        w.mem_free = layer.saved_elems * rows(p) * elem();
+        bwdw[static_cast<std::size_t>(p)] = add(std::move(w), r, p, step + "bwdw/" + layer.name);
+        plan_.add_data_dep(part.fwd[j], bwdw[static_cast<std::size_t>(p)]);
+        plan_.add_data_dep(producer, bwdw[static_cast<std::size_t>(p)]);
+        producer = kNone;
+        continue;
+      }
       Task b = layer.op == LayerOp::aggregate
                    ? spmm(layer, Phase::backward_data, p)
                    : layer_task(layer, Phase::backward_data, rows(p), 1, config_.dtype);
@@ -198,7 +212,6 @@ void PartitionedGcn::backward(int r, const std::string& step, bool fresh_state) 
       if (layer.op == LayerOp::loss) b.attrs["mean_over"] = gcn_.graph_nodes;
       part.bwd[j] = add(std::move(b), r, p, step + "bwd/" + layer.name);
       plan_.add_data_dep(part.fwd[j], part.bwd[j]);
-      TaskIndex& producer = grad_producer[static_cast<std::size_t>(p)];
       if (producer != kNone) plan_.add_data_dep(producer, part.bwd[j]);
       for (TaskIndex arrival : arrivals[static_cast<std::size_t>(p)])
         plan_.add_data_dep(arrival, part.bwd[j]);
@@ -241,7 +254,8 @@ void PartitionedGcn::backward(int r, const std::string& step, bool fresh_state) 
       if (fresh_state) u.attrs["fresh_state"] = std::int64_t{1};
       part.ready[j] = add(std::move(u), r, p, step + "opt/" + layer.name);
       plan_.add_data_dep(reduced != kNone ? reduced : bwdw[static_cast<std::size_t>(p)], part.ready[j]);
-      plan_.add_control_dep(part.bwd[j], part.ready[j]);  // bwd reads the weights the step overwrites
+      if (part.bwd[j] != kNone)  // bwd reads the weights the step overwrites
+        plan_.add_control_dep(part.bwd[j], part.ready[j]);
     }
   }
 }
@@ -287,15 +301,23 @@ Plan lower_partitioned_gcn(const Model& model, const StrategyConfig& config, con
                            ",edges=" + std::to_string(layout.edges) +
                            ",partitioner=" + std::string(to_string(solver.partitioner)),
                        solver, model.graph_nodes, 1);
-  set_graph_parameters(plan, layout);
+  set_graph_parameters(plan, model, &layout);
   return plan;
 }
 
-void set_graph_parameters(Plan& plan, const GraphLayout& layout) {
-  plan.info.parameters.graph_parts = layout.parts;
-  plan.info.parameters.graph_edges = layout.edges;
-  plan.info.parameters.partitioner = std::string(to_string(layout.method));
-  plan.info.parameters.halo_rows = layout.total_halo();
+void set_graph_parameters(Plan& plan, const Model& gcn, const GraphLayout* layout) {
+  SolverParameters& p = plan.info.parameters;
+  if (layout == nullptr) {
+    if (gcn.family != "gcn" || gcn.graph_edges <= 0) return;
+    p.graph_edges = gcn.graph_edges;
+    p.graph_exponent = gcn.graph_exponent;
+    return;
+  }
+  p.graph_parts = layout->parts;
+  p.graph_edges = layout->edges;
+  p.graph_exponent = gcn.graph_exponent;
+  p.partitioner = std::string(to_string(layout->method));
+  p.halo_rows = layout->total_halo();
 }
 
 }  // namespace models

@@ -198,15 +198,30 @@ void MpiTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
     bytes_ += elements;
     return;
   }
-  MPI_Send(ws.data(t.reads[0]), count_of(elements * sizeof(T), "send " + t.id), MPI_BYTE, t.peer,
-           tag_of(task), p2p_);
-  bytes_ += elements * sizeof(T);
+  send_values(plan, task, std::span<const T>(ws.data(t.reads[0]), elements), ws);
+}
+
+template <typename T>
+void MpiTransport<T>::send_values(const Plan& plan, TaskIndex task, std::span<const T> values,
+                                  Workspace<T>& /*ws*/) {
+  const Task& t = plan.task(task);
+  STRATA_ASSERT(t.peer != rank_, "send " + t.id + " to its own process");
+  MPI_Send(values.data(), count_of(values.size() * sizeof(T), "send " + t.id), MPI_BYTE, t.peer, tag_of(task),
+           p2p_);
+  bytes_ += values.size() * sizeof(T);
 }
 
 template <typename T>
 void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
   const Task& t = plan.task(task);
   STRATA_ASSERT(t.writes.size() == 1, "recv " + t.id + " must write one buffer");
+  recv_values(plan, task, std::span<T>(ws.data(t.writes[0]), static_cast<std::size_t>(ws.size(t.writes[0]))),
+              ws);
+}
+
+template <typename T>
+void MpiTransport<T>::recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& /*ws*/) {
+  const Task& t = plan.task(task);
   const TaskIndex from = matching_send(plan, t);
   Payload staged;
   {
@@ -219,9 +234,9 @@ void MpiTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
     queue.pop_front();
   }
   const std::vector<T>& payload = staged.values;
-  STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
+  STRATA_ASSERT(payload.size() == into.size(),
                 "recv " + t.id + ": payload size differs from the receiving buffer");
-  std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
+  std::copy(payload.begin(), payload.end(), into.begin());
 }
 
 // The server in the process of the group's first rank (me == 0): it receives every other rank's

@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "strata/traces/error.hpp"
 
@@ -203,6 +205,22 @@ void spmm(const CsrMatrix<T>& a, std::int64_t width, const T* x, T* y) {
   }
 }
 
+template <typename T>
+void spmm_halo(const CsrMatrix<T>& a, std::int64_t width, std::int64_t own_rows, const T* own, const T* halo,
+               T* y) {
+  STRATA_ASSERT(width >= 0 && own_rows >= 0, "spmm width " + std::to_string(width));
+  for (std::int64_t i = 0; i < a.rows; ++i) {
+    T* out = y + i * width;
+    std::fill(out, out + width, T{0});
+    for (std::int64_t p = a.row_offsets[i]; p < a.row_offsets[i + 1]; ++p) {
+      const T value = a.values[p];
+      const std::int64_t c = a.columns[p];
+      const T* in = c < own_rows ? own + c * width : halo + (c - own_rows) * width;
+      for (std::int64_t j = 0; j < width; ++j) out[j] += value * in[j];
+    }
+  }
+}
+
 std::vector<std::int64_t> knn_cosine(Backend& backend, const Tensor<float>& points, std::int64_t k,
                                      int threads) {
   STRATA_ASSERT(points.rank() == 2 && threads >= 1,
@@ -388,9 +406,47 @@ NodeDataset stochastic_block_model(const SbmConfig& c) {
   return data;
 }
 
+NodeDataset teacher_node_dataset(UndirectedGraph graph, std::int64_t feature_dim, std::int64_t classes,
+                                 std::uint64_t seed) {
+  if (feature_dim < 1 || classes < 2)
+    bad_input("teacher node data set", "feature_dim = " + std::to_string(feature_dim) + " and classes = " +
+                                           std::to_string(classes) + " must be >= 1 and >= 2");
+  const std::int64_t n = graph.node_count;
+  NodeDataset data;
+  data.classes = classes;
+  std::mt19937_64 rng(mix_seed(seed, 2));
+  data.features = Tensor<float>::zeros({n, feature_dim});
+  fill_standard_normal(rng, n * feature_dim, 1.0, data.features.data());
+  std::vector<float> teacher(static_cast<std::size_t>(feature_dim * classes));
+  fill_standard_normal(rng, feature_dim * classes, 1.0, teacher.data());
+  const CsrMatrix<float> a = gcn_normalized_adjacency<float>(graph);
+  std::vector<float> row(static_cast<std::size_t>(feature_dim)), score(static_cast<std::size_t>(classes));
+  data.labels.resize(static_cast<std::size_t>(n));
+  data.source_index.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {  // row i of ÂX, then its scores
+    std::fill(row.begin(), row.end(), 0.0F);
+    for (std::int64_t e = a.row_offsets[i]; e < a.row_offsets[i + 1]; ++e) {
+      const float* x = data.features.data() + a.columns[e] * feature_dim;
+      for (std::int64_t f = 0; f < feature_dim; ++f) row[f] += a.values[e] * x[f];
+    }
+    std::fill(score.begin(), score.end(), 0.0F);
+    for (std::int64_t f = 0; f < feature_dim; ++f)
+      for (std::int64_t c = 0; c < classes; ++c) score[c] += row[f] * teacher[f * classes + c];
+    data.labels[i] = static_cast<std::int32_t>(std::max_element(score.begin(), score.end()) - score.begin());
+    data.source_index[i] = i;
+  }
+  data.graph = std::move(graph);
+  data.split = random_node_split(n, 0.6, 0.1, mix_seed(seed, 1));
+  return data;
+}
+
 template CsrMatrix<float> gcn_normalized_adjacency<float>(const UndirectedGraph&);
 template CsrMatrix<double> gcn_normalized_adjacency<double>(const UndirectedGraph&);
 template void spmm<float>(const CsrMatrix<float>&, std::int64_t, const float*, float*);
 template void spmm<double>(const CsrMatrix<double>&, std::int64_t, const double*, double*);
+template void spmm_halo<float>(const CsrMatrix<float>&, std::int64_t, std::int64_t, const float*,
+                               const float*, float*);
+template void spmm_halo<double>(const CsrMatrix<double>&, std::int64_t, std::int64_t, const double*,
+                                const double*, double*);
 
 }  // namespace strata::real

@@ -505,8 +505,10 @@ void TaskRunner<T>::run_kernel(TaskIndex index) {
     case TaskKind::fixed:
       return run_fixed_task(t);
     case TaskKind::send:
+      if (halo_peers_.count(index) != 0) return run_halo_send(index);
       return transport_.send(plan_, index, ws_);
     case TaskKind::recv:
+      if (halo_peers_.count(index) != 0) return run_halo_recv(index);
       return transport_.recv(plan_, index, ws_);
     case TaskKind::allreduce:
     case TaskKind::reduce_scatter:

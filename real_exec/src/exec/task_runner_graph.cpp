@@ -13,8 +13,11 @@
 // the bias is then added before Â, as the Plan's tasks literally say.
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "strata/real/exec/task_runner.hpp"
 #include "strata/real/kernels/gcn.hpp"
@@ -46,7 +49,27 @@ template <typename T>
 void TaskRunner<T>::set_graph(const GraphOperands<T>* graph) {
   graph_ = graph;
   bias_routes_.clear();
+  halo_peers_.clear();
   if (graph == nullptr) return;
+  if (!graph->parts.empty()) {  // a split graph: each worker holds one part, its rank's
+    std::unordered_map<WorkerId, int> part_of_worker;
+    for (const Task& t : plan_.tasks())  // an aggregation runs on its part's worker (a scatter may not)
+      if (t.kind == TaskKind::spmm && t.coords.dp >= 0) part_of_worker[t.worker] = t.coords.dp;
+    auto peer_part = [&](const Task& t) {
+      const auto it = part_of_worker.find(t.peer);
+      STRATA_ASSERT(it != part_of_worker.end(), "task " + t.id + ": its peer holds no graph part");
+      return it->second;
+    };
+    auto halo_send = [&](TaskIndex i) {
+      return plan_.task(i).kind == TaskKind::send && plan_.task(i).attr_int("rows").has_value();
+    };
+    for (TaskIndex i = 0; i < plan_.size(); ++i) {
+      const Task& t = plan_.task(i);
+      if (halo_send(i)) halo_peers_[i] = peer_part(t);
+      if (t.kind == TaskKind::recv && std::any_of(t.data_deps.begin(), t.data_deps.end(), halo_send))
+        halo_peers_[i] = peer_part(t);
+    }
+  }
   std::unordered_map<BufferIndex, BufferIndex> weights_of_output;  // linear_fwd: Y -> W
   for (const Task& t : plan_.tasks())
     if (t.kind == TaskKind::linear_fwd) weights_of_output[t.writes[0]] = t.reads[1];
@@ -79,15 +102,62 @@ const BufferIndex* TaskRunner<T>::bias_route(TaskIndex index) const {
 }
 
 template <typename T>
+const GraphPart<T>* TaskRunner<T>::part_of(const Task& t) const {
+  if (graph_ == nullptr || graph_->parts.empty()) return nullptr;
+  STRATA_ASSERT(t.coords.dp >= 0 && static_cast<std::size_t>(t.coords.dp) < graph_->parts.size(),
+                "task " + t.id + ": no graph part for its rank");
+  return &graph_->parts[static_cast<std::size_t>(t.coords.dp)];
+}
+
+// The rows of the read buffer that the peer's halo takes, gathered into one message.
+template <typename T>
+void TaskRunner<T>::run_halo_send(TaskIndex index) {
+  const Task& t = plan_.task(index);
+  const GraphPart<T>& part = *part_of(t);
+  const std::vector<std::int64_t>& rows = part.sends[static_cast<std::size_t>(halo_peers_.at(index))];
+  const std::int64_t width = elems(t.reads[0]) / part.rows();
+  STRATA_ASSERT(width * part.rows() == elems(t.reads[0]) &&
+                    *t.attr_int("rows") == static_cast<std::int64_t>(rows.size()),
+                "task " + t.id + ": its buffer is not [part rows, width] or its rows are not the halo's");
+  std::vector<T> message(rows.size() * static_cast<std::size_t>(width));
+  const Held held = Held::here(allocated_bytes(message));
+  const T* x = buf(t.reads[0]);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::copy_n(x + rows[i] * width, width, message.data() + static_cast<std::int64_t>(i) * width);
+  transport_.send_values(plan_, index, message, ws_);
+}
+
+// Into the sender's slice of the halo buffer.
+template <typename T>
+void TaskRunner<T>::run_halo_recv(TaskIndex index) {
+  const Task& t = plan_.task(index);
+  const GraphPart<T>& part = *part_of(t);
+  const auto from = static_cast<std::size_t>(halo_peers_.at(index));
+  const std::int64_t width = elems(t.writes[0]) / std::max<std::int64_t>(1, part.halo_rows());
+  STRATA_ASSERT(width * part.halo_rows() == elems(t.writes[0]),
+                "task " + t.id + ": its buffer is not [halo rows, width]");
+  T* into = buf(t.writes[0]) + part.halo_start[from] * width;
+  transport_.recv_values(plan_, index,
+                         std::span<T>(into, static_cast<std::size_t>(part.halo_from(from) * width)), ws_);
+}
+
+template <typename T>
 void TaskRunner<T>::run_spmm(TaskIndex index) {
   const Task& t = plan_.task(index);
   STRATA_ASSERT(graph_ != nullptr, "task " + t.id + ": spmm needs the graph (GcnPlanTrainer sets it)");
-  const CsrMatrix<T>& a = graph_->data->adjacency;
+  const GraphPart<T>* part = part_of(t);
+  const CsrMatrix<T>& a = part != nullptr ? part->adjacency : graph_->data->adjacency;
   const std::int64_t width = elems(t.reads[0]) / a.rows;
   STRATA_ASSERT(width * a.rows == elems(t.reads[0]) && elems(t.writes[0]) == elems(t.reads[0]),
                 "task " + t.id + ": operands are not [" + std::to_string(a.rows) + " nodes, width]");
   T* y = buf(t.writes[0]);
-  spmm(a, width, buf(t.reads[0]), y);
+  if (part == nullptr) {
+    spmm(a, width, buf(t.reads[0]), y);
+  } else {
+    STRATA_ASSERT(t.reads.size() >= 2 && elems(t.reads[1]) == part->halo_rows() * width,
+                  "task " + t.id + ": its second read is not the part's halo [halo rows, width]");
+    spmm_halo(a, width, a.rows, buf(t.reads[0]), buf(t.reads[1]), y);
+  }
   const BufferIndex* weights = bias_route(index);
   if (weights == nullptr) return;
   const T* bias = buf(*weights) + elems(*weights) - width;  // after the [k, width] weights
@@ -96,13 +166,17 @@ void TaskRunner<T>::run_spmm(TaskIndex index) {
 }
 
 // gcn.cpp's loss_gradient: the training rows gathered, softmax cross-entropy, scattered back.
+// A split graph's part: over its own training rows, divided by all the graph's training nodes.
 template <typename T>
 void TaskRunner<T>::run_graph_loss(const Task& t) {
-  const std::vector<std::int64_t>& train = graph_->data->split.train;
+  const GraphPart<T>* part = part_of(t);
+  const std::vector<std::int64_t>& train = part != nullptr ? part->train : graph_->data->split.train;
   const std::vector<std::int32_t>& all_labels = graph_->data->labels;
   const std::int64_t classes = *t.attr_int("classes");
   const auto rows = static_cast<std::int64_t>(train.size());
-  STRATA_ASSERT(rows > 0 && elems(t.reads[0]) == graph_->data->node_count() * classes,
+  const auto all = static_cast<std::int64_t>(graph_->data->split.train.size());
+  const std::int64_t nodes = part != nullptr ? part->rows() : graph_->data->node_count();
+  STRATA_ASSERT(all > 0 && elems(t.reads[0]) == nodes * classes,
                 "task " + t.id + ": logits are not [nodes, classes] or no training nodes");
   std::vector<T> gathered(static_cast<std::size_t>(rows * classes)), probs(gathered.size());
   std::vector<std::int32_t> labels(train.size());
@@ -110,14 +184,21 @@ void TaskRunner<T>::run_graph_loss(const Task& t) {
   const T* logits = buf(t.reads[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     std::copy_n(logits + train[r] * classes, classes, gathered.data() + r * classes);
-    labels[r] = all_labels[train[r]];
+    labels[r] = all_labels[part != nullptr ? part->nodes[train[r]] : train[r]];
   }
-  const T loss = softmax_cross_entropy_forward(rows, classes, gathered.data(), labels.data(), probs.data());
+  T loss = rows == 0
+               ? T{0}
+               : softmax_cross_entropy_forward(rows, classes, gathered.data(), labels.data(), probs.data());
+  if (rows < all) loss = loss * static_cast<T>(rows) / static_cast<T>(all);
   if (t.kind == TaskKind::loss_fwd) {
     buf(t.writes[0])[0] = loss;
     return;
   }
-  softmax_cross_entropy_backward(rows, classes, probs.data(), labels.data(), gathered.data());
+  const T inv = T{1} / static_cast<T>(all);  // softmax_cross_entropy_backward's, over all training nodes
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < classes; ++j) gathered[r * classes + j] = probs[r * classes + j] * inv;
+    gathered[r * classes + labels[r]] -= inv;
+  }
   T* dlogits = buf(t.writes[0]);
   std::fill(dlogits, dlogits + elems(t.writes[0]), T{0});
   for (std::int64_t r = 0; r < rows; ++r)
@@ -186,6 +267,9 @@ void TaskRunner<T>::run_gist_copy(const Task& t) {
   template void TaskRunner<T>::set_graph(const GraphOperands<T>*);        \
   template const BufferIndex* TaskRunner<T>::bias_route(TaskIndex) const; \
   template void TaskRunner<T>::run_spmm(TaskIndex);                       \
+  template const GraphPart<T>* TaskRunner<T>::part_of(const Task&) const; \
+  template void TaskRunner<T>::run_halo_send(TaskIndex);                  \
+  template void TaskRunner<T>::run_halo_recv(TaskIndex);                  \
   template void TaskRunner<T>::run_graph_loss(const Task&);               \
   template void TaskRunner<T>::run_gist_copy(const Task&);
 STRATA_INSTANTIATE(float)

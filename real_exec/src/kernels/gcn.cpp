@@ -132,4 +132,81 @@ STRATA_INSTANTIATE(double)
 #undef STRATA_INSTANTIATE
 // NOLINTEND(bugprone-macro-parentheses)
 
+template <typename T>
+std::vector<GraphPart<T>> split_graph(const GcnData<T>& data, std::span<const std::int32_t> partition,
+                                      int parts) {
+  const CsrMatrix<T>& a = data.adjacency;
+  const std::int64_t n = a.rows;
+  if (static_cast<std::int64_t>(partition.size()) != n || parts < 1)
+    throw InputError("graph split: " + std::to_string(partition.size()) + " part labels for " +
+                     std::to_string(n) + " nodes in " + std::to_string(parts) + " parts");
+  std::vector<GraphPart<T>> out(static_cast<std::size_t>(parts));
+  std::vector<std::int64_t> local(static_cast<std::size_t>(n));  // a node's row in its part
+  for (std::int64_t u = 0; u < n; ++u) {
+    const std::int32_t p = partition[static_cast<std::size_t>(u)];
+    if (p < 0 || p >= parts)
+      throw InputError("graph split: node " + std::to_string(u) + " is in part " + std::to_string(p) +
+                       ", outside [0, " + std::to_string(parts) + ")");
+    std::vector<std::int64_t>& nodes = out[static_cast<std::size_t>(p)].nodes;
+    local[static_cast<std::size_t>(u)] = static_cast<std::int64_t>(nodes.size());
+    nodes.push_back(u);
+  }
+  for (const std::int64_t u : data.split.train)
+    out[static_cast<std::size_t>(partition[static_cast<std::size_t>(u)])].train.push_back(
+        local[static_cast<std::size_t>(u)]);
+  // seen[v] == p: v already among part p's halo; slot[v]: its column in part p's matrix.
+  std::vector<std::int32_t> seen(static_cast<std::size_t>(n), -1);
+  std::vector<std::int64_t> slot(static_cast<std::size_t>(n), 0);
+  for (int p = 0; p < parts; ++p) {
+    GraphPart<T>& part = out[static_cast<std::size_t>(p)];
+    std::vector<std::vector<std::int64_t>> from(static_cast<std::size_t>(parts));  // halo nodes by part
+    for (const std::int64_t u : part.nodes)
+      for (std::int64_t e = a.row_offsets[u]; e < a.row_offsets[u + 1]; ++e) {
+        const std::int64_t v = a.columns[e];
+        const std::int32_t q = partition[static_cast<std::size_t>(v)];
+        if (q == p || seen[static_cast<std::size_t>(v)] == p) continue;
+        seen[static_cast<std::size_t>(v)] = p;
+        from[static_cast<std::size_t>(q)].push_back(v);
+      }
+    part.halo_start.assign(1, 0);
+    for (int q = 0; q < parts; ++q) {
+      std::vector<std::int64_t>& halo = from[static_cast<std::size_t>(q)];
+      std::sort(halo.begin(), halo.end());
+      std::vector<std::vector<std::int64_t>>& sends = out[static_cast<std::size_t>(q)].sends;
+      sends.resize(static_cast<std::size_t>(parts));
+      std::vector<std::int64_t>& rows = sends[static_cast<std::size_t>(p)];
+      rows.clear();
+      for (std::size_t i = 0; i < halo.size(); ++i) {
+        slot[static_cast<std::size_t>(halo[i])] =
+            part.rows() + part.halo_start.back() + static_cast<std::int64_t>(i);
+        rows.push_back(local[static_cast<std::size_t>(halo[i])]);
+      }
+      part.halo_start.push_back(part.halo_start.back() + static_cast<std::int64_t>(halo.size()));
+    }
+    CsrMatrix<T>& m = part.adjacency;
+    m.rows = part.rows();
+    m.cols = part.rows() + part.halo_rows();
+    std::int64_t nnz = 0;
+    for (const std::int64_t u : part.nodes) nnz += a.row_offsets[u + 1] - a.row_offsets[u];
+    m.columns.reserve(static_cast<std::size_t>(nnz));
+    m.values.reserve(static_cast<std::size_t>(nnz));
+    m.row_offsets.reserve(part.nodes.size() + 1);
+    for (const std::int64_t u : part.nodes) {
+      for (std::int64_t e = a.row_offsets[u]; e < a.row_offsets[u + 1]; ++e) {
+        const std::int64_t v = a.columns[e];
+        m.columns.push_back(partition[static_cast<std::size_t>(v)] == p ? local[static_cast<std::size_t>(v)]
+                                                                        : slot[static_cast<std::size_t>(v)]);
+        m.values.push_back(a.values[e]);
+      }
+      m.row_offsets.push_back(m.nonzeros());
+    }
+  }
+  return out;
+}
+
+template std::vector<GraphPart<float>> split_graph<float>(const GcnData<float>&,
+                                                          std::span<const std::int32_t>, int);
+template std::vector<GraphPart<double>> split_graph<double>(const GcnData<double>&,
+                                                            std::span<const std::int32_t>, int);
+
 }  // namespace strata::real

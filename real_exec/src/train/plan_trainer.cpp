@@ -92,14 +92,15 @@ class AdmmRun final : public PlanTrainer<T> {
   AdmmPlanTrainer<T> trainer_;
 };
 
-// A GCN Plan (GIST, or backprop on a GCN): its rounds per run, on the kNN graph of its nodes.
+// A GCN Plan (GIST, or backprop on a GCN): its rounds per run, on its graph (gcn_plan_graph).
 template <typename T>
 class GcnRun final : public PlanTrainer<T> {
  public:
   GcnRun(const Plan& plan, const RealSettings& s, Transport<T>* transport)
       : owned_(transport),
-        data_(gcn_plan_data<T>(owned_.backend, gcn_plan_shape(plan).nodes, s.seed)),
-        trainer_(plan, data_, s.seed, owned_.backend, *owned_.transport, optimizer(s), s.pin_workers) {}
+        graph_(gcn_plan_graph<T>(owned_.backend, plan, s.seed)),
+        trainer_(plan, graph_.data, s.seed, owned_.backend, *owned_.transport, optimizer(s), s.pin_workers,
+                 graph_.partition) {}
 
   std::vector<TaskTiming> run(double* wall_s) override { return trainer_.run(wall_s); }
   std::uint64_t bytes_sent() const override { return trainer_.bytes_sent(); }
@@ -115,7 +116,7 @@ class GcnRun final : public PlanTrainer<T> {
   }
 
   Owned<T> owned_;
-  GcnData<T> data_;
+  GcnPlanGraph<T> graph_;
   GcnPlanTrainer<T> trainer_;
 };
 

@@ -43,9 +43,15 @@ void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws
     codes_[task] = {std::move(codes), std::move(held)};
     return;
   }
-  std::vector<T> payload(src, src + ws.size(t.reads[0]));
+  send_values(plan, task, std::span<const T>(src, static_cast<std::size_t>(ws.size(t.reads[0]))), ws);
+}
+
+template <typename T>
+void ThreadTransport<T>::send_values(const Plan& plan, TaskIndex task, std::span<const T> values,
+                                     Workspace<T>& ws) {
+  std::vector<T> payload(values.begin(), values.end());
   bytes_ += payload.size() * sizeof(T);
-  Held held(ws.meter(), t.peer, allocated_bytes(payload));
+  Held held(ws.meter(), plan.task(task).peer, allocated_bytes(payload));
   std::lock_guard<std::mutex> lock(mutex_);
   staged_[task] = {std::move(payload), std::move(held)};
 }
@@ -70,6 +76,15 @@ void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws
     dequantize_into(codes.data(), ws.size(t.writes[0]), QuantGrid{step}, ws.data(t.writes[0]));
     return;
   }
+  recv_values(plan, task, std::span<T>(ws.data(t.writes[0]), static_cast<std::size_t>(ws.size(t.writes[0]))),
+              ws);
+}
+
+template <typename T>
+void ThreadTransport<T>::recv_values(const Plan& plan, TaskIndex task, std::span<T> into,
+                                     Workspace<T>& /*ws*/) {
+  const Task& t = plan.task(task);
+  const TaskIndex from = matching_send(plan, t);
   Staged<std::vector<T>> staged;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -79,9 +94,9 @@ void ThreadTransport<T>::recv(const Plan& plan, TaskIndex task, Workspace<T>& ws
     staged_.erase(it);
   }
   const std::vector<T>& payload = staged.payload;
-  STRATA_ASSERT(static_cast<std::int64_t>(payload.size()) == ws.size(t.writes[0]),
+  STRATA_ASSERT(payload.size() == into.size(),
                 "recv " + t.id + ": payload size differs from the receiving buffer");
-  std::copy(payload.begin(), payload.end(), ws.data(t.writes[0]));
+  std::copy(payload.begin(), payload.end(), into.begin());
 }
 
 template <typename T>

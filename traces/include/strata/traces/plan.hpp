@@ -86,9 +86,11 @@ struct SolverParameters {
   std::string method;
   // A GCN's graph split over workers (backprop on dp=P, or gist with parts): the parts (per
   // sub-GCN), the graph's edges, the partitioner (streaming | metis) and the halo rows all parts
-  // receive at one aggregation.
+  // receive at one aggregation. graph_edges > 0 says the graph is the seeded power-law graph of
+  // graph_exponent (models/ graph_layout.hpp), split or whole; 0, the kNN image graph.
   std::int64_t graph_parts = 0;
   std::int64_t graph_edges = 0;
+  double graph_exponent = 0;
   std::string partitioner;
   std::int64_t halo_rows = 0;
 

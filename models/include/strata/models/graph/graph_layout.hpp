@@ -93,5 +93,18 @@ struct GraphLayoutOptions {
 // partition_graph do.
 GraphLayout power_law_layout(std::int64_t nodes, std::int64_t edges, const GraphLayoutOptions& options);
 
+// The graph itself where power_law_layout draws it whole (nodes <= options.max_sample_nodes): the
+// renumbered power-law graph, its partition and their exact layout, power_law_layout's result
+// field for field. What a real run of a split Plan trains on (real_exec/ train/gcn_plan.hpp).
+struct PartitionedGraph {
+  CsrGraph graph;
+  std::vector<std::int32_t> parts;  // per node, its part in [0, layout.parts)
+  GraphLayout layout;
+};
+// Throws as power_law_layout does, and InputError when nodes > options.max_sample_nodes (a sample
+// would be drawn: raise max_sample_nodes to draw the graph whole).
+PartitionedGraph power_law_partitioned(std::int64_t nodes, std::int64_t edges,
+                                       const GraphLayoutOptions& options);
+
 }  // namespace models
 }  // namespace strata

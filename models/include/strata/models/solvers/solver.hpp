@@ -156,8 +156,10 @@ FeatureMap feature_map(const Model& model, std::size_t i);
 // batch other than the nodes, more parts than nodes, compression or a memory option.
 void check_partitioned_gcn(const Model& model, const StrategyConfig& config);
 Plan lower_partitioned_gcn(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
-// Records the layout's parts, edges, partitioner and halo rows in the Plan's parameters.
-void set_graph_parameters(Plan& plan, const GraphLayout& layout);
+// Records the Plan's graph in its parameters: a split graph's layout (parts, edges, partitioner,
+// halo rows) and exponent; a whole graph given by its edges (model key edges), the power-law
+// graph's edges and exponent; nothing for the kNN image graph (the real trainer's default).
+void set_graph_parameters(Plan& plan, const Model& gcn, const GraphLayout* layout);
 // GIST's checks: a GCN with a hidden layer, 1 <= m <= its narrowest hidden width, m sub-GCNs on m
 // workers (m x graph_parts), full graph. Throws InputError with one line.
 void check_gist(const Model& model, const StrategyConfig& config, const SolverConfig& solver);

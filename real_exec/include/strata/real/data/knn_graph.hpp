@@ -77,6 +77,12 @@ CsrMatrix<T> gcn_normalized_adjacency(const UndirectedGraph& graph);
 // Y[rows, width] = A X[cols, width] (row-major, Y overwritten). REQUIRES: x and y do not overlap.
 template <typename T>
 void spmm(const CsrMatrix<T>& a, std::int64_t width, const T* x, T* y);
+// The same with X in two pieces: a column c < own_rows is row c of `own`, any other row
+// c - own_rows of `halo` (a graph part's rows of Â over its own rows then its halo, GraphPart in
+// kernels/gcn.hpp). Same loop and summation order as spmm.
+template <typename T>
+void spmm_halo(const CsrMatrix<T>& a, std::int64_t width, std::int64_t own_rows, const T* own, const T* halo,
+               T* y);
 
 // ---- k nearest neighbours by cosine similarity ----
 
@@ -178,5 +184,16 @@ double sbm_expected_intra_fraction(const SbmConfig& config);
 // 2005, "Efficient generation of large random networks", algorithm G(n,p)), never all n^2 pairs.
 // Throws InputError on nodes < 1, classes outside [1, nodes], p outside [0, 1], feature_dim < 1.
 NodeDataset stochastic_block_model(const SbmConfig& config);
+
+// ---- A task for a graph that comes without data ----
+
+// Node classification on `graph` (a generated one: the power-law graph of a split GCN Plan):
+// features N(0, 1) [nodes, feature_dim]; node i's label the largest of its `classes` scores
+// (ÂX V)_i for a seeded teacher V ~ N(0, 1) [feature_dim, classes] (Â as
+// gcn_normalized_adjacency, the first ties first), so a GCN can learn it; split 60/10/30 % as
+// random_node_split. O(nnz feature_dim + nodes feature_dim classes).
+// Throws InputError unless feature_dim >= 1 and 2 <= classes.
+NodeDataset teacher_node_dataset(UndirectedGraph graph, std::int64_t feature_dim, std::int64_t classes,
+                                 std::uint64_t seed);
 
 }  // namespace strata::real

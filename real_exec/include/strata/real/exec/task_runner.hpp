@@ -23,11 +23,18 @@
 // it), and then, as gcn.hpp computes Z = Â (H W) + b:
 // - spmm            reads [X (, Â)]     writes [Y] = Â X, Â the graph's CSR matrix (Â is
 //                   symmetric, so the backward dP = Â dZ is the same kernel); the Plan's Â buffer
-//                   (sized from avg_degree, for the simulator) is not read
+//                   (sized from avg_degree, for the simulator) is not read. A split graph's spmm
+//                   reads [X, halo, Â]: the rank's part (GraphOperands::parts[dp]) over its own
+//                   rows of X then the halo's rows
+// - send/recv of a split graph's halo (a send with attr rows; its recv): the rows of X the
+//   receiving part's halo takes from the sender (GraphPart::sends), gathered, and written at that
+//   sender's place in the halo buffer (GraphPart::halo_start)
 // - a linear whose output an spmm aggregates adds no bias; that spmm adds it after Â, and the
 //   linear's dW task takes db from the spmm's dZ (found from the buffers, set_graph)
 // - loss_fwd/bwd    the mean softmax cross-entropy over the graph's training nodes (mean_over and
-//                   the Workspace's labels are not used); other nodes get a zero gradient
+//                   the Workspace's labels are not used); other nodes get a zero gradient. A split
+//                   graph's part sums over its training rows and divides by all the graph's:
+//                   the allreduce of the weight gradients then gives the whole graph's
 // - elementwise     GIST's copies only (ids …/site<i>/extract, …/site<i>/write_back, …/average;
 //                   attr sites = m): a site's slices of the global weights for the round's
 //                   partition (gist.cpp's extract_subgcn, write_back_subgcn, average_shared)
@@ -75,6 +82,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -254,6 +262,12 @@ class Transport {
   virtual ~Transport() = default;
   virtual void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
+  // The same over a span the caller chose: send `values` in place of the task's read buffer (the
+  // rows of a graph part that another part's halo takes, gathered by the runner), and recv into
+  // `into` in place of its write buffer (that part's slice of the halo). The payload's size must
+  // be into's (checked).
+  virtual void send_values(const Plan& plan, TaskIndex task, std::span<const T> values, Workspace<T>& ws) = 0;
+  virtual void recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& ws) = 0;
   // An allreduce, reduce_scatter or allgather task: the ring phases its kind runs
   // (runs_reduce_scatter, runs_allgather) over each rank's buffers among its reads, in order.
   virtual void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
@@ -317,6 +331,8 @@ using ExecutorFactory = std::function<std::unique_ptr<TaskExecutor<T>>(
 
 template <typename T>
 struct GraphOperands;  // kernels/gcn.hpp
+template <typename T>
+struct GraphPart;  // kernels/gcn.hpp
 
 // Busy-waits a fixed task's duration_s on the steady clock (see task_runner.cpp); shared by the
 // executors. REQUIRES: check_kernels accepted the task.
@@ -403,6 +419,10 @@ class TaskRunner final : public TaskExecutor<T> {
   void run_graph_loss(const Task& t);
   void run_gist_copy(const Task& t);
   const BufferIndex* bias_route(TaskIndex index) const;
+  // A split graph (graph_->parts): the part of a task's rank, and a halo message's rows moved.
+  const GraphPart<T>* part_of(const Task& t) const;
+  void run_halo_send(TaskIndex index);
+  void run_halo_recv(TaskIndex index);
 
   T* buf(BufferIndex b) { return ws_.data(b); }
   std::int64_t elems(BufferIndex b) const { return ws_.size(b); }
@@ -416,6 +436,8 @@ class TaskRunner final : public TaskExecutor<T> {
   // GCN bias placement (set_graph): for a linear_fwd, its bias is deferred (value unused); for
   // an spmm forward, the weight buffer whose bias it adds; for a linear_bwd_weight, its dZ.
   std::unordered_map<TaskIndex, BufferIndex> bias_routes_;
+  // A split graph's halo messages (set_graph): per send or recv, the other part's rank.
+  std::unordered_map<TaskIndex, int> halo_peers_;
   // What a forward keeps for its backward outside the Plan's buffers, as frameworks do: a
   // 2x2 max pool's argmax (int32, keyed by the pool's input buffer) and the loss's
   // probabilities (keyed by its logits), each charged to its worker until the backward

@@ -156,6 +156,35 @@ void write_back_subgcn(GcnParameters<T>& global, const HiddenPartition& partitio
 template <typename T>
 void average_shared(GcnParameters<T>& global, std::span<const GcnParameters<T>> subs);
 
+// ---- A graph split over workers ----
+
+// Part p of a graph split in parts, as the worker that holds it sees it (a partitioned GCN Plan,
+// models/ graph_step.hpp): its rows of Â with their columns renumbered into [its own rows, in node
+// order; its halo rows], the halo ordered by source part, then by node. Row by row the nonzeros
+// keep Â's order, so spmm_halo over [own; halo] sums exactly as spmm over the whole graph does.
+template <typename T>
+struct GraphPart {
+  std::vector<std::int64_t> nodes;       // its rows' node ids, ascending
+  CsrMatrix<T> adjacency;                // [rows, rows + halo rows]
+  std::vector<std::int64_t> halo_start;  // parts + 1 entries: where the rows from part q begin
+  // Per part q: the local rows of this part that q's halo holds, in q's halo order.
+  std::vector<std::vector<std::int64_t>> sends;
+  std::vector<std::int64_t> train;  // its training nodes (data.split.train's order), as local rows
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(nodes.size()); }
+  std::int64_t halo_rows() const { return halo_start.back(); }
+  std::int64_t halo_from(std::int64_t q) const {
+    return halo_start[static_cast<std::size_t>(q) + 1] - halo_start[static_cast<std::size_t>(q)];
+  }
+};
+
+// Splits data's Â and training nodes by `partition` (one part in [0, parts) per node).
+// O(n + nnz + n log n) time, O(n) besides the parts. Throws InputError when partition's size is
+// not the node count or a part is outside [0, parts).
+template <typename T>
+std::vector<GraphPart<T>> split_graph(const GcnData<T>& data, std::span<const std::int32_t> partition,
+                                      int parts);
+
 // What a GCN Plan's kernels read besides the Workspace (TaskRunner::set_graph; GcnPlanTrainer
 // fills it, train/gcn_plan.hpp).
 template <typename T>
@@ -163,6 +192,8 @@ struct GraphOperands {
   const GcnData<T>* data = nullptr;         // Â, labels, training nodes
   std::vector<std::int64_t> widths;         // {features, hidden..., classes} of the global GCN
   std::vector<HiddenPartition> partitions;  // GIST: per Plan iteration, the round's partition
+  // A split graph: part p for the tasks of data-parallel rank p (dp<p>); empty for a whole graph.
+  std::vector<GraphPart<T>> parts;
 };
 
 }  // namespace strata::real

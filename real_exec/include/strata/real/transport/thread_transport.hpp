@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "strata/real/core/grad_codec.hpp"
@@ -49,6 +50,8 @@ class ThreadTransport final : public Transport<T> {
   ThreadTransport();
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
+  void send_values(const Plan& plan, TaskIndex task, std::span<const T> values, Workspace<T>& ws) override;
+  void recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& ws) override;
   void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   std::uint64_t bytes_sent() const override { return bytes_.load(); }
   std::string name() const override { return "threads"; }
