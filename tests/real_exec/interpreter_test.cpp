@@ -197,7 +197,7 @@ class LoopbackTransport final : public Transport<float> {
                   "payload size");
     std::copy(it->second.begin(), it->second.end(), ws.data(plan.task(task).writes[0]));
   }
-  void send_values(const Plan&, TaskIndex, std::span<const float>, Workspace<float>&) override {
+  void send_values(const Plan&, TaskIndex, std::vector<float>, Workspace<float>&) override {
     STRATA_ASSERT(false, "the loopback transport moves whole buffers only");
   }
   void recv_values(const Plan&, TaskIndex, std::span<float>, Workspace<float>&) override {

@@ -9,7 +9,8 @@
 //                                 aggregation: spmm over the part's nnz_p nonzeros)
 //   send|recv/fwd/<agg>/to<p>|from<q>   before each aggregation, the rows of H W part p needs
 //                                 from part q (layout.rows_from(p, q) of them), q -> p
-//   bwd/<layer>, bwdw/<layer>     backward in reverse; the aggregation's backward (dP = Â dZ, Â
+//   bwd/<layer>, bwdw/<layer>     backward in reverse (the first layer's bwdw alone: nothing
+//                                 reads the gradient of ÂX); the aggregation's backward (dP = Â dZ, Â
 //   send|recv/bwd/<agg>/...       symmetric) first receives the halo rows of dZ the same way
 //   <prefix>ar/<step><layer>      the weight gradient summed over the parts (ring allreduce)
 //   opt/<layer>                   the optimizer step, on every part's replica

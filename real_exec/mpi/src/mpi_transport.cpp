@@ -198,14 +198,19 @@ void MpiTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws) {
     bytes_ += elements;
     return;
   }
-  send_values(plan, task, std::span<const T>(ws.data(t.reads[0]), elements), ws);
+  send_span(t, task, std::span<const T>(ws.data(t.reads[0]), elements));
 }
 
 template <typename T>
-void MpiTransport<T>::send_values(const Plan& plan, TaskIndex task, std::span<const T> values,
+void MpiTransport<T>::send_values(const Plan& plan, TaskIndex task, std::vector<T> values,
                                   Workspace<T>& /*ws*/) {
   const Task& t = plan.task(task);
   STRATA_ASSERT(t.peer != rank_, "send " + t.id + " to its own process");
+  send_span(t, task, values);
+}
+
+template <typename T>
+void MpiTransport<T>::send_span(const Task& t, TaskIndex task, std::span<const T> values) {
   MPI_Send(values.data(), count_of(values.size() * sizeof(T), "send " + t.id), MPI_BYTE, t.peer, tag_of(task),
            p2p_);
   bytes_ += values.size() * sizeof(T);

@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "strata/real/exec/task_runner.hpp"
@@ -124,7 +125,7 @@ void TaskRunner<T>::run_halo_send(TaskIndex index) {
   const T* x = buf(t.reads[0]);
   for (std::size_t i = 0; i < rows.size(); ++i)
     std::copy_n(x + rows[i] * width, width, message.data() + static_cast<std::int64_t>(i) * width);
-  transport_.send_values(plan_, index, message, ws_);
+  transport_.send_values(plan_, index, std::move(message), ws_);
 }
 
 // Into the sender's slice of the halo buffer.

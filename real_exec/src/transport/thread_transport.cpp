@@ -43,13 +43,12 @@ void ThreadTransport<T>::send(const Plan& plan, TaskIndex task, Workspace<T>& ws
     codes_[task] = {std::move(codes), std::move(held)};
     return;
   }
-  send_values(plan, task, std::span<const T>(src, static_cast<std::size_t>(ws.size(t.reads[0]))), ws);
+  send_values(plan, task, std::vector<T>(src, src + ws.size(t.reads[0])), ws);
 }
 
 template <typename T>
-void ThreadTransport<T>::send_values(const Plan& plan, TaskIndex task, std::span<const T> values,
+void ThreadTransport<T>::send_values(const Plan& plan, TaskIndex task, std::vector<T> payload,
                                      Workspace<T>& ws) {
-  std::vector<T> payload(values.begin(), values.end());
   bytes_ += payload.size() * sizeof(T);
   Held held(ws.meter(), plan.task(task).peer, allocated_bytes(payload));
   std::lock_guard<std::mutex> lock(mutex_);

@@ -281,6 +281,23 @@ TEST(MpiTransportCli, GistOverTwoProcessesReportsWhatTheThreadsReport) {
             field(threads.out, "bytes sent between workers: ", "\n"));
 }
 
+// A GCN graph split in 2 parts, one per process: the halo rows cross as MPI messages.
+TEST(MpiTransportCli, SplitGraphOverTwoProcessesReportsWhatTheThreadsReport) {
+  const auto dir = scratch("split-gcn");
+  const std::string args = std::string(STRATA_BINARY) +
+                           " run --model gcn --set nodes=3000 --set edges=30000 --set sizes=32,48,48,8 "
+                           "--strategy dp=2 --epochs 2 --no-pin";
+  const Outcome threads = run(args, dir);
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Outcome mpi = run(mpirun(2) + args + " --transport mpi", dir);
+  ASSERT_EQ(mpi.status, 0) << mpi.err;
+  EXPECT_NE(mpi.out.find("2 parts by streaming"), std::string::npos) << mpi.out;
+  EXPECT_EQ(lines_starting(mpi.out, "round 2:").size(), 1u) << mpi.out;
+  EXPECT_EQ(field(mpi.out, "round 2: train loss ", ","), field(threads.out, "round 2: train loss ", ","));
+  EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"),
+            field(threads.out, "bytes sent between workers: ", "\n"));
+}
+
 TEST(MpiTransportCli, OneEpochOverTwoProcessesReportsWhatTheThreadsReport) {
   const auto dir = scratch("cli");
   const std::string args =

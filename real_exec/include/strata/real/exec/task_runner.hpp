@@ -262,11 +262,12 @@ class Transport {
   virtual ~Transport() = default;
   virtual void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
   virtual void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) = 0;
-  // The same over a span the caller chose: send `values` in place of the task's read buffer (the
-  // rows of a graph part that another part's halo takes, gathered by the runner), and recv into
+  // The same over values the caller chose: send `values` (taken, not copied again) in place of
+  // the task's read buffer (the rows of a graph part that another part's halo takes, gathered by
+  // the runner), and recv into
   // `into` in place of its write buffer (that part's slice of the halo). The payload's size must
   // be into's (checked).
-  virtual void send_values(const Plan& plan, TaskIndex task, std::span<const T> values, Workspace<T>& ws) = 0;
+  virtual void send_values(const Plan& plan, TaskIndex task, std::vector<T> values, Workspace<T>& ws) = 0;
   virtual void recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& ws) = 0;
   // An allreduce, reduce_scatter or allgather task: the ring phases its kind runs
   // (runs_reduce_scatter, runs_allgather) over each rank's buffers among its reads, in order.

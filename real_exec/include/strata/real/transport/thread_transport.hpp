@@ -50,7 +50,7 @@ class ThreadTransport final : public Transport<T> {
   ThreadTransport();
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
-  void send_values(const Plan& plan, TaskIndex task, std::span<const T> values, Workspace<T>& ws) override;
+  void send_values(const Plan& plan, TaskIndex task, std::vector<T> values, Workspace<T>& ws) override;
   void recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& ws) override;
   void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   std::uint64_t bytes_sent() const override { return bytes_.load(); }

@@ -97,7 +97,7 @@ class MpiTransport final : public Transport<T> {
 
   void send(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   void recv(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
-  void send_values(const Plan& plan, TaskIndex task, std::span<const T> values, Workspace<T>& ws) override;
+  void send_values(const Plan& plan, TaskIndex task, std::vector<T> values, Workspace<T>& ws) override;
   void recv_values(const Plan& plan, TaskIndex task, std::span<T> into, Workspace<T>& ws) override;
   void collective(const Plan& plan, TaskIndex task, Workspace<T>& ws) override;
   std::uint64_t bytes_sent() const override { return bytes_.load(); }
@@ -113,6 +113,7 @@ class MpiTransport final : public Transport<T> {
   void max_over_processes(std::vector<double>& values) override;
 
  private:
+  void send_span(const Task& t, TaskIndex task, std::span<const T> values);  // MPI_Send of the values
   struct Payload {
     std::vector<T> values;
     Held held;  // charged to this rank while staged
