@@ -145,6 +145,10 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   // A backprop step on a split graph is one epoch too.
   if (plan.info.parameters.graph_parts > 1 && plan.info.solver == PlanSolver::backprop)
     r.epochs_per_iteration = 1;
+  if (!plan.info.parameters.fanout.empty() && plan.info.global_batch > 0) {
+    r.fanout = plan.info.parameters.fanout;
+    r.iterations_per_epoch = (plan.info.graph_nodes + plan.info.global_batch - 1) / plan.info.global_batch;
+  }
   if (plan.info.parameters.graph_parts > 1) {
     r.graph_nodes = plan.info.graph_nodes;
     r.graph_edges = plan.info.parameters.graph_edges;
@@ -263,6 +267,10 @@ nlohmann::json report_to_json(const Report& r) {
   j["schedule"] = r.schedule;
   j["instances"] = r.instances;
   j["epochs_per_iteration"] = r.epochs_per_iteration;
+  if (r.iterations_per_epoch > 0) {
+    j["iterations_per_epoch"] = r.iterations_per_epoch;
+    j["fanout"] = r.fanout;
+  }
   if (r.graph_parts > 0)
     j["graph"] = {{"nodes", r.graph_nodes},
                   {"edges", r.graph_edges},
@@ -328,6 +336,8 @@ Report report_from_json(const nlohmann::json& j) {
   r.schedule = j.value("schedule", "");
   r.instances = j.value("instances", 1);
   r.epochs_per_iteration = j.value("epochs_per_iteration", 0);
+  r.iterations_per_epoch = j.value("iterations_per_epoch", std::int64_t{0});
+  r.fanout = j.value("fanout", "");
   if (j.contains("graph")) {
     const nlohmann::json& g = j.at("graph");
     r.graph_nodes = g.value("nodes", std::int64_t{0});
@@ -394,6 +404,11 @@ std::string format_report(const Report& r) {
               ? " (an iteration is one " + r.schedule + " round of " +
                     std::to_string(r.epochs_per_iteration) + " full-graph steps, one epoch each)\n"
               : std::string(" (an iteration is one full-graph step over every part)\n"));
+  if (r.iterations_per_epoch > 0)
+    s += "epoch time          " +
+         format_seconds(r.iteration_time_s * static_cast<double>(r.iterations_per_epoch)) + " (" +
+         std::to_string(r.iterations_per_epoch) + " minibatch steps, fan-out " + r.fanout +
+         ", each node a target once)\n";
   if (r.graph_parts > 0)
     s += "graph               " + fmt("%.4g nodes, ", static_cast<double>(r.graph_nodes)) +
          fmt("%.4g edges", static_cast<double>(r.graph_edges)) + " in " + std::to_string(r.graph_parts) +

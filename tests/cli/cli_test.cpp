@@ -553,6 +553,19 @@ TEST_F(Cli, PartitionedGcnSimulatesAndRunsForReal) {
                         path("p.json"));
 }
 
+TEST_F(Cli, SampledGcnSimulatesItsEpochAndTheRealTrainerSaysFullGraphOnly) {
+  const std::string graph =
+      " --model gcn --set nodes=100000 --set edges=2500000 --set sizes=64,32,32,8 "
+      "--set fanout=25,10 --strategy dp=2 --global-batch 1000";
+  const Outcome s = run("simulate" + graph + " --platform " + kPlatforms + "a100-node-8.xml");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("strategy dp=2,fanout=25,10,batch=1000,nodes=100000"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("(100 minibatch steps, fan-out 25,10, each node a target once)"), std::string::npos)
+      << s.out;
+  expect_one_line_error(run("run" + graph + " --epochs 1"),
+                        "the real trainer runs full-graph GCN Plans only (simulate it)");
+}
+
 TEST_F(Cli, GistBadInputIsOneLine) {
   expect_one_line_error(run("plan --model mlp --solver gist -o " + path("p.json")),
                         "--solver gist: model mlp is not a GCN", path("p.json"));

@@ -64,7 +64,7 @@ TEST(Experiment, EveryTableKeyParsesAndIsRangeChecked) {
   for (const SetKey& key : set_keys()) {
     Experiment e;
     const std::set<std::string> graph_keys = {"nodes",       "avg_degree",   "edges", "exponent",
-                                              "partitioner", "sample_nodes", "parts"};
+                                              "partitioner", "sample_nodes", "parts", "fanout"};
     e.model = key.name == "image" ? "vgg16" : graph_keys.count(key.name) ? "gcn" : "gpt2-small";
     if (key.name == "sizes") e.model = "mlp";
     if (!key.solvers.empty()) e.solver.solver = key.solvers.front();

@@ -4,6 +4,7 @@
 // weight gradients are summed once per layer, and bad input gets one line.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -148,6 +149,71 @@ TEST(GraphPlan, BadInputIsOneLine) {
               parse(Solver::gist, {{"partitioner", "kl"}});
             }).substr(0, 27),
             "--set partitioner: unknown ");
+}
+
+// ---- GraphSAGE-style sampled minibatches (solver_sampled_gcn.cpp) ----
+
+// Mean degree 50 on 100,000 nodes: every expected degree of the power-law graph is above 16
+// (its smallest, w_min = mean (beta - 2) / (beta - 1) = 50 / 3), so a node keeps exactly f of
+// its neighbours at fan-outs 3 and 2, and the frontiers follow the occupancy formula by hand.
+Model wide_gcn() {
+  return make_model("gcn", {{"nodes", "100000"}, {"edges", "2500000"}, {"sizes", "64,32,32,8"}});
+}
+
+TEST(GraphPlan, SampledFrontiersFollowTheOccupancyFormula) {
+  const SampledFrontiers s = sampled_frontiers(wide_gcn(), {3, 2}, 512, std::int64_t{1} << 17);
+  ASSERT_EQ(s.rows.size(), 3u);
+  const double n = 100000;
+  const double hop1 = n - (n - 512) * std::exp(-512.0 * 3 / n);  // fanout[0]: the targets' hop
+  const double hop2 = n - (n - hop1) * std::exp(-hop1 * 2 / n);  // fanout[1]: the next one out
+  EXPECT_DOUBLE_EQ(s.rows[2], 512);
+  EXPECT_NEAR(s.rows[1], hop1, 1e-9 * hop1);
+  EXPECT_NEAR(s.rows[0], hop2, 1e-9 * hop2);
+  EXPECT_DOUBLE_EQ(s.neighbours[1], 3);
+  EXPECT_DOUBLE_EQ(s.neighbours[0], 2);
+  // A fan-out above every degree keeps every neighbour: the mean degree.
+  const SampledFrontiers all = sampled_frontiers(wide_gcn(), {100000, 100000}, 512, std::int64_t{1} << 17);
+  EXPECT_NEAR(all.neighbours[0], 50, 0.01);
+}
+
+TEST(GraphPlan, SampledMinibatchPlanRunsEachLayerOnItsFrontier) {
+  StrategyConfig c = dp(2);
+  c.global_batch = 1024;
+  const Plan plan = lower_solver(wide_gcn(), c, parse(Solver::backprop, {{"fanout", "3,2"}}));
+  EXPECT_EQ(plan.num_workers(), 2);
+  runs_to_the_end(plan);
+  EXPECT_EQ(plan.info.strategy, "dp=2,fanout=3,2,batch=1024,nodes=100000");
+  EXPECT_EQ(plan.info.parameters.fanout, "3,2");
+  EXPECT_EQ(plan.info.global_batch, 1024);
+  const SampledFrontiers s = sampled_frontiers(wide_gcn(), {3, 2}, 512, std::int64_t{1} << 17);
+  auto task = [&](const std::string& id) { return plan.task(static_cast<TaskIndex>(plan.find(id))); };
+  // The layers before the first aggregation on the outermost frontier, the loss on the targets.
+  EXPECT_EQ(task("it0/dp1/fwd/gc0/fc").attr_int("m"), std::llround(s.rows[0]));
+  EXPECT_EQ(task("it0/dp1/fwd/gc1/agg").attr_int("nodes"), std::llround(s.rows[1]));
+  EXPECT_EQ(task("it0/dp1/fwd/gc1/agg").attr_int("nnz"), std::llround(std::round(s.rows[1]) * 3));
+  EXPECT_EQ(task("it0/dp1/fwd/gc2/agg").attr_int("nodes"), 512);
+  EXPECT_EQ(task("it0/dp1/bwd/loss").attr_int("mean_over"), 1024);
+  EXPECT_DOUBLE_EQ(task("it0/dp0/fwd/gc1/fc").flops, 2.0 * std::round(s.rows[0]) * 32 * 32);
+  EXPECT_EQ(task("it0/dp0/load").kind, TaskKind::embedding_fwd);
+  EXPECT_LT(plan.find("it0/dp0/bwd/gc0/fc"), 0);  // the input rows' gradient is not formed
+  int allreduces = 0;
+  for (const Task& t : plan.tasks()) allreduces += t.kind == TaskKind::allreduce ? 1 : 0;
+  EXPECT_EQ(allreduces, 3);  // one per layer with weights
+}
+
+TEST(GraphPlan, SampledMinibatchBadInputIsOneLine) {
+  const Model gcn = wide_gcn();
+  EXPECT_EQ(error_of([&] {
+              lower_solver(gcn, dp(1), parse(Solver::backprop, {{"fanout", "25"}}));
+            }),
+            "--set fanout=25: 1 fan-out(s) for the 2 aggregations of model gcn (one per hop)");
+  StrategyConfig c = dp(2);
+  c.global_batch = 1001;
+  EXPECT_EQ(error_of([&] {
+              lower_solver(gcn, c, parse(Solver::backprop, {{"fanout", "3,2"}}));
+            }),
+            "--set fanout=3,2: global batch 1001 target nodes does not divide over dp=2");
+  EXPECT_EQ(error_of([] { parse(Solver::backprop, {{"fanout", "3,0"}}); }).substr(0, 13), "--set fanout=");
 }
 
 }  // namespace

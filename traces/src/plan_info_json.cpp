@@ -50,6 +50,7 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   if (p.graph_exponent != 0) j["graph_exponent"] = p.graph_exponent;
   if (!p.partitioner.empty()) j["partitioner"] = p.partitioner;
   put("halo_rows", p.halo_rows);
+  if (!p.fanout.empty()) j["fanout"] = p.fanout;
   return j;
 }
 
@@ -76,7 +77,8 @@ SolverParameters read_parameters(const JsonNode& node) {
                               "graph_edges",
                               "graph_exponent",
                               "partitioner",
-                              "halo_rows"});
+                              "halo_rows",
+                              "fanout"});
   SolverParameters p;
   p.instances = optional_int(node, "instances", 0, 0);
   p.max_active_keys = optional_int(node, "max_active_keys", 0, 0);
@@ -110,6 +112,7 @@ SolverParameters read_parameters(const JsonNode& node) {
       v->fail("unknown graph partitioner " + quote_for_message(p.partitioner) + " (streaming or metis)");
   }
   p.halo_rows = optional_int(node, "halo_rows", 0, 0);
+  if (std::optional<JsonNode> v = node.find("fanout")) p.fanout = v->as_string();
   return p;
 }
 

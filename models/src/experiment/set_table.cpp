@@ -215,6 +215,14 @@ std::vector<SetKey> make_table() {
   sample.quiet_default = "131072";
   sample.models = {"gcn"};
   t.push_back(sample);
+  SetKey fanout;
+  fanout.name = "fanout", fanout.type = SetKeyType::count_list, fanout.section = SetSection::solver;
+  fanout.min = 1, fanout.max = std::numeric_limits<std::int32_t>::max(), fanout.min_count = 1;
+  fanout.unit = "neighbours";
+  fanout.help = "GraphSAGE minibatches: neighbours sampled per node at each hop from the targets, e.g. 25,10";
+  fanout.solvers = {Solver::backprop};
+  fanout.models = {"gcn"};
+  t.push_back(fanout);
   t.push_back(integer("blocks", SetSection::solver, 1, "blocks",
                       "blocks joined by auxiliary variables (default: workers)", {Solver::block_admm}));
   t.push_back(integer("inner_steps", SetSection::solver, 1, "steps",
@@ -416,6 +424,11 @@ const std::map<std::string, Access>& accessors() {
     a["zeta"] = number(&SolverConfig::local_steps, &Experiment::solver);
     a["parts"] = number(&SolverConfig::graph_parts, &Experiment::solver);
     a["sample_nodes"] = number(&SolverConfig::sample_nodes, &Experiment::solver);
+    a["fanout"] = {
+        [](const Experiment& e) -> std::optional<SetValue> {
+          return e.solver.fanout.empty() ? std::nullopt : std::optional<SetValue>(e.solver.fanout);
+        },
+        [](Experiment& e, const SetValue& v) { e.solver.fanout = std::get<std::vector<std::int64_t>>(v); }};
     a["partitioner"] = {[](const Experiment& e) -> std::optional<SetValue> {
                           return SetValue(std::string(to_string(e.solver.partitioner)));
                         },

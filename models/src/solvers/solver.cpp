@@ -130,7 +130,9 @@ int solver_stages(const StrategyConfig& config) { return config.pp > 1 ? config.
 void check_solver(const Model& model, const StrategyConfig& config, const SolverConfig& solver) {
   const std::string name(to_string(solver.solver));
   if (solver.solver == Solver::backprop) {
-    if (model.family == "gcn" && config.dp > 1)
+    if (model.family == "gcn" && !solver.fanout.empty())
+      check_sampled_gcn(model, config, solver);
+    else if (model.family == "gcn" && config.dp > 1)
       check_partitioned_gcn(model, config);
     else
       check_strategy(model, config);
@@ -226,6 +228,8 @@ Plan lower_solver(const Model& model, const StrategyConfig& config, const Solver
   };
   switch (solver.solver) {
     case Solver::backprop:
+      if (model.family == "gcn" && !solver.fanout.empty())
+        return with_temporaries(lower_sampled_gcn(model, config, solver));
       if (model.family == "gcn" && config.dp > 1)
         return with_temporaries(lower_partitioned_gcn(model, config, solver));
       if (model.family == "gcn") {

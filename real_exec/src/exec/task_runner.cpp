@@ -434,6 +434,10 @@ void check_cuda_kernels(const Plan& plan, const std::string& source) {
 }
 
 void check_kernels(const Plan& plan, const std::string& source) {
+  if (!plan.info.parameters.fanout.empty())
+    throw InputError(source + ": its GCN trains on sampled minibatches (fanout " +
+                     plan.info.parameters.fanout +
+                     "); the real trainer runs full-graph GCN Plans only (simulate it)");
   for (TaskIndex i = 0; i < plan.size(); ++i) {
     const std::string why = missing_kernel(plan, plan.task(i));
     if (!why.empty())

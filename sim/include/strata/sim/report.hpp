@@ -68,6 +68,9 @@ struct Report {
   // Epochs (full-graph steps) in one Plan iteration: the local steps zeta of a GIST round
   // (docs/solvers.md); 0 where a Plan does not say.
   int epochs_per_iteration = 0;
+  // A GCN on sampled minibatches (fanout): iterations to see every node once as a target; 0: not one.
+  std::int64_t iterations_per_epoch = 0;
+  std::string fanout;
   // A GCN whose graph is split in parts (graph_step.hpp; 0 parts: not split): its nodes and
   // edges, the parts, the partitioner and the halo rows all parts receive at one aggregation.
   std::int64_t graph_nodes = 0, graph_edges = 0, graph_parts = 0, graph_halo_rows = 0;

@@ -93,6 +93,7 @@ struct SolverParameters {
   double graph_exponent = 0;
   std::string partitioner;
   std::int64_t halo_rows = 0;
+  std::string fanout;  // a GCN on sampled neighbourhoods: per hop from the targets, e.g. "25,10"
 
   bool operator==(const SolverParameters&) const = default;
 };

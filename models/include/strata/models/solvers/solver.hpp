@@ -112,6 +112,9 @@ struct SolverConfig {
   int graph_parts = 1;
   PartitionMethod partitioner = PartitionMethod::streaming;
   std::int64_t sample_nodes = std::int64_t{1} << 17;
+  // GraphSAGE-style minibatches of a GCN (backprop): per hop from the batch's target nodes, the
+  // neighbours sampled of each node (solver_sampled_gcn.cpp); empty: full-graph training.
+  std::vector<std::int64_t> fanout;
 
   bool operator==(const SolverConfig&) const = default;
 };
@@ -156,6 +159,20 @@ FeatureMap feature_map(const Model& model, std::size_t i);
 // batch other than the nodes, more parts than nodes, compression or a memory option.
 void check_partitioned_gcn(const Model& model, const StrategyConfig& config);
 Plan lower_partitioned_gcn(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+// Minibatch training on sampled neighbourhoods (`--set fanout=`, solver_sampled_gcn.cpp): the
+// expected frontier of each hop for `targets` target nodes. rows[h] is the frontier an
+// aggregation h reads (rows[0]: the input rows gathered; rows.back(): the targets) and
+// neighbours[h] the mean sampled neighbours per destination row of aggregation h.
+struct SampledFrontiers {
+  std::vector<double> rows;
+  std::vector<double> neighbours;
+};
+SampledFrontiers sampled_frontiers(const Model& gcn, const std::vector<std::int64_t>& fanout,
+                                   std::int64_t targets, std::int64_t sample_nodes);
+// One line each: a fan-out count other than the model's aggregations, tp or pp, a global batch
+// that does not divide over dp or exceeds the nodes, microbatches, compression, memory options.
+void check_sampled_gcn(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
+Plan lower_sampled_gcn(const Model& model, const StrategyConfig& config, const SolverConfig& solver);
 // Records the Plan's graph in its parameters: a split graph's layout (parts, edges, partitioner,
 // halo rows) and exponent; a whole graph given by its edges (model key edges), the power-law
 // graph's edges and exponent; nothing for the kNN image graph (the real trainer's default).
