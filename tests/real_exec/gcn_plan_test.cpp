@@ -66,6 +66,20 @@ double max_difference(const GcnParameters<double>& a, const GcnParameters<double
   return worst;
 }
 
+// gist_train's weights from init_gcn(widths, kSeed): the oracle of a GIST Plan's run.
+GcnParameters<double> gist_reference(Backend& backend, const GcnData<double>& data,
+                                     const std::vector<std::int64_t>& widths, std::int64_t sites,
+                                     std::int64_t local_steps, std::int64_t rounds) {
+  GcnParameters<double> reference = init_gcn<double>(widths, kSeed, false);
+  GistConfig config;
+  config.sites = sites;
+  config.local_steps = local_steps;
+  config.rounds = rounds;
+  config.seed = kSeed;
+  gist_train(backend, data, reference, config);
+  return reference;
+}
+
 OptimizerSettings adam_like_gcn() {
   OptimizerSettings s;
   s.learning_rate = GistConfig{}.adam.learning_rate;
@@ -89,13 +103,7 @@ TEST(GcnPlan, GistPlanGivesGistTrainWeights) {
   trainer.run();
   EXPECT_EQ(trainer.rounds_done(), 4);
 
-  GcnParameters<double> reference = init_gcn<double>(kWidths, kSeed, false);
-  GistConfig config;
-  config.sites = 2;
-  config.local_steps = 3;
-  config.rounds = 4;
-  config.seed = kSeed;
-  gist_train(backend, graph_data(), reference, config);
+  const GcnParameters<double> reference = gist_reference(backend, graph_data(), kWidths, 2, 3, 4);
   const GcnParameters<double> planned = trainer.parameters();
   const double difference = max_difference(planned, reference);
   EXPECT_LT(difference, kTolerance);
@@ -204,13 +212,7 @@ TEST(GcnPlan, SplitGistGivesGistTrainWeights) {
   GcnPlanTrainer<double> trainer(plan, graph.data, kSeed, backend, transport, adam_like_gcn(), false,
                                  graph.partition);
   trainer.run();
-  GcnParameters<double> reference = init_gcn<double>(kSplitWidths, kSeed, false);
-  GistConfig config;
-  config.sites = 2;
-  config.local_steps = 2;
-  config.rounds = 1;
-  config.seed = kSeed;
-  gist_train(backend, graph.data, reference, config);
+  const GcnParameters<double> reference = gist_reference(backend, graph.data, kSplitWidths, 2, 2, 1);
   const double difference = max_difference(trainer.parameters(), reference);
   EXPECT_LT(difference, kTolerance);
   std::printf("GIST, 2 sites of 2 graph parts vs gist_train after 1 round: max |difference| %.3g\n",

@@ -33,6 +33,13 @@ namespace solvers {
 // (zoo_gcn.cpp), the solver's partitioner and sample size, the experiment's seed.
 GraphLayout gcn_layout(const Model& gcn, int parts, const SolverConfig& solver, std::int64_t seed);
 
+// The weight gradients of `layer` summed over `workers` (a ring allreduce with config's dp_algo,
+// id `id`), each worker's gradient buffer in `wgrads`, after its task in `after`; kNone for one
+// worker, which has nothing to sum.
+TaskIndex add_gradient_allreduce(Plan& plan, const Layer& layer, std::string id,
+                                 const std::vector<int>& workers, const std::vector<BufferIndex>& wgrads,
+                                 const std::vector<TaskIndex>& after, const StrategyConfig& config, int r);
+
 class PartitionedGcn {
  public:
   // REQUIRES: workers.size() == layout.parts >= 1; gcn a GCN (make_gcn).

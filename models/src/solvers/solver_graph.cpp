@@ -26,6 +26,26 @@ GraphLayout gcn_layout(const Model& gcn, int parts, const SolverConfig& solver, 
   return power_law_layout(gcn.graph_nodes, std::llround(graph_edges_of(gcn)), options);
 }
 
+TaskIndex add_gradient_allreduce(Plan& plan, const Layer& layer, std::string id,
+                                 const std::vector<int>& workers, const std::vector<BufferIndex>& wgrads,
+                                 const std::vector<TaskIndex>& after, const StrategyConfig& config, int r) {
+  if (workers.size() < 2) return kNone;
+  Task ar;
+  ar.id = std::move(id);
+  ar.kind = TaskKind::allreduce;
+  ar.stream = Stream::comm;
+  ar.group = workers;
+  ar.algo = config.dp_algo;
+  ar.dtype = config.dtype;
+  ar.iteration = r;
+  ar.priority = r;
+  ar.comm_bytes = layer.params * bytes_per_element(config.dtype);
+  ar.reads = ar.writes = wgrads;
+  const TaskIndex reduced = plan.add_task(std::move(ar));
+  for (TaskIndex t : after) plan.add_data_dep(t, reduced);
+  return reduced;
+}
+
 PartitionedGcn::PartitionedGcn(const Model& gcn, const GraphLayout& layout, std::vector<int> workers,
                                std::string prefix, const StrategyConfig& config, Plan& plan)
     : gcn_(gcn),
@@ -187,14 +207,19 @@ void PartitionedGcn::backward(int r, const std::string& step, bool fresh_state) 
       Part& part = parts_[static_cast<std::size_t>(p)];
       const BufferIndex in = j == 0 ? part.input : part.act[j - 1];
       TaskIndex& producer = grad_producer[static_cast<std::size_t>(p)];
-      if (!input_grad) {
+      // dW from the gradient `producer` made; it frees the saved activations when no bwd does.
+      auto weight_grad = [&] {
+        if (layer.params <= 0 || producer == kNone) return;
         Task w = layer_task(layer, Phase::backward_weight, rows(p), 1, config_.dtype);
         w.reads = {part.grad[j], in};
         w.writes = {part.wgrad[j]};
-        w.mem_free = layer.saved_elems * rows(p) * elem();
+        if (!input_grad) w.mem_free = layer.saved_elems * rows(p) * elem();
         bwdw[static_cast<std::size_t>(p)] = add(std::move(w), r, p, step + "bwdw/" + layer.name);
         plan_.add_data_dep(part.fwd[j], bwdw[static_cast<std::size_t>(p)]);
         plan_.add_data_dep(producer, bwdw[static_cast<std::size_t>(p)]);
+      };
+      if (!input_grad) {
+        weight_grad();
         producer = kNone;
         continue;
       }
@@ -215,37 +240,16 @@ void PartitionedGcn::backward(int r, const std::string& step, bool fresh_state) 
       if (producer != kNone) plan_.add_data_dep(producer, part.bwd[j]);
       for (TaskIndex arrival : arrivals[static_cast<std::size_t>(p)])
         plan_.add_data_dep(arrival, part.bwd[j]);
-      if (layer.params > 0 && producer != kNone) {
-        Task w = layer_task(layer, Phase::backward_weight, rows(p), 1, config_.dtype);
-        w.reads = {part.grad[j], in};
-        w.writes = {part.wgrad[j]};
-        bwdw[static_cast<std::size_t>(p)] = add(std::move(w), r, p, step + "bwdw/" + layer.name);
-        plan_.add_data_dep(part.fwd[j], bwdw[static_cast<std::size_t>(p)]);
-        plan_.add_data_dep(producer, bwdw[static_cast<std::size_t>(p)]);
-      }
+      weight_grad();
       producer = part.bwd[j];
     }
     if (bwdw.front() == kNone) continue;
     // The parts' gradients summed: every replica steps with the whole graph's gradient.
-    TaskIndex reduced = kNone;
-    if (layout_.parts > 1) {
-      Task ar;
-      ar.id = coord("it", r) + "/" + prefix_ + "ar/" + step + layer.name;
-      ar.kind = TaskKind::allreduce;
-      ar.stream = Stream::comm;
-      ar.group = workers_;
-      ar.algo = config_.dp_algo;
-      ar.dtype = config_.dtype;
-      ar.iteration = r;
-      ar.priority = r;
-      ar.comm_bytes = layer.params * elem();
-      for (const Part& part : parts_) {
-        ar.reads.push_back(part.wgrad[j]);
-        ar.writes.push_back(part.wgrad[j]);
-      }
-      reduced = plan_.add_task(std::move(ar));
-      for (TaskIndex t : bwdw) plan_.add_data_dep(t, reduced);
-    }
+    std::vector<BufferIndex> wgrads;
+    for (const Part& part : parts_) wgrads.push_back(part.wgrad[j]);
+    const TaskIndex reduced =
+        add_gradient_allreduce(plan_, layer, coord("it", r) + "/" + prefix_ + "ar/" + step + layer.name,
+                               workers_, wgrads, bwdw, config_, r);
     for (int p = 0; p < layout_.parts; ++p) {
       Part& part = parts_[static_cast<std::size_t>(p)];
       Task u = optimizer_step_task(gcn_, layer.params, config_.optimizer, config_.dtype);

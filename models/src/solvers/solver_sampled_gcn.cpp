@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_step.hpp"
 #include "solver_pipeline.hpp"
 #include "strata/models/graph/synthetic_graph.hpp"
 #include "strata/models/lowering/layer_tasks.hpp"
@@ -127,6 +128,11 @@ Plan lower_sampled_gcn(const Model& model, const StrategyConfig& config, const S
     rows[j] = std::max(1.0, std::round(frontier.rows[hop]));
   }
   const double input_rows = std::max(1.0, std::round(frontier.rows[0]));
+  // Nonzeros of each aggregation (0 for other layers): its destination rows, their sampled
+  // neighbours and self loops.
+  std::vector<double> nnz(layers, 0);
+  for (std::size_t hop = 0; hop < aggs.size(); ++hop)
+    nnz[aggs[hop]] = rows[aggs[hop]] * (frontier.neighbours[hop] + 1);
 
   Plan plan(ranks);
   struct Rank {
@@ -183,12 +189,9 @@ Plan lower_sampled_gcn(const Model& model, const StrategyConfig& config, const S
         const Layer& layer = model.layers[j];
         Task t = layer_task(layer, Phase::forward, rows[j], 1, config.dtype);
         if (layer.op == LayerOp::aggregate) {
-          const std::size_t hop =
-              static_cast<std::size_t>(std::find(aggs.begin(), aggs.end(), j) - aggs.begin());
-          const double nnz = rows[j] * (frontier.neighbours[hop] + 1);
-          t.flops = 2 * nnz * layer.out_elems;
-          set_spmm_bytes(t, rows[j], nnz, layer.out_elems, elem);
-          t.attrs["nnz"] = static_cast<std::int64_t>(std::llround(nnz));
+          t.flops = 2 * nnz[j] * layer.out_elems;
+          set_spmm_bytes(t, rows[j], nnz[j], layer.out_elems, elem);
+          t.attrs["nnz"] = static_cast<std::int64_t>(std::llround(nnz[j]));
           t.attrs["nodes"] = static_cast<std::int64_t>(rows[j]);
           t.attrs["source_rows"] = static_cast<std::int64_t>(input_rows_of(j));
         }
@@ -216,11 +219,8 @@ Plan lower_sampled_gcn(const Model& model, const StrategyConfig& config, const S
         if (j == 0) break;  // nothing reads the gradient of the input rows
         Task b = layer_task(layer, Phase::backward_data, rows[j], 1, config.dtype);
         if (layer.op == LayerOp::aggregate) {  // the transpose of the block's sampled rows
-          const std::size_t hop =
-              static_cast<std::size_t>(std::find(aggs.begin(), aggs.end(), j) - aggs.begin());
-          const double nnz = rows[j] * (frontier.neighbours[hop] + 1);
-          b.flops = 2 * nnz * layer.out_elems;
-          set_spmm_bytes(b, input_rows_of(j), nnz, layer.out_elems, elem);
+          b.flops = 2 * nnz[j] * layer.out_elems;
+          set_spmm_bytes(b, input_rows_of(j), nnz[j], layer.out_elems, elem);
         }
         if (layer.op != LayerOp::loss) b.reads.push_back(k.grad[j]);
         b.reads.push_back(in);
@@ -238,25 +238,16 @@ Plan lower_sampled_gcn(const Model& model, const StrategyConfig& config, const S
     for (std::size_t j = 0; j < layers; ++j) {
       const Layer& layer = model.layers[j];
       if (layer.params <= 0) continue;
-      TaskIndex reduced = solvers::kNone;
-      if (ranks > 1) {
-        Task ar;
-        ar.id = solvers::coord("it", r) + "/ar/" + layer.name;
-        ar.kind = TaskKind::allreduce;
-        ar.stream = Stream::comm;
-        ar.algo = config.dp_algo;
-        ar.dtype = config.dtype;
-        ar.iteration = r;
-        ar.priority = r;
-        ar.comm_bytes = layer.params * elem;
-        for (int w = 0; w < ranks; ++w) {
-          ar.group.push_back(w);
-          ar.reads.push_back(rank[static_cast<std::size_t>(w)].wgrad[j]);
-          ar.writes.push_back(rank[static_cast<std::size_t>(w)].wgrad[j]);
-        }
-        reduced = plan.add_task(std::move(ar));
-        for (int w = 0; w < ranks; ++w) plan.add_data_dep(bwdw[static_cast<std::size_t>(w)][j], reduced);
+      std::vector<int> workers;
+      std::vector<BufferIndex> wgrads;
+      std::vector<TaskIndex> after;
+      for (int w = 0; w < ranks; ++w) {
+        workers.push_back(w);
+        wgrads.push_back(rank[static_cast<std::size_t>(w)].wgrad[j]);
+        after.push_back(bwdw[static_cast<std::size_t>(w)][j]);
       }
+      const TaskIndex reduced = solvers::add_gradient_allreduce(
+          plan, layer, solvers::coord("it", r) + "/ar/" + layer.name, workers, wgrads, after, config, r);
       for (int w = 0; w < ranks; ++w) {
         Rank& k = rank[static_cast<std::size_t>(w)];
         Task u = optimizer_step_task(model, layer.params, config.optimizer, config.dtype);
