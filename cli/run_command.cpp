@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "commands.hpp"
 #include "db_flags.hpp"
@@ -283,11 +285,20 @@ int train_gcn(const Plan& plan, const RunOptions& o, const real::OptimizerSettin
   return finish_solver_run(plan, o, report, trainer);
 }
 
+// The serial-parallel hybrid's warm-up (--set warmup_epochs=W): its first W epochs run `plan`,
+// the same model lowered with correction_period 1 (every minibatch serial), over `transport`;
+// then the hybrid's Trainer continues from its weights, optimizer state and stores.
+template <typename T>
+struct Warmup {
+  const Plan* plan = nullptr;
+  real::Transport<T>* transport = nullptr;
+};
+
 // Trains with `transport` and reports what rank 0 saw; under MPI every process runs this with
 // the same arguments (the Trainer's calls are collectives) and only process 0 prints.
 template <typename T>
 int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer,
-          real::Transport<T>& transport) {
+          real::Transport<T>& transport, Warmup<T> warmup = {}) {
   real::check_plan_device(plan, o.device);
   if (is_admm(plan.info.solver)) return train_admm<T>(plan, o, transport);
   if (plan.info.trains_graph()) return train_gcn<T>(plan, o, optimizer, transport);
@@ -310,55 +321,79 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
   config.init = o.init == "he" || (o.init == "auto" && plan.info.model == "mlp")
                     ? real::WeightInit::he_normal
                     : real::WeightInit::fan_in_uniform;
-  real::Trainer<T> trainer(plan, executor_for<T>(o.device, backend), config, transport);
+  const auto make_trainer = [&](const Plan& p, real::Transport<T>& t) {
+    return std::make_unique<real::Trainer<T>>(p, executor_for<T>(o.device, backend), config, t);
+  };
+  const int warmup_epochs = warmup.plan == nullptr ? 0 : static_cast<int>(plan.info.parameters.warmup_epochs);
+  std::unique_ptr<real::Trainer<T>> trainer =
+      warmup_epochs > 0 ? make_trainer(*warmup.plan, *warmup.transport) : make_trainer(plan, transport);
   if (report)
     std::printf(
         "run %s %s on %d %s (%s backend, %s transport, %s%s): global batch %lld, %lld batches per epoch\n",
         plan.info.model.c_str(), plan.info.strategy.c_str(), plan.num_workers(),
         transport.name() == "mpi" ? "MPI process(es), one worker each" : "worker thread(s)",
-        trainer.backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
-        o.augment == "none" ? "" : ", crop-flip augmentation", static_cast<long long>(trainer.global_batch()),
-        static_cast<long long>(train_set.count / trainer.global_batch()));
+        trainer->backend_name().c_str(), transport.name().c_str(), o.precision.c_str(),
+        o.augment == "none" ? "" : ", crop-flip augmentation",
+        static_cast<long long>(trainer->global_batch()),
+        static_cast<long long>(train_set.count / trainer->global_batch()));
+  if (report && warmup_epochs > 0)
+    std::printf(
+        "warm-up: epoch(s) 1-%d every minibatch a serial correction (correction_period 1), filling "
+        "every stored state\n",
+        warmup_epochs);
   const bool progress = report && progress_wanted();
   RunLog log(o, plan, report);
   double train_seconds = 0;
   double last_accuracy = 0;
+  std::uint64_t warmup_bytes = 0;
+  std::vector<std::int64_t> warmup_peaks;
   const auto start = std::chrono::steady_clock::now();
   for (int e = 1; e <= o.epochs; ++e) {
+    if (warmup_epochs > 0 && e == warmup_epochs + 1) {
+      std::unique_ptr<real::Trainer<T>> hybrid = make_trainer(plan, transport);
+      hybrid->continue_from(*trainer);
+      warmup_bytes = trainer->bytes_sent();
+      warmup_peaks = trainer->peak_memory_per_worker();
+      trainer = std::move(hybrid);
+    }
     std::function<void(std::int64_t, std::int64_t)> on_batch;
     if (progress)
       on_batch = [&](std::int64_t done, std::int64_t all) { draw_progress(e, o.epochs, done, all); };
-    const real::EpochResult r = trainer.train_epoch(e, train_set, test_set, on_batch);
+    const real::EpochResult r = trainer->train_epoch(e, train_set, test_set, on_batch);
     train_seconds += r.train_seconds;
     last_accuracy = r.test_accuracy;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (report)
       std::printf(
           "epoch %d/%d: train loss %.4f, test accuracy %.2f %%, %.0f samples/s, %.2f s (%.2f s training, "
-          "%.2f s wall so far)\n",
+          "%.2f s wall so far)%s\n",
           e, o.epochs, r.train_loss, 100 * r.test_accuracy, r.samples_per_second, r.train_seconds,
-          train_seconds, wall);
+          train_seconds, wall, e <= warmup_epochs ? ", serial warm-up" : "");
     std::fflush(stdout);
     log.add(e, train_seconds, wall,
-            static_cast<long long>(e * (train_set.count / trainer.global_batch()) * trainer.global_batch()),
+            static_cast<long long>(e * (train_set.count / trainer->global_batch()) * trainer->global_batch()),
             r.train_loss, r.test_accuracy, r.samples_per_second);
   }
   if (!o.trace.empty()) {
+    const Plan& traced = trainer->plan();
     std::vector<real::TaskTiming> timings;
-    std::vector<std::int64_t> first(static_cast<std::size_t>(trainer.global_batch()));
+    std::vector<std::int64_t> first(static_cast<std::size_t>(trainer->global_batch()));
     for (std::size_t i = 0; i < first.size(); ++i) first[i] = static_cast<std::int64_t>(i);
-    trainer.train_batch(train_set, first, &timings);
+    trainer->train_batch(train_set, first, &timings);
     if (report) {
-      write_trace(recorded(real::measured_trace(plan, timings, real::host_name(),
-                                                plan.info.model + " " + plan.info.strategy),
-                           o, plan),
+      write_trace(recorded(real::measured_trace(traced, timings, real::host_name(),
+                                                traced.info.model + " " + traced.info.strategy),
+                           o, traced),
                   o.trace);
-      std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), plan.size());
+      std::printf("measured trace of one more iteration -> %s (%zu tasks)\n", o.trace.c_str(), traced.size());
     }
   }
-  const std::uint64_t bytes = trainer.bytes_sent();
+  const std::uint64_t bytes = warmup_bytes + trainer->bytes_sent();
   if (report) std::printf("bytes sent between workers: %.4g B\n", static_cast<double>(bytes));
-  print_memory(trainer.peak_memory_per_worker(), trainer.transport(), report);
+  std::vector<std::int64_t> peaks = trainer->peak_memory_per_worker();
+  for (std::size_t w = 0; w < std::min(peaks.size(), warmup_peaks.size()); ++w)
+    peaks[w] = std::max(peaks[w], warmup_peaks[w]);
+  print_memory(peaks, trainer->transport(), report);
   if (report && o.epochs > 0)
     std::printf("test accuracy %.2f %% after %d epoch(s), %.2f s training\n", 100 * last_accuracy, o.epochs,
                 train_seconds);
@@ -366,21 +401,25 @@ int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& 
 }
 
 template <typename T>
-int train(const Plan& plan, const RunOptions& o, const real::OptimizerSettings& optimizer) {
+int train(const Plan& plan, const Plan* warmup, const RunOptions& o,
+          const real::OptimizerSettings& optimizer) {
   if (o.transport == "mpi") {
 #if STRATA_HAVE_MPI
     // One process per worker, started by mpirun.
     return on_mpi_ranks(plan.num_workers(), o.plan.empty() ? "strategy" : "Plan", "run",
                         [&](const real::MpiSession& session) {
                           real::MpiTransport<T> transport(session, plan);
-                          return train<T>(plan, o, optimizer, transport);
+                          if (warmup == nullptr) return train<T>(plan, o, optimizer, transport);
+                          real::MpiTransport<T> serial(session, *warmup);
+                          return train<T>(plan, o, optimizer, transport, {warmup, &serial});
                         });
 #else
     throw_no_mpi();
 #endif
   }
   real::ThreadTransport<T> transport;
-  return train<T>(plan, o, optimizer, transport);
+  real::ThreadTransport<T> serial;
+  return train<T>(plan, o, optimizer, transport, {warmup, &serial});
 }
 
 }  // namespace
@@ -424,18 +463,34 @@ void add_run_command(CLI::App& app, Action& action) {
       o->store = open_results_store(o->db);
       real::OptimizerSettings optimizer;
       Plan plan;
+      std::optional<Plan> warmup;  // serial-parallel with --set warmup_epochs: the serial Plan
       if (o->plan.empty()) {
         const Experiment e = experiment_of(o->flags, kRunBatchPerWorker);
         plan = plan_to_run(e);
         optimizer = optimizer_of(e);
         o->experiment = canonical_json(e);
         o->epochs = e.epochs;
+        if (e.solver.warmup_epochs > 0) {
+          Experiment serial = e;
+          serial.solver.correction_period = 1;
+          warmup = plan_to_run(serial);
+        }
       } else {
         refuse_beside_plan(o->flags, true);
         plan = plan_to_run(o->flags, o->plan);
         optimizer = plan_optimizer(o->flags, plan);
         o->epochs = o->flags.epochs;
+        if (const std::int64_t w = plan.info.parameters.warmup_epochs; w > 0)
+          throw InputError(o->plan + ": warmup_epochs " + std::to_string(w) +
+                           " needs the serial Plan beside this one: run with --model and --solver "
+                           "serial-parallel --set warmup_epochs=" +
+                           std::to_string(w) + " instead of --plan");
       }
+      if (warmup && o->placement.policy != "strategy")
+        throw InputError(
+            "--set warmup_epochs: runs the serial-parallel Plans on the strategy's placement only, "
+            "not beside --schedule-policy " +
+            o->placement.policy);
       if (o->device == "cuda") real::check_cuda_kernels(plan, o->plan.empty() ? "--device cuda" : o->plan);
       // Every worker still runs on this machine (threads, or the ranks mpirun started): a
       // placement says which host each worker stands for in the Plan, not where it runs.
@@ -449,7 +504,9 @@ void add_run_command(CLI::App& app, Action& action) {
       o->cpu_share = function_cpu_share(plan, o->placement, o->flags.platform, !o->no_pin);
       if (o->cpu_share < 1 && (is_admm(plan.info.solver) || plan.info.trains_graph()))
         throw InputError("--function-memory: runs backprop Plans only in functions of less than one vCPU");
-      return o->precision == "fp64" ? train<double>(plan, *o, optimizer) : train<float>(plan, *o, optimizer);
+      const Plan* serial = warmup ? &*warmup : nullptr;
+      return o->precision == "fp64" ? train<double>(plan, serial, *o, optimizer)
+                                    : train<float>(plan, serial, *o, optimizer);
     };
   });
 }

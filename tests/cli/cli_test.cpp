@@ -682,6 +682,46 @@ TEST_F(Cli, RunTrainsTheSerialParallelHybridOnItsDefaults) {
   EXPECT_NE(r.out.find("method=penalty,correction_period=4,downsample=1"), std::string::npos) << r.out;
 }
 
+// --set warmup_epochs=1: epoch 1 is the serial Plan's (correction_period 1, the same accuracy
+// to the printed digit), epoch 2 the hybrid's continuing from it; the bytes are the two Plans'
+// epochs added. A Plan file cannot carry the serial Plan beside it: one line.
+TEST_F(Cli, SerialParallelWarmUpEpochIsTheSerialPlansThenTheHybridContinues) {
+  const std::string common = "run --model mlp --solver serial-parallel --workers 2 --no-pin ";
+  const Outcome serial = run(common + "--epochs 1 --set correction_period=1");
+  const Outcome hybrid = run(common + "--epochs 1");
+  const Outcome both = run(common + "--epochs 2 --set warmup_epochs=1");
+  for (const Outcome* r : {&serial, &hybrid, &both}) ASSERT_EQ(r->rc, 0) << r->err;
+  const auto accuracy = [](const std::string& out, int epoch) {
+    const std::size_t at = out.find("epoch " + std::to_string(epoch) + "/");
+    const std::size_t acc = out.find("test accuracy ", at);
+    return at == std::string::npos ? std::string() : out.substr(acc, out.find(" %", acc) - acc);
+  };
+  EXPECT_EQ(accuracy(both.out, 1), accuracy(serial.out, 1)) << both.out << serial.out;
+  EXPECT_NE(accuracy(both.out, 1), "") << both.out;
+  EXPECT_NE(both.out.find("wall so far), serial warm-up\n"), std::string::npos) << both.out;
+  const std::size_t second = both.out.find("epoch 2/2");
+  ASSERT_NE(second, std::string::npos) << both.out;
+  EXPECT_EQ(both.out.find("serial warm-up", second), std::string::npos) << both.out;
+  const auto bytes = [](const std::string& out) {
+    const std::size_t at = out.find("bytes sent between workers: ");
+    return at == std::string::npos ? 0.0 : std::stod(out.substr(at + 28));
+  };
+  EXPECT_GT(bytes(serial.out), 0);
+  EXPECT_NEAR(bytes(both.out), bytes(serial.out) + bytes(hybrid.out), 1e-3 * bytes(both.out)) << both.out;
+  // The hybrid's epoch starts from the warm-up's weights, not afresh.
+  EXPECT_GT(std::stod(accuracy(both.out, 2).substr(14)), std::stod(accuracy(hybrid.out, 1).substr(14)))
+      << both.out << hybrid.out;
+  ASSERT_EQ(run("plan --model mlp --solver serial-parallel --workers 2 --set warmup_epochs=1 -o " +
+                path("warm.json"))
+                .rc,
+            0);
+  expect_one_line_error(run("run --plan " + path("warm.json") + " --epochs 2 --log " + path("w.csv")),
+                        "warm.json: warmup_epochs 1 needs the serial Plan beside this one", path("w.csv"));
+  expect_one_line_error(
+      run("run --model mlp --solver backprop --epochs 1 --set warmup_epochs=1 --log " + path("b.csv")),
+      "--set warmup_epochs", path("b.csv"));
+}
+
 TEST_F(Cli, SerialParallelBadInputIsOneLine) {
   expect_one_line_error(run("run --model mlp --solver serial-parallel --workers 2 --epochs 1 --set "
                             "correction_period=0 --log " +

@@ -15,6 +15,7 @@
 #include "strata/real/exec/task_runner.hpp"
 #include "strata/real/train/trainer.hpp"
 #include "strata/real/transport/thread_transport.hpp"
+#include "strata/traces/error.hpp"
 #include "training_runs.hpp"
 #include "weights.hpp"
 
@@ -28,11 +29,11 @@ using training_runs::mlp_plan;
 using training_runs::train_config;
 
 Plan hybrid_plan(const std::string& model, int workers, int period, int instances, bool al = false,
-                 int downsample = 1) {
+                 int downsample = 1, Optimizer optimizer = Optimizer::sgd) {
   StrategyConfig c;
   c.dp = workers;
   c.global_batch = kBatch;  // per instance
-  c.optimizer = Optimizer::sgd;
+  c.optimizer = optimizer;
   SolverConfig s;
   s.solver = Solver::serial_parallel;
   s.correction_period = period;
@@ -102,6 +103,59 @@ TEST(SerialParallel, TheParallelPhaseTrainsFromTheStoredStates) {
     else
       EXPECT_EQ(largest(array(trainer, plan, "dp0/pp0/tp0/mb0/admm/b0/lambda")), 0.0)
           << "penalty keeps them at 0";
+  }
+}
+
+// --set warmup_epochs hands a run from one Trainer to another (Trainer::continue_from): a
+// Trainer that continues from another's weights, Adam moments and step counts, stores and seen
+// flags after 2 runs, then runs a third, ends where one Trainer running all 3 ends. The warm-up's
+// serial Plan (correction period 1) hands over to the hybrid's; another model's Plan is refused.
+TEST(SerialParallel, ATrainerContinuesFromAnotherExactly) {
+  const Plan plan = hybrid_plan("mlp", 2, 2, 4, true, 1, Optimizer::adam);
+  CpuBackend backend;
+  TrainConfig config = train_config();
+  config.optimizer.kind = Optimizer::adam;
+  config.optimizer.learning_rate = 1e-3;
+  const auto run_indices = [](int run) {
+    std::vector<std::int64_t> indices;
+    for (int k = 0; k < 4; ++k) {
+      const std::vector<std::int64_t> b = batch_indices(4 * run + k);
+      indices.insert(indices.end(), b.begin(), b.end());
+    }
+    return indices;
+  };
+  Trainer<double> whole(plan, backend, config);
+  Trainer<double> first(plan, backend, config);
+  for (int run = 0; run < 3; ++run) whole.train_batch(training_runs::train_images(), run_indices(run));
+  for (int run = 0; run < 2; ++run) first.train_batch(training_runs::train_images(), run_indices(run));
+  Trainer<double> second(plan, backend, config);
+  second.continue_from(first);
+  second.train_batch(training_runs::train_images(), run_indices(2));
+  int compared = 0;
+  for (BufferIndex b = 0; b < plan.buffers().size(); ++b) {
+    if (!plan.buffer(b).persistent || plan.buffer(b).id.find("/grad/") != std::string::npos) continue;
+    const std::vector<double>& want = whole.workspace().array(b);
+    const std::vector<double>& got = second.workspace().array(b);
+    ASSERT_EQ(want.size(), got.size()) << plan.buffer(b).id;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(want[i], got[i]) << plan.buffer(b).id << " [" << i << "]";
+    ++compared;
+  }
+  EXPECT_GE(compared, 9) << "weights, both Adam moments, the z and lambda stores and the seen flags";
+  // The warm-up's serial Plan hands over to the hybrid's: the same persistent buffers.
+  const Plan serial = hybrid_plan("mlp", 2, 1, 4, true, 1, Optimizer::adam);
+  Trainer<double> warm(serial, backend, config);
+  warm.train_batch(training_runs::train_images(), run_indices(0));
+  Trainer<double> hybrid(plan, backend, config);
+  hybrid.continue_from(warm);
+  EXPECT_EQ(array(hybrid, plan, "dp0/pp0/tp0/admm/b0/seen")[0], 1.0);
+  const Plan lenet = hybrid_plan("lenet5", 2, 2, 4, true, 1, Optimizer::adam);
+  Trainer<double> other(lenet, backend, config);
+  try {
+    other.continue_from(warm);
+    ADD_FAILURE() << "another model's Plan continued";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("in the Plan it continues from"), std::string::npos) << e.what();
   }
 }
 

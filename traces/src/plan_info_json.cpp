@@ -44,6 +44,7 @@ OrderedJson parameters_to_json(const SolverParameters& p) {
   if (p.z_lr != 0) j["z_lr"] = p.z_lr;
   put("correction_period", p.correction_period);
   put("downsample", p.downsample);
+  put("warmup_epochs", p.warmup_epochs);
   if (!p.method.empty()) j["method"] = p.method;
   put("graph_parts", p.graph_parts);
   put("graph_edges", p.graph_edges);
@@ -72,6 +73,7 @@ SolverParameters read_parameters(const JsonNode& node) {
                               "stored_samples",
                               "correction_period",
                               "downsample",
+                              "warmup_epochs",
                               "method",
                               "graph_parts",
                               "graph_edges",
@@ -98,6 +100,7 @@ SolverParameters read_parameters(const JsonNode& node) {
   if (std::optional<JsonNode> v = node.find("z_lr")) p.z_lr = v->as_size();
   p.correction_period = optional_int(node, "correction_period", 0, 0);
   p.downsample = optional_int(node, "downsample", 0, 0);
+  p.warmup_epochs = optional_int(node, "warmup_epochs", 0, 0);
   if (std::optional<JsonNode> v = node.find("method")) {
     p.method = v->as_string();
     if (p.method != "penalty" && p.method != "al")

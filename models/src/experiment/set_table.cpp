@@ -242,6 +242,10 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("correction_period", SetSection::solver, 1, "minibatches",
                       "a serial forward-backward pass every N minibatches (1: backprop; default 4)",
                       {Solver::serial_parallel}));
+  t.push_back(integer("warmup_epochs", SetSection::solver, 0, "epochs",
+                      "strata run: the first N epochs all serial corrections, filling every stored state "
+                      "(default 0)",
+                      {Solver::serial_parallel}));
   t.push_back(integer("downsample", SetSection::solver, 1, "",
                       "auxiliary states cross workers average-pooled over d x d (bytes / d^2; default 1)",
                       {Solver::serial_parallel}));
@@ -417,6 +421,7 @@ const std::map<std::string, Access>& accessors() {
                    }};
     a["correction_period"] = number(&SolverConfig::correction_period, &Experiment::solver);
     a["downsample"] = number(&SolverConfig::downsample, &Experiment::solver);
+    a["warmup_epochs"] = number(&SolverConfig::warmup_epochs, &Experiment::solver);
     a["nu"] = number(&SolverConfig::nu, &Experiment::solver);
     a["admm_iterations"] = number(&SolverConfig::admm_iterations, &Experiment::solver);
     a["quant_bits"] = number(&SolverConfig::quant_bits, &Experiment::solver);

@@ -309,6 +309,7 @@ SolverParameters plan_parameters(const SolverConfig& solver) {
       p.stored_samples = solver.train_samples;
       p.correction_period = solver.correction_period;
       p.downsample = solver.downsample;
+      p.warmup_epochs = solver.warmup_epochs;
       p.method = solver.augmented_lagrangian ? "al" : "penalty";
       break;
   }

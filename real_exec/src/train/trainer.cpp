@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <unordered_map>
 
 #include "strata/traces/error.hpp"
@@ -181,6 +182,28 @@ template <typename T>
 Workspace<T>& Trainer<T>::workspace() {
   for (BufferIndex b = 0; b < plan_.buffers().size(); ++b) runner_->download(b);
   return *ws_;
+}
+
+template <typename T>
+void Trainer<T>::continue_from(Trainer& from) {
+  std::unordered_map<std::string, BufferIndex> by_id;
+  const auto& theirs = from.plan_.buffers();
+  for (BufferIndex b = 0; b < theirs.size(); ++b)
+    if (theirs[b].persistent) by_id.emplace(theirs[b].id, b);
+  Workspace<T>& source = from.workspace();
+  Workspace<T>& target = workspace();
+  for (BufferIndex b = 0; b < plan_.buffers().size(); ++b) {
+    const Buffer& buffer = plan_.buffer(b);
+    if (!buffer.persistent) continue;
+    const auto it = by_id.find(buffer.id);
+    if (it == by_id.end() || source.size(it->second) != target.size(b))
+      throw InputError("Plan " + plan_.info.model + " " + plan_.info.strategy + ": persistent buffer " +
+                       buffer.id +
+                       (it == by_id.end() ? " is not in the Plan it continues from"
+                                          : " has another size in the Plan it continues from"));
+    std::copy_n(source.data(it->second), target.size(b), target.data(b));
+    target.optimizer_steps(b) = source.optimizer_steps(it->second);
+  }
 }
 
 template <typename T>

@@ -83,6 +83,7 @@ struct SolverParameters {
   // phase pooled by downsample x downsample; method penalty or al (augmented Lagrangian).
   std::int64_t correction_period = 0;
   std::int64_t downsample = 0;
+  std::int64_t warmup_epochs = 0;  // serial-parallel: a real run's first epochs all corrections
   std::string method;
   // A GCN's graph split over workers (backprop on dp=P, or gist with parts): the parts (per
   // sub-GCN), the graph's edges, the partitioner (streaming | metis) and the halo rows all parts

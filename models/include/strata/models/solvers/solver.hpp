@@ -104,6 +104,10 @@ struct SolverConfig {
   bool augmented_lagrangian = false;
   int correction_period = 4;
   int downsample = 1;
+  // The first warmup_epochs epochs of a real run (strata run) are serial: every minibatch a
+  // correction (the same model and stores lowered with correction_period 1), which trains every
+  // sample and fills every stored state before the parallel phase starts. 0: none.
+  int warmup_epochs = 0;
   // A GCN's graph split over workers (graph_layout.hpp): backprop on --strategy dp=P splits it in
   // P parts; GIST's every sub-GCN in graph_parts parts (workers = m x graph_parts). The layout
   // comes from the power-law graph of the model's nodes, edges and exponent, partitioned by

@@ -114,6 +114,13 @@ class Trainer {
   std::vector<std::int64_t> peak_memory_per_worker() const;
   std::int64_t global_batch() const { return global_batch_; }
   Transport<T>& transport() { return *transport_; }
+  const Plan& plan() const { return plan_; }
+  // Carries on where `from` stopped: every persistent buffer of this Trainer's Plan (weights,
+  // optimizer state with its step count, a solver's per-sample stores) takes the contents of
+  // `from`'s buffer of the same id. For two Plans of one model on the same workers (the
+  // serial-parallel hybrid's warm-up Plan and its own); a persistent buffer `from` lacks, or of
+  // another size, throws InputError naming it. CPU executors (a device's copy is not uploaded).
+  void continue_from(Trainer& from);
 
  private:
   struct Slot {  // one (dp rank, microbatch)
