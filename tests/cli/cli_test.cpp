@@ -711,6 +711,11 @@ TEST_F(Cli, SerialParallelWarmUpEpochIsTheSerialPlansThenTheHybridContinues) {
   // The hybrid's epoch starts from the warm-up's weights, not afresh.
   EXPECT_GT(std::stod(accuracy(both.out, 2).substr(14)), std::stod(accuracy(hybrid.out, 1).substr(14)))
       << both.out << hybrid.out;
+  // At its default the key stays out of the spec (the content hashes of earlier hybrid runs hold).
+  const Outcome quiet = run("spec --model mlp --solver serial-parallel --workers 2");
+  const Outcome warm = run("spec --model mlp --solver serial-parallel --workers 2 --set warmup_epochs=1");
+  EXPECT_EQ(quiet.out.find("warmup_epochs"), std::string::npos) << quiet.out;
+  EXPECT_NE(warm.out.find("\"warmup_epochs\": 1"), std::string::npos) << warm.out;
   ASSERT_EQ(run("plan --model mlp --solver serial-parallel --workers 2 --set warmup_epochs=1 -o " +
                 path("warm.json"))
                 .rc,

@@ -242,10 +242,13 @@ std::vector<SetKey> make_table() {
   t.push_back(integer("correction_period", SetSection::solver, 1, "minibatches",
                       "a serial forward-backward pass every N minibatches (1: backprop; default 4)",
                       {Solver::serial_parallel}));
-  t.push_back(integer("warmup_epochs", SetSection::solver, 0, "epochs",
-                      "strata run: the first N epochs all serial corrections, filling every stored state "
-                      "(default 0)",
-                      {Solver::serial_parallel}));
+  // Out of an Experiment's JSON at its default, as the graph keys: hashes written before it hold.
+  SetKey warmup = integer("warmup_epochs", SetSection::solver, 0, "epochs",
+                          "strata run: the first N epochs all serial corrections, filling every stored state "
+                          "(default 0)",
+                          {Solver::serial_parallel});
+  warmup.quiet_default = "0";
+  t.push_back(warmup);
   t.push_back(integer("downsample", SetSection::solver, 1, "",
                       "auxiliary states cross workers average-pooled over d x d (bytes / d^2; default 1)",
                       {Solver::serial_parallel}));

@@ -281,6 +281,25 @@ TEST(MpiTransportCli, GistOverTwoProcessesReportsWhatTheThreadsReport) {
             field(threads.out, "bytes sent between workers: ", "\n"));
 }
 
+// The serial-parallel hybrid's warm-up over two processes: the serial Plan's transport for epoch
+// 1, the hybrid's for epoch 2 (two MpiTransports of one session), each epoch what the threads say.
+TEST(MpiTransportCli, HybridWarmUpOverTwoProcessesReportsWhatTheThreadsReport) {
+  const auto dir = scratch("hybrid-warmup");
+  const std::string args = std::string(STRATA_BINARY) +
+                           " run --model mlp --solver serial-parallel --workers 2 --set warmup_epochs=1 "
+                           "--epochs 2 --no-pin";
+  const Outcome threads = run(args, dir);
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Outcome mpi = run(mpirun(2) + args + " --transport mpi", dir);
+  ASSERT_EQ(mpi.status, 0) << mpi.err;
+  EXPECT_NE(mpi.out.find("serial warm-up"), std::string::npos) << mpi.out;
+  for (const char* epoch : {"epoch 1/2: train loss ", "epoch 2/2: train loss "})
+    EXPECT_EQ(field(mpi.out, epoch, ","), field(threads.out, epoch, ",")) << epoch;
+  EXPECT_EQ(field(mpi.out, "test accuracy ", ","), field(threads.out, "test accuracy ", ","));
+  EXPECT_EQ(field(mpi.out, "bytes sent between workers: ", "\n"),
+            field(threads.out, "bytes sent between workers: ", "\n"));
+}
+
 // A GCN graph split in 2 parts, one per process: the halo rows cross as MPI messages.
 TEST(MpiTransportCli, SplitGraphOverTwoProcessesReportsWhatTheThreadsReport) {
   const auto dir = scratch("split-gcn");
