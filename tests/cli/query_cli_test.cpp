@@ -89,7 +89,8 @@ TEST_F(Query, AnExploreKilledAndResumedLeavesTheRowsOfOneNeverStopped) {
     const std::string killed = "cd " + path(".") + " && timeout -s KILL " + seconds + " " + STRATA_BINARY +
                                " " + sweep + " --db resumed.db > /dev/null 2>&1";
     ASSERT_NE(std::system(killed.c_str()), -1);
-    ASSERT_EQ(run(sweep + " --db resumed.db").rc, 0);
+    const Outcome resumed = run(sweep + " --db resumed.db");
+    ASSERT_EQ(resumed.rc, 0) << "killed after " << seconds << " s: " << resumed.err;
     EXPECT_EQ(run("query --db resumed.db --csv").out, whole) << "killed after " << seconds << " s";
   }
 }

@@ -95,6 +95,17 @@ TEST_F(ResultsStoreTest, TheFileAppearsOnlyWithItsFirstRow) {
   EXPECT_EQ(store.keys(), std::set<std::string>{"e1/00000000000000aa/analytical/7"});
 }
 
+// What a writer killed inside its first commit leaves: a file of no schema (0 bytes once SQLite
+// has rolled its journal back). A writer takes it as a new store; a reader still finds no store.
+TEST_F(ResultsStoreTest, AFileWhoseFirstCommitNeverEndedIsANewStoreToAWriter) {
+  std::ofstream(path("empty.db")).close();
+  ASSERT_EQ(fs::file_size(path("empty.db")), 0u);
+  EXPECT_NE(error_of([&] { ResultsStore(path("empty.db")).rows(); }).find("not a strata results store"),
+            std::string::npos);
+  ResultsStore(path("empty.db")).commit({row("e1", "analytical", 2.0)});
+  EXPECT_EQ(ResultsStore(path("empty.db")).rows().size(), 1u);
+}
+
 TEST_F(ResultsStoreTest, RowsRoundTripAndAKeyWrittenAgainReplacesItsRow) {
   {
     ResultsStore store(path("r.db"));

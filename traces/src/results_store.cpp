@@ -199,6 +199,17 @@ void ResultsStore::open(bool write) {
   if (exists) check_schema();
 }
 
+// Entries of sqlite_master (tables, indexes, ...); -1 when they cannot be read.
+int ResultsStore::schema_objects() {
+  sqlite3_stmt* raw = nullptr;
+  int count = -1;
+  if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM sqlite_master", -1, &raw, nullptr) == SQLITE_OK &&
+      sqlite3_step(raw) == SQLITE_ROW)
+    count = sqlite3_column_int(raw, 0);
+  sqlite3_finalize(raw);
+  return count;
+}
+
 // An existing file: a strata store of a schema this strata reads.
 void ResultsStore::check_schema() {
   sqlite3_stmt* raw = nullptr;
@@ -211,6 +222,10 @@ void ResultsStore::check_schema() {
       throw InputError(input_error_message(
           path_, "",
           "locked by another process (waited " + std::to_string(static_cast<int>(wait_s_)) + " s)"));
+    // A writer killed inside its first commit leaves the file with no schema at all (SQLite rolls
+    // the hot journal back to the empty database): a store never written, which a writer takes
+    // as new (the commit creates the tables). Anything with tables of its own is not a store.
+    if (writable_ && schema_objects() == 0) return;
     throw InputError(input_error_message(path_, "", "not a strata results store (" + why + ")"));
   }
   const int step = sqlite3_step(raw);

@@ -124,6 +124,7 @@ class ResultsStore {
  private:
   void open(bool write);
   void check_schema();
+  int schema_objects();
 
   std::string path_;
   double wait_s_ = 30;
