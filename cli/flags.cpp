@@ -295,6 +295,10 @@ void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
                  "per-group: one comm stream per communicator (DP, TP, PP peer) per worker, as NCCL; "
                  "one-per-worker: a single comm stream per worker (the rule before issue 15)")
       ->check(CLI::IsMember({"per-group", "one-per-worker"}));
+  app.add_option("--symmetry", flags.symmetry,
+                 "auto: replay representative data-parallel replicas where that is exact (flat network, "
+                 "identical hosts; docs/simulator.md), every replica elsewhere; off: every replica")
+      ->check(CLI::IsMember({"auto", "off"}));
 }
 
 ReplayOptions replay_options(const ReplayFlags& flags) {
@@ -303,6 +307,7 @@ ReplayOptions replay_options(const ReplayFlags& flags) {
   options.network.model = flags.network_model;
   options.network.simgrid_factors = flags.simgrid_factors;
   options.cold_starts = flags.cold_starts;
+  options.symmetry = parse_symmetry_mode(flags.symmetry);
   options.comm_streams =
       flags.comm_streams == "one-per-worker" ? CommStreams::one_per_worker : CommStreams::per_group;
   if (!flags.calibration.empty()) options.calibration = load_calibration(flags.calibration);

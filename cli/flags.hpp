@@ -64,6 +64,7 @@ struct ReplayFlags {
   bool simgrid_factors = false;
   std::string comm_streams = "per-group";  // per-group | one-per-worker (replay.hpp)
   bool cold_starts = false;                // ReplayOptions::cold_starts
+  std::string symmetry = "auto";           // auto | off (ReplayOptions::symmetry)
 };
 void add_replay_flags(CLI::App& app, ReplayFlags& flags);
 // Replay options from the flags (reads the calibration file). Throws InputError.

@@ -36,25 +36,37 @@ void show_progress(std::size_t done, std::size_t all, double now) {
 
 int simulate(const SimulateOptions& o) {
   std::optional<Experiment> experiment;
-  Plan plan;
-  if (!o.plan.empty()) {
-    refuse_beside_plan(o.flags, false);
-    plan = read_plan(o.plan, true);  // unplaced tasks: --schedule-policy places them
-  } else {
-    experiment = experiment_of(o.flags);
-    plan = lower(*experiment);
-  }
   ReplayOptions options = replay_options(o.replay);
   const std::string platform = resolve_platform(o.flags.platform);
-  const std::optional<PlacementReport> placed = place_workers_by_policy(plan, o.placement, platform, options);
   options.keep_trace = !o.trace.empty() || !o.perfetto.empty();
   if (progress_wanted()) options.progress = show_progress;
-  ReplayResult result = replay(plan, platform, options);
-  result.report.placement = placed;
+  std::string experiment_hash;
+  ReplayResult result;
+  if (o.plan.empty()) experiment = experiment_of(o.flags);
+  const bool natural = o.placement.policy == "strategy" && o.placement.placement.empty() &&
+                       o.placement.function_memory_mb <= 0;
+  if (experiment && natural) {
+    // The Plan is lowered once the platform is known: whole, or a symmetry reduction of it.
+    result = replay_experiment(*experiment, platform, options);
+    experiment_hash = result.report.experiment_hash;
+  } else {
+    Plan plan;
+    if (experiment) {
+      plan = lower(*experiment);
+    } else {
+      refuse_beside_plan(o.flags, false);
+      plan = read_plan(o.plan, true);  // unplaced tasks: --schedule-policy places them
+    }
+    const std::optional<PlacementReport> placed =
+        place_workers_by_policy(plan, o.placement, platform, options);
+    result = replay(plan, platform, options);
+    result.report.placement = placed;
+    experiment_hash = plan.info.experiment_hash;
+  }
   const nlohmann::json spec = experiment ? canonical_json(*experiment) : nlohmann::json();
   result.report.experiment = spec;
   result.trace.experiment = spec;
-  result.trace.experiment_hash = plan.info.experiment_hash;
+  result.trace.experiment_hash = experiment_hash;
   if (!o.trace.empty()) write_trace(result.trace, o.trace);
   if (!o.perfetto.empty()) write_chrome_trace(result.trace, o.perfetto);
   if (!o.report.empty()) write_file_atomically(o.report, report_to_json(result.report).dump(1) + "\n");

@@ -90,10 +90,17 @@ OptimizerSettings optimizer_of(const Experiment& e) {
   return s;
 }
 
-Plan lower(const Experiment& e) {
+Plan lower(const Experiment& e) { return lower(e, 0); }
+
+Plan lower(const Experiment& e, int symmetric_replicas) {
   const Model model = model_of(e);
   SolverConfig solver = e.solver;
-  Plan plan = lower_solver(model, strategy_of(e, model), solver);
+  StrategyConfig config = strategy_of(e, model);
+  if (symmetric_replicas > 0) {
+    config.symmetric_replicas = symmetric_replicas;
+    config.lowered_replicas = 0;  // the exact reduction replaces the forced one
+  }
+  Plan plan = lower_solver(model, config, solver);
   plan.info.experiment_hash = experiment_hash(e);
   return plan;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <variant>
 
 #include "strata/traces/error.hpp"
 
@@ -84,8 +85,9 @@ std::vector<std::vector<WorkerId>> by_host(const std::vector<WorkerId>& group,
   return out;
 }
 
+// `whole_hosts`: the hosts of the whole group (more than `hosts` in a symmetry reduction).
 void hierarchical_allreduce(FlowBuilder& b, const std::vector<std::vector<WorkerId>>& hosts, double bytes,
-                            CollectiveFidelity fidelity) {
+                            std::size_t whole_hosts, CollectiveFidelity fidelity) {
   const std::size_t local = hosts.front().size();
   const std::size_t num_hosts = hosts.size();
   const double intra_chunk = bytes / static_cast<double>(local);
@@ -107,8 +109,8 @@ void hierarchical_allreduce(FlowBuilder& b, const std::vector<std::vector<Worker
   };
   if (local > 1) intra_phase();
   if (num_hosts > 1) {
-    const int steps = 2 * (static_cast<int>(num_hosts) - 1);
-    const double chunk = intra_chunk / static_cast<double>(num_hosts);
+    const int steps = 2 * (static_cast<int>(whole_hosts) - 1);
+    const double chunk = intra_chunk / static_cast<double>(whole_hosts);
     const int rounds = fidelity == CollectiveFidelity::aggregated ? 1 : steps;
     for (int k = 0; k < rounds; ++k) {
       for (std::size_t j = 0; j < local; ++j)
@@ -273,6 +275,11 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
   const std::size_t n = g.size();
   if (n < 2) return {};
   const double s = task.comm_bytes;
+  // A symmetry reduction's collective runs over representatives of a larger group: chunks and
+  // ring steps are the whole group's (symmetry.hpp), the flows the representatives'.
+  const std::size_t whole = group_size(task);
+  STRATA_ASSERT(whole == n || task.algo == CollectiveAlgo::ring || task.algo == CollectiveAlgo::hierarchical,
+                "a reduced group needs a ring or hierarchical algorithm: " + task.id);
   if (is_hub_algo(task.algo)) {
     STRATA_ASSERT(task.kind == TaskKind::allreduce && store >= 0,
                   "store, cache or server collective without its host: " + task.id);
@@ -289,7 +296,9 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
     if (task.algo == CollectiveAlgo::hierarchical) {
       auto hosts = by_host(g, host_of_worker);
       if (!hosts.empty()) {
-        hierarchical_allreduce(b, hosts, s, fidelity);
+        const std::size_t local = hosts.front().size();
+        STRATA_ASSERT(whole % local == 0, "reduced group of " + task.id + " is not whole hosts");
+        hierarchical_allreduce(b, hosts, s, whole / local, fidelity);
         return b.take();
       }
     } else if (task.algo == CollectiveAlgo::halving_doubling && is_power_of_two(n)) {
@@ -300,8 +309,17 @@ std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelit
       return b.take();
     }
   }
-  ring_phase(b, g, ring_steps(task.kind, n), s / static_cast<double>(n), fidelity);
+  ring_phase(b, g, ring_steps(task.kind, whole), s / static_cast<double>(whole), fidelity);
   return b.take();
+}
+
+std::size_t group_size(const Task& task) {
+  const auto whole = task.attrs.find("group_size");
+  if (whole == task.attrs.end()) return task.group.size();
+  const auto* value = std::get_if<std::int64_t>(&whole->second);
+  STRATA_ASSERT(value != nullptr && *value >= static_cast<std::int64_t>(task.group.size()),
+                "group_size of " + task.id + " is below its group's");
+  return static_cast<std::size_t>(*value);
 }
 
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker) {
@@ -317,11 +335,11 @@ std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_wo
     auto hosts = by_host(task.group, host_of_worker);
     if (!hosts.empty()) {
       const std::size_t local = hosts.front().size();
-      const std::size_t h = hosts.size();
+      const std::size_t h = group_size(task) / local;
       return 2 * (local - 1) * n + 2 * (h - 1) * n;
     }
   }
-  return static_cast<std::size_t>(ring_steps(task.kind, n)) * n;
+  return static_cast<std::size_t>(ring_steps(task.kind, group_size(task))) * n;
 }
 
 }  // namespace sim

@@ -11,6 +11,7 @@
 #include "strata/traces/dispatch.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/units.hpp"
+#include "symmetry.hpp"
 
 namespace sg = simgrid::s4u;
 
@@ -387,10 +388,16 @@ CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& option
                                    const std::vector<int>& host_of) {
   if (options.collectives == CollectiveMode::step) return CollectiveFidelity::step;
   if (options.collectives == CollectiveMode::aggregated) return CollectiveFidelity::aggregated;
+  // A symmetry reduction chooses as the whole Plan would: its flows stand for dp / symmetric
+  // replicas' each.
+  const std::size_t scale =
+      plan.info.symmetric_replicas > 0
+          ? static_cast<std::size_t>(plan.info.dp_replicas / plan.info.symmetric_replicas)
+          : 1;
   std::size_t flows = 0;
   for (const Task& t : plan.tasks())
     if (is_collective(t.kind)) {
-      flows += step_flow_count(t, host_of);
+      flows += step_flow_count(t, host_of) * scale;
       if (flows > options.auto_step_flow_limit) return CollectiveFidelity::aggregated;
     }
   return CollectiveFidelity::step;
@@ -466,12 +473,11 @@ void check_graph_fits(const Plan& plan, const PlatformSummary& platform) {
 
 }  // namespace
 
-ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
-  check_transfer_sizes(plan);
-  LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes,
-                          plan.function_memory_mb);
-  std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(),
-                                           options.placement.empty() ? plan.placement : options.placement);
+namespace {
+
+// The replay of `plan` on the loaded platform with its workers on `host_of`.
+ReplayResult replay_placed(const Plan& plan, LoadedPlatform& platform, const std::string& platform_path,
+                           const ReplayOptions& options, std::vector<int> host_of) {
   const int server = server_host(platform, host_of);
   check_hubs(plan, platform, server);
   check_host_links(plan, platform.summary(), host_of);
@@ -486,6 +492,52 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
   if (options.keep_trace) result.trace = make_trace(plan, engine.spans(), platform.summary(), host_of);
   result.trace.executor = "sim";
   result.trace.source = plan.info.model + " " + plan.info.strategy + " on " + platform_path;
+  return result;
+}
+
+}  // namespace
+
+ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options) {
+  check_transfer_sizes(plan);
+  LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes,
+                          plan.function_memory_mb);
+  std::vector<int> host_of = place_workers(platform.summary(), plan.num_workers(),
+                                           options.placement.empty() ? plan.placement : options.placement);
+  return replay_placed(plan, platform, platform_path, options, std::move(host_of));
+}
+
+SymmetryMode parse_symmetry_mode(const std::string& text) {
+  if (text == "auto") return SymmetryMode::automatic;
+  if (text == "off") return SymmetryMode::off;
+  throw InputError("--symmetry: unknown mode '" + text + "' (known: auto, off)");
+}
+
+ReplayResult replay_experiment(const Experiment& experiment, const std::string& platform_path,
+                               const ReplayOptions& options) {
+  std::string refused = options.symmetry == SymmetryMode::off ? "--symmetry off"
+                        : !options.placement.empty()          ? "an explicit placement"
+                                                              : symmetry_refused_by_experiment(experiment);
+  const auto full = [&](const std::string& reason) {
+    const Plan plan = lower(experiment);
+    ReplayResult result = replay(plan, platform_path, options);
+    if (experiment.dp > 1) result.report.symmetry = "none (" + reason + "): every replica replayed";
+    return result;
+  };
+  if (!refused.empty()) return full(refused);
+  // The platform is loaded once per process: the choice and the replay share it.
+  LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes, 0);
+  const int workers = strategy_of(experiment, model_of(experiment)).workers();
+  std::vector<int> host_of = place_workers(platform.summary(), workers);
+  const SymmetryChoice choice = choose_symmetry(experiment, platform, host_of);
+  const Plan plan = lower(experiment, choice.replicas);
+  check_transfer_sizes(plan);
+  ReplayResult result = replay_placed(plan, platform, platform_path, options, std::move(host_of));
+  if (choice.replicas > 0)
+    result.report.symmetry = std::to_string(choice.replicas) + " of " + std::to_string(experiment.dp) +
+                             " data-parallel replicas replayed, each standing for " +
+                             std::to_string(experiment.dp / choice.replicas);
+  else
+    result.report.symmetry = "none (" + choice.reason + "): every replica replayed";
   return result;
 }
 

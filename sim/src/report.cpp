@@ -196,11 +196,29 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   std::vector<double> persistent(workers, 0);
   for (const Buffer& b : plan.buffers())
     if (b.persistent && !b.on_host) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
+  // A symmetry reduction replayed the first `replayed` workers (whole replicas); worker w of the
+  // whole run does what worker w % replayed did, and the links carry dp / symmetric replicas
+  // times the bytes the replayed ones did.
+  const bool reduced = plan.info.symmetric_replicas > 0;
+  const std::size_t replayed = reduced ? workers / static_cast<std::size_t>(plan.info.dp_replicas) *
+                                             static_cast<std::size_t>(plan.info.symmetric_replicas)
+                                       : workers;
+  const double byte_scale =
+      reduced ? static_cast<double>(plan.info.dp_replicas) / static_cast<double>(plan.info.symmetric_replicas)
+              : 1;
   std::size_t active = 0;
   for (std::size_t w = 0; w < workers; ++w) {
+    const int h = facts.host_of_worker[w];
+    if (w >= replayed) {
+      WorkerReport copy = r.per_worker[w % replayed];
+      copy.worker = static_cast<WorkerId>(w);
+      copy.host = platform.hosts[static_cast<std::size_t>(h)].name;
+      busy_by_host[h] += copy.compute_s;
+      r.per_worker.push_back(std::move(copy));
+      continue;
+    }
     WorkerReport wr;
     wr.worker = static_cast<WorkerId>(w);
-    const int h = facts.host_of_worker[w];
     wr.host = platform.hosts[static_cast<std::size_t>(h)].name;
     auto c = merged(std::move(compute[w]));
     auto m = merged(std::move(comm[w]));
@@ -228,8 +246,8 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.exposed_comm_s /= nw;
   r.idle_s /= nw;
   r.bubble_fraction = r.iteration_time_s > 0 ? r.idle_s / r.iteration_time_s : 0;
-  r.bytes_intra_host = facts.bytes_intra_host / n_it;
-  r.bytes_inter_host = facts.bytes_inter_host / n_it;
+  r.bytes_intra_host = facts.bytes_intra_host * byte_scale / n_it;
+  r.bytes_inter_host = facts.bytes_inter_host * byte_scale / n_it;
   r.peak_memory_bytes = persistent_peak;
 
   double min_capacity = std::numeric_limits<double>::infinity();
@@ -302,6 +320,7 @@ nlohmann::json report_to_json(const Report& r) {
   j["cost_usd"] = r.cost_usd;
   j["tasks"] = r.tasks;
   j["flows"] = r.flows;
+  if (!r.symmetry.empty()) j["symmetry"] = r.symmetry;
   nlohmann::ordered_json workers = nlohmann::ordered_json::array();
   for (const WorkerReport& w : r.per_worker)
     workers.push_back({{"worker", w.worker},
@@ -371,6 +390,7 @@ Report report_from_json(const nlohmann::json& j) {
   r.cost_usd = j.value("cost_usd", 0.0);
   r.tasks = j.value("tasks", std::size_t{0});
   r.flows = j.value("flows", std::size_t{0});
+  r.symmetry = j.value("symmetry", "");
   r.experiment_hash = j.value("experiment_hash", "");
   if (j.contains("experiment")) r.experiment = j.at("experiment");
   if (j.contains("placement")) {
@@ -392,7 +412,9 @@ std::string format_report(const Report& r) {
   s += "model " + r.model + ", strategy " + r.strategy + (r.schedule.empty() ? "" : " (" + r.schedule + ")") +
        ", " + std::to_string(r.workers) + " workers on " + r.platform + "\n";
   s += "collectives " + r.collectives + ", network " + r.network + ", " + std::to_string(r.tasks) +
-       " tasks, " + std::to_string(r.flows) + " collective flows\n";
+       " tasks, " + std::to_string(r.flows) + " collective flows" +
+       (r.symmetry.empty() || r.symmetry.rfind("none", 0) == 0 ? "" : " replayed") + "\n";
+  if (!r.symmetry.empty()) s += "symmetry            " + r.symmetry + "\n";
   s += "iteration time      " + format_seconds(r.iteration_time_s) + " (mean of " +
        std::to_string(r.iterations) + " iteration" + (r.iterations == 1 ? "" : "s") + ")\n";
   if (r.instances > 1)

@@ -133,14 +133,19 @@ TEST(Platform, ShippedSelenePlatformsHaveTheirDataSheetFigures) {
 }
 
 TEST(Platform, EveryShippedPlatformLoadsWithNaturallyOrderedHosts) {
-  for (const auto& [file, slots] : std::vector<std::pair<std::string, int>>{{"cpu-cluster-4.xml", 64},
-                                                                            {"a100-node-8.xml", 8},
-                                                                            {"a100-cluster-64.xml", 64},
-                                                                            {"h100-cluster-1024.xml", 1024},
-                                                                            {"anchor-1024.xml", 1024},
-                                                                            {"anchor-16.xml", 16},
-                                                                            {"test-flat-4.xml", 4},
-                                                                            {"test-fattree-2to1.xml", 8}}) {
+  for (const auto& [file, slots] :
+       std::vector<std::pair<std::string, int>>{{"cpu-cluster-4.xml", 64},
+                                                {"a100-node-8.xml", 8},
+                                                {"a100-cluster-64.xml", 64},
+                                                {"h100-cluster-1024.xml", 1024},
+                                                {"anchor-1024.xml", 1024},
+                                                {"anchor-16.xml", 16},
+                                                {"test-flat-4.xml", 4},
+                                                {"test-fattree-2to1.xml", 8},
+                                                {"h100-16384.xml", 16384},
+                                                {"h100-fattree-16384.xml", 16384},
+                                                {"h100-65536.xml", 65536},
+                                                {"h100-fattree-65536.xml", 65536}}) {
     const auto s = summary_of(file);
     EXPECT_EQ(s["slots"], slots) << file;
     EXPECT_EQ(s["first"], "node-0") << file;

@@ -111,7 +111,7 @@ void PlanBuilder::add_buffers() {
   const DType dtype = layout_.config->dtype;
   const double elem = bytes_per_element(dtype);
   const double opt_per_param = optimizer_state_bytes_per_param(layout_.config->optimizer, dtype);
-  for (int d = 0; d < layout_.dp; ++d)
+  for (int d = 0; d < layout_.group_replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s)
       for (int t = 0; t < layout_.tp_of(s); ++t) {
         const WorkerId rank = layout_.rank(d, s, t);
@@ -204,7 +204,10 @@ void PlanBuilder::add_iteration(int iteration) {
 // member's buffer.
 void PlanBuilder::account_gradient_buffers(TaskIndex first) {
   std::vector<char> is_grad(plan_.buffers().size(), 0);
-  for (std::size_t rank = 0; rank < buffers_.size(); ++rank) {
+  // The ranks that hold buffers: the first group_replicas replicas' (all but in a symmetry reduction).
+  const auto holders = std::min(buffers_.size(), static_cast<std::size_t>(layout_.group_replicas) *
+                                                     static_cast<std::size_t>(layout_.replica_ranks()));
+  for (std::size_t rank = 0; rank < holders; ++rank) {
     const int n = stage(layout_.stage_of(static_cast<WorkerId>(rank))).size();
     for (int j = 0; j < layout_.microbatches; ++j)
       for (int slot = 0; slot <= n; ++slot) is_grad[grad(static_cast<WorkerId>(rank), j, slot)] = 1;
@@ -289,6 +292,10 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   plan.info.model_flops_per_iteration = model.model_flops_per_token() * static_cast<double>(model.seq) *
                                         static_cast<double>(layout.global_batch);
   plan.info.seed = config.seed;
+  if (config.symmetric_replicas > 0) {
+    plan.info.symmetric_replicas = config.symmetric_replicas;
+    plan.info.dp_replicas = config.dp;
+  }
 
   // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a
   // weight-gradient task, a re-run and two allreduces, plus per-iteration optimizer and bucket

@@ -144,6 +144,11 @@ class PlanBuilder {
   TaskIndex add_compute(const Task& model_task, std::string id, WorkerId rank, int it, std::int64_t priority);
   TaskIndex add_p2p(TaskKind kind, std::string id, WorkerId rank, WorkerId peer, int it,
                     std::int64_t priority, double bytes);
+  // A data-parallel collective of a symmetry reduction (over the symmetric replicas only) carries
+  // the whole group's size, attribute `group_size` (sim/collectives.hpp).
+  void mark_dp_group(Task& task) const {
+    if (layout_.group_replicas != layout_.dp) task.attrs["group_size"] = std::int64_t{layout_.dp};
+  }
   TaskIndex add_collective(std::string id, std::vector<WorkerId> group, CollectiveAlgo algo, DType dtype,
                            int it, std::int64_t priority, double bytes);
 

@@ -285,6 +285,8 @@ Layout make_layout(const Model& model, const StrategyConfig& config) {
   layout.config = &config;
   layout.dp = config.dp;
   layout.replicas = config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp) : config.dp;
+  layout.group_replicas = config.dp;
+  if (config.symmetric_replicas > 0) layout.replicas = layout.group_replicas = config.symmetric_replicas;
   layout.tp = config.tp;
   layout.pp = config.pp;
   layout.microbatches = static_cast<int>(microbatch_count(config));

@@ -140,7 +140,10 @@ struct Layout {
   const StrategyConfig* config = nullptr;
   int dp = 1, tp = 1, pp = 1;  // tp: every stage's degree without per-stage degrees
   int replicas = 1;            // data-parallel replicas whose tasks are lowered (see lowered_replicas)
-  int interleave = 1;          // model chunks per pipeline rank (v); stages.size() == pp * interleave
+  // Replicas in a data-parallel collective's group, which hold buffers: dp, or the symmetric
+  // replicas of a symmetry reduction (StrategyConfig::symmetric_replicas).
+  int group_replicas = 1;
+  int interleave = 1;  // model chunks per pipeline rank (v); stages.size() == pp * interleave
   int microbatches = 1;
   double microbatch_size = 1;  // samples
   std::int64_t global_batch = 1;

@@ -262,7 +262,7 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
   std::vector<TaskIndex>& out = buckets_[layout_.group(s, t)];
   out.clear();
   std::vector<WorkerId> group;
-  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  for (int d = 0; d < layout_.group_replicas; ++d) group.push_back(layout_.rank(d, s, t));
   // ZeRO (any stage) and Megatron's distributed optimizer reduce-scatter each bucket: every rank
   // keeps the reduced gradient of its 1/dp shard (Rajbhandari et al. 2020, section 5).
   const bool sharded = layout_.config->zero >= 1;
@@ -278,6 +278,7 @@ void PlanBuilder::create_bucket_allreduces(int it, int s, int t) {
         add_collective(prefix + coord("b", bucket), group, layout_.config->dp_algo, layout_.config->dtype, it,
                        layout_.bucket_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
+    mark_dp_group(ref);
     if (sharded) ref.kind = TaskKind::reduce_scatter;
     // ZeRO-2 and -3: each layer's unsharded gradient is reduce-scattered into the rank's shard
     // of it (one ring per layer), and given back (account_gradient_buffers).
@@ -304,7 +305,7 @@ void PlanBuilder::create_param_gathers(int it, int s, int t) {
   if (zero < 1 || zero > 2) return;
   const Stage& st = stage(s);
   std::vector<WorkerId> group;
-  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  for (int d = 0; d < layout_.group_replicas; ++d) group.push_back(layout_.rank(d, s, t));
   const std::string prefix =
       coord("it", it) + "/" + coord("pp", layout_.device(s)) + "/" + coord("tp", t) + "/ag/";
   for (std::size_t k = 0; k < st.buckets.size(); ++k) {
@@ -313,6 +314,7 @@ void PlanBuilder::create_param_gathers(int it, int s, int t) {
         add_collective(prefix + coord("b", bucket), group, layout_.config->dp_algo, layout_.config->dtype, it,
                        layout_.param_gather_priority(it, bucket), st.bucket_bytes[k]);
     Task& ref = plan_.mutable_task(task);
+    mark_dp_group(ref);
     ref.kind = TaskKind::allgather;
     if (zero == 2) ref.attrs["per_buffer"] = std::int64_t{1};  // the step updated each layer's chunk
     for (WorkerId rank : group)

@@ -68,7 +68,7 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
   out.fwd.assign(static_cast<std::size_t>(layout_.microbatches) * units, kNoTask);
   out.bwd.assign(out.fwd.size(), kNoTask);
   std::vector<WorkerId> group;
-  for (int d = 0; d < layout_.dp; ++d) group.push_back(layout_.rank(d, s, t));
+  for (int d = 0; d < layout_.group_replicas; ++d) group.push_back(layout_.rank(d, s, t));
   const std::string prefix = "it" + std::to_string(it) + "/pp" + std::to_string(layout_.device(s)) + "/tp" +
                              std::to_string(t) + "/mb";
   for (std::size_t slot_index = 0; slot_index < st.slots.size(); ++slot_index) {
@@ -87,6 +87,7 @@ void PlanBuilder::create_unit_gathers(int it, int s, int t) {
           add_collective(id, group, layout_.config->dp_algo, layout_.config->dtype, it,
                          layout_.priority(it, st.positions[slot_index], position), unit.bytes);
       Task& ref = plan_.mutable_task(task);
+      mark_dp_group(ref);
       ref.kind = TaskKind::allgather;
       ref.attrs["per_buffer"] = std::int64_t{1};
       ref.mem_alloc = unit.bytes;  // every member's unsharded copy, until its last use

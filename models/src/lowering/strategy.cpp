@@ -427,6 +427,12 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
   if (config.lowered_replicas < 0 || config.lowered_replicas > config.dp)
     throw InputError("lowered replicas must be in [0, dp] (got " + std::to_string(config.lowered_replicas) +
                      ")");
+  if (config.symmetric_replicas != 0 &&
+      (config.symmetric_replicas < 2 || config.symmetric_replicas > config.dp ||
+       config.lowered_replicas != 0 || config.compression != Compression::none))
+    throw InputError("symmetric replicas must be in [2, dp] (got " +
+                     std::to_string(config.symmetric_replicas) +
+                     "), without lowered replicas or gradient compression");
   if (model.layers.empty()) throw InputError("model " + model.name + " has no layers");
   check_blocks_contiguous(model);
 

@@ -171,6 +171,9 @@ OptimizerSettings optimizer_of(const Experiment& e);  // learning rate defaulted
 // The one way a Plan is made from a model: make_model + strategy + the solver's lowering, with
 // plan.info.experiment_hash set. Throws InputError.
 Plan lower(const Experiment& e);
+// The same with a symmetry reduction: the tasks of only `symmetric_replicas` data-parallel
+// replicas (StrategyConfig::symmetric_replicas; sim/ decides when that is exact); 0: lower(e).
+Plan lower(const Experiment& e, int symmetric_replicas);
 
 }  // namespace models
 }  // namespace strata

@@ -47,6 +47,10 @@ struct Flow {
 std::vector<Flow> expand_collective(const Task& task, CollectiveFidelity fidelity,
                                     const std::vector<int>& host_of_worker, WorkerId store = -1);
 
+// The size of the whole group a collective runs for: its `group_size` attribute when a symmetry
+// reduction gave it one (its group then holds representatives only), else its group's size.
+std::size_t group_size(const Task& task);
+
 // Number of flows the step expansion would produce (for choosing a fidelity), without building it.
 std::size_t step_flow_count(const Task& task, const std::vector<int>& host_of_worker);
 

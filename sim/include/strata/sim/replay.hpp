@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "strata/models/cost/cost_model.hpp"
+#include "strata/models/experiment.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/report.hpp"
 #include "strata/traces/dispatch.hpp"
@@ -38,6 +39,11 @@ inline namespace sim {
 
 enum class CollectiveMode : std::uint8_t { automatic, step, aggregated };
 CollectiveMode parse_collective_mode(const std::string& text);  // auto | step | aggregated
+
+// Symmetry reduction of replay_experiment (docs/simulator.md): automatic replays representative
+// data-parallel replicas where that is exact and the whole Plan elsewhere; off always the whole.
+enum class SymmetryMode : std::uint8_t { automatic, off };
+SymmetryMode parse_symmetry_mode(const std::string& text);  // auto | off
 
 // SimGrid's network model. strata's default is LV08's max-min sharing with its TCP-calibrated
 // factors set to 1 and cross traffic off: datacenter fabrics (NVLink, InfiniBand RDMA) reach
@@ -61,6 +67,7 @@ struct ReplayOptions {
   // after a cold start drawn from the pool's log-normal with the Plan's seed (draw w for worker
   // w, models/cost/serverless.hpp). Off: warm functions, the steady iteration.
   bool cold_starts = false;
+  SymmetryMode symmetry = SymmetryMode::automatic;  // replay_experiment only
   // Called about every 1 % of the tasks with (tasks completed, tasks in all, simulated seconds);
   // the CLI draws a progress line on a terminal.
   std::function<void(std::size_t, std::size_t, double)> progress;
@@ -75,6 +82,14 @@ struct ReplayResult {
 // Throws InputError for platform, placement or slot problems, and for a send or collective of
 // more than 2^53 bytes ("plan: task 'x': 1e+20 B to transfer is above 2^53 B ...").
 ReplayResult replay(const Plan& plan, const std::string& platform_path, const ReplayOptions& options);
+
+// Lowers the experiment and replays it (as replay() does; same REQUIRES and throws). With
+// options.symmetry automatic and options.placement empty, it first checks the experiment, the
+// platform and the natural placement for a symmetry reduction (sim/src/symmetry.hpp) and, where
+// one is exact, lowers only the representative data-parallel replicas: the report's figures are
+// the whole run's, its `symmetry` line says what was replayed, or why the replay is full.
+ReplayResult replay_experiment(const Experiment& experiment, const std::string& platform_path,
+                               const ReplayOptions& options);
 
 // Checks a platform file and network model without creating a SimGrid engine in this process:
 // the network model against SimGrid's list, every attribute and property of the file, then

@@ -91,10 +91,13 @@ struct Report {
   double hfu = 0;  // hardware FLOP utilisation, in [0, 1]
   double tokens_per_s = 0;
   double samples_per_s = 0;
-  double energy_j = 0;  // per iteration
-  double cost_usd = 0;  // per iteration
-  std::size_t tasks = 0;
+  double energy_j = 0;    // per iteration
+  double cost_usd = 0;    // per iteration
+  std::size_t tasks = 0;  // replayed (a symmetry reduction's representatives')
   std::size_t flows = 0;
+  // What a symmetry reduction replayed ("2 of 1024 data-parallel replicas replayed, ..."), or why
+  // every replica was ("none (<reason>): ..."); empty where not asked (replay of a Plan, dp 1).
+  std::string symmetry;
   std::vector<WorkerReport> per_worker;
   // What was run: the Plan's experiment hash, and the Experiment's canonical JSON when the caller
   // has it (models/experiment.hpp; null for a Plan read from a file). Written with strata's

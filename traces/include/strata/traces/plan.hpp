@@ -121,6 +121,12 @@ struct PlanInfo {
   // Content hash of the Experiment the Plan was lowered from (hex, models/experiment.hpp);
   // empty for a Plan built by hand or read from a file that has none.
   std::string experiment_hash;
+  // A symmetry reduction (docs/simulator.md): > 0 when the Plan holds the tasks of only its first
+  // `symmetric_replicas` of `dp_replicas` data-parallel replicas, each standing for
+  // dp_replicas / symmetric_replicas identical ones; num_workers counts every replica's workers.
+  // Not part of the Plan format: a reduced Plan exists only inside a replay.
+  int symmetric_replicas = 0;
+  int dp_replicas = 0;
 
   // The label reports have always printed as "schedule": the solver's name, or for backprop the
   // pipeline schedule (none, gpipe, 1f1b, zb-h1).

@@ -94,6 +94,13 @@ struct StrategyConfig {
   // groups, so every replica's gradient traffic still crosses the network; the replicas left out
   // are assumed to compute exactly as replica 0 (they are identical by construction).
   int lowered_replicas = 0;
+  // Symmetry reduction (docs/simulator.md "Symmetry reduction"): > 0 lowers the tasks and the
+  // buffers of only the first `symmetric_replicas` data-parallel replicas, and every data-parallel
+  // collective over just them, marked with the whole group's size (the `group_size` attribute:
+  // the simulator sizes chunks and ring steps by it). Exact when the replay platform and the
+  // placement repeat every `symmetric_replicas` replicas (sim/symmetry.hpp decides); 0: off.
+  // Needs 2 <= symmetric_replicas <= dp, no lowered_replicas and no gradient compression.
+  int symmetric_replicas = 0;
   // Memory reduction (docs/memory.md). The defaults are plain Megatron-LM 3D parallelism without
   // any of them.
   Recompute recompute = Recompute::none;

@@ -1,0 +1,50 @@
+// Symmetry reduction (docs/simulator.md "Symmetry reduction"; internal to sim/): whether a
+// data-parallel Plan can be replayed with the tasks of a few representative replicas only, and
+// how many. The reduced replay lowers StrategyConfig::symmetric_replicas replicas; each
+// data-parallel collective runs over them with the whole group's chunk sizes and ring steps
+// (collectives.hpp), so every host of the representatives sends and receives what a host of the
+// whole run does, on links that carry the same flows.
+//
+// Exactness conditions, every one checked (a full replay, with the reason, when one fails):
+// - the Plan: backprop on a non-graph model, data-parallel collectives by ring or hierarchical
+//   ring (halving-doubling, trees and hubs mix ranks across hosts unevenly), no gradient
+//   compression, the natural placement (worker w on the w-th slot);
+// - the hosts the workers use: one spec (speed, slots, memory, power, price), the same number of
+//   workers on each, no speed or state profiles, no function pool;
+// - their network: flat. Every route between two of them is the sender's own links, any number
+//   of FATPIPE links (each flow gets their whole bandwidth, however many cross them), and the
+//   receiver's own links; every host's own links (and its loopback) are alike, and no link is two
+//   hosts' own. Checked on O(hosts) routes: for every host its routes to the next 1, 2, 3 and
+//   hosts/2 hosts (natural order), against links found as the common part of two routes;
+// - a period: a replica fills whole hosts (its workers a multiple of the workers per host) or
+//   whole hosts hold whole replicas; the representatives are two hosts' worth of replicas (or two
+//   replicas), and they divide dp.
+// Then one period of hosts meets the next exactly as every host meets its ring neighbour in the
+// whole run: the replay's times, per-worker figures and per-host link bytes are the whole run's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loaded_platform.hpp"
+#include "strata/models/experiment.hpp"
+
+namespace strata {
+inline namespace sim {
+
+struct SymmetryChoice {
+  int replicas = 0;    // data-parallel replicas to lower (StrategyConfig::symmetric_replicas); 0: all
+  std::string reason;  // why the replay is full; empty when reduced or when dp is 1
+};
+
+// What the experiment alone allows (no platform): an empty string when the experiment's Plan may
+// be reduced, else why not.
+std::string symmetry_refused_by_experiment(const Experiment& e);
+
+// The reduction for `e` (symmetry_refused_by_experiment returned "") on `platform` with the
+// workers on `host_of` (place_workers' natural placement of all dp replicas).
+SymmetryChoice choose_symmetry(const Experiment& e, const LoadedPlatform& platform,
+                               const std::vector<int>& host_of);
+
+}  // namespace sim
+}  // namespace strata
