@@ -109,13 +109,11 @@ std::string replay_job(const Model& model, const StrategyConfig& config, const E
   ReplayOptions replay_options = options.replay;
   replay_options.keep_trace = false;
   replay_options.collectives = mode;
-  Plan plan;
   try {
-    plan = lower(model, config);
-  } catch (const InputError& e) {
+    return report_to_json(replay_strategy(model, config, options.platform, replay_options).report).dump();
+  } catch (const LoweringRefused& e) {
     return nlohmann::json{{"not_replayed", e.what()}}.dump();
   }
-  return report_to_json(replay(plan, options.platform, replay_options).report).dump();
 }
 
 // The contents of the files the best configuration's replay gives, framed as "<bytes>\n<content>"

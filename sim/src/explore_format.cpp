@@ -111,7 +111,7 @@ std::string format_fidelity_line(const ExploreResult& result) {
 std::string format_explore_table(const ExploreResult& result, std::size_t max_rows) {
   std::string s;
   std::string notes;
-  bool any_reduced = false;
+  bool any_reduced = false, any_symmetric = false;
   char line[640];
   std::snprintf(line, sizeof line,
                 "%4s %4s %3s %3s %4s %-5s %12s %4s %-9s %17s %4s %7s %10s %12s %12s %7s %12s %7s %9s %10s\n",
@@ -127,6 +127,11 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
     const double mfu = sim ? r.simulated->mfu : r.estimate.mfu;
     const double bubble = sim ? r.simulated->bubble_fraction : r.estimate.bubble_fraction;
     const OptionValues o = option_values(r.config);
+    // An exact symmetry reduction (its report's line names the replicas replayed) is no
+    // approximation, whatever the explorer asked for.
+    const bool symmetric =
+        sim && !r.simulated->symmetry.empty() && r.simulated->symmetry.rfind("none", 0) != 0;
+    const bool approximate = r.reduced && !symmetric;
     std::snprintf(
         line, sizeof line,
         "%4zu %4d %3d %3d %4s %-5s %12lld %4lld %-9s %17s %4s %7s %10s %12.4f %12s %7s %12.0f %7.1f "
@@ -135,15 +140,24 @@ std::string format_explore_table(const ExploreResult& result, std::size_t max_ro
         schedule_text(r.config).c_str(), static_cast<long long>(r.config.microbatches),
         static_cast<long long>(microbatch_size(r.config)), o.recompute.c_str(), o.sequence_parallel.c_str(),
         o.zero.c_str(), o.offload.c_str(), o.interleave.c_str(), r.estimate.iteration_s,
-        sim ? (fmt("%.4f", t) + (r.reduced ? "*" : "")).c_str() : "-",
+        sim ? (fmt("%.4f", t) + (approximate ? "*"
+                                 : symmetric ? "="
+                                             : ""))
+                  .c_str()
+            : "-",
         sim ? fmt("%+.1f", 100 * (r.estimate.iteration_s - t) / t).c_str() : "-", tokens, 100 * mfu,
         100 * bubble, r.peak_memory() / kGiB);
     s += line;
-    any_reduced = any_reduced || r.reduced;
+    any_reduced = any_reduced || approximate;
+    any_symmetric = any_symmetric || symmetric;
     if (!r.not_replayed.empty())
       notes += "rank " + std::to_string(i + 1) + " not replayed: " + r.not_replayed + "\n";
   }
   if (any_reduced) s += "* replayed as one data-parallel replica with its full DP allreduce flows\n";
+  if (any_symmetric)
+    s += "= replayed as representative data-parallel replicas standing for the rest (symmetry reduction, "
+         "exact: "
+         "docs/simulator.md)\n";
   return s + notes;
 }
 

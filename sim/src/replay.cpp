@@ -512,33 +512,62 @@ SymmetryMode parse_symmetry_mode(const std::string& text) {
   throw InputError("--symmetry: unknown mode '" + text + "' (known: auto, off)");
 }
 
-ReplayResult replay_experiment(const Experiment& experiment, const std::string& platform_path,
-                               const ReplayOptions& options) {
-  std::string refused = options.symmetry == SymmetryMode::off ? "--symmetry off"
-                        : !options.placement.empty()          ? "an explicit placement"
-                                                              : symmetry_refused_by_experiment(experiment);
-  const auto full = [&](const std::string& reason) {
-    const Plan plan = lower(experiment);
+namespace {
+
+// The replay of a configuration's Plan, `lower_with(symmetric replicas)` (0: the whole Plan), with
+// a symmetry reduction where options, `refused` (what the configuration alone rules out) and the
+// platform allow one.
+ReplayResult replay_reducible(const std::function<Plan(int)>& lower_with, const std::string& refused, int dp,
+                              int workers, const std::string& platform_path, const ReplayOptions& options) {
+  const std::string why = options.symmetry == SymmetryMode::off ? "--symmetry off"
+                          : !options.placement.empty()          ? "an explicit placement"
+                                                                : refused;
+  if (!why.empty()) {
+    const Plan plan = lower_with(0);
     ReplayResult result = replay(plan, platform_path, options);
-    if (experiment.dp > 1) result.report.symmetry = "none (" + reason + "): every replica replayed";
+    if (dp > 1) result.report.symmetry = "none (" + why + "): every replica replayed";
     return result;
-  };
-  if (!refused.empty()) return full(refused);
+  }
   // The platform is loaded once per process: the choice and the replay share it.
   LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes, 0);
-  const int workers = strategy_of(experiment, model_of(experiment)).workers();
   std::vector<int> host_of = place_workers(platform.summary(), workers);
-  const SymmetryChoice choice = choose_symmetry(experiment, platform, host_of);
-  const Plan plan = lower(experiment, choice.replicas);
+  const SymmetryChoice choice = choose_symmetry(dp, platform, host_of);
+  const Plan plan = lower_with(choice.replicas);
   check_transfer_sizes(plan);
   ReplayResult result = replay_placed(plan, platform, platform_path, options, std::move(host_of));
   if (choice.replicas > 0)
-    result.report.symmetry = std::to_string(choice.replicas) + " of " + std::to_string(experiment.dp) +
+    result.report.symmetry = std::to_string(choice.replicas) + " of " + std::to_string(dp) +
                              " data-parallel replicas replayed, each standing for " +
-                             std::to_string(experiment.dp / choice.replicas);
+                             std::to_string(dp / choice.replicas);
   else
     result.report.symmetry = "none (" + choice.reason + "): every replica replayed";
   return result;
+}
+
+}  // namespace
+
+ReplayResult replay_experiment(const Experiment& experiment, const std::string& platform_path,
+                               const ReplayOptions& options) {
+  const Model model = model_of(experiment);
+  const StrategyConfig config = strategy_of(experiment, model);
+  return replay_reducible([&](int replicas) { return lower(experiment, replicas); },
+                          symmetry_refused(model, config, experiment.solver.solver), config.dp,
+                          config.workers(), platform_path, options);
+}
+
+ReplayResult replay_strategy(const Model& model, const StrategyConfig& config,
+                             const std::string& platform_path, const ReplayOptions& options) {
+  return replay_reducible(
+      [&](int replicas) {
+        StrategyConfig c = config;
+        if (replicas > 0) c.symmetric_replicas = replicas, c.lowered_replicas = 0;
+        try {
+          return lower(model, c);
+        } catch (const InputError& e) {
+          throw LoweringRefused(e.what());
+        }
+      },
+      symmetry_refused(model, config, Solver::backprop), config.dp, config.workers(), platform_path, options);
 }
 
 }  // namespace sim

@@ -118,20 +118,19 @@ std::string flat_network_refusal(const std::vector<simgrid::s4u::Host*>& hosts) 
 
 }  // namespace
 
-std::string symmetry_refused_by_experiment(const Experiment& e) {
-  if (e.dp < 2) return "one data-parallel replica";
-  if (e.solver.solver != Solver::backprop)
-    return "solver " + std::string(to_string(e.solver.solver)) + " (only backprop's replicas are reduced)";
-  if (model_of(e).family == "gcn") return "a GCN's replicas hold different parts of the graph";
-  if (e.dp_algo != CollectiveAlgo::ring && e.dp_algo != CollectiveAlgo::hierarchical)
-    return "dp_algo " + std::string(to_string(e.dp_algo)) +
+std::string symmetry_refused(const Model& model, const StrategyConfig& config, Solver solver) {
+  if (config.dp < 2) return "one data-parallel replica";
+  if (solver != Solver::backprop)
+    return "solver " + std::string(to_string(solver)) + " (only backprop's replicas are reduced)";
+  if (model.family == "gcn") return "a GCN's replicas hold different parts of the graph";
+  if (config.dp_algo != CollectiveAlgo::ring && config.dp_algo != CollectiveAlgo::hierarchical)
+    return "dp_algo " + std::string(to_string(config.dp_algo)) +
            " pairs ranks across hosts unevenly (ring and hierarchical are reduced)";
-  if (e.compression != Compression::none) return "gradient compression";
+  if (config.compression != Compression::none) return "gradient compression";
   return "";
 }
 
-SymmetryChoice choose_symmetry(const Experiment& e, const LoadedPlatform& platform,
-                               const std::vector<int>& host_of) {
+SymmetryChoice choose_symmetry(int dp, const LoadedPlatform& platform, const std::vector<int>& host_of) {
   SymmetryChoice none;
   if (platform.has_host_profiles()) {
     none.reason = "the platform has speed or state profiles";
@@ -141,7 +140,6 @@ SymmetryChoice choose_symmetry(const Experiment& e, const LoadedPlatform& platfo
     none.reason = "the workers run in functions";
     return none;
   }
-  const int dp = e.dp;
   const auto workers = static_cast<int>(host_of.size());
   const int per_replica = workers / dp;
   // The natural placement fills hosts in order: the hosts used, and the workers on each.

@@ -37,14 +37,13 @@ struct SymmetryChoice {
   std::string reason;  // why the replay is full; empty when reduced or when dp is 1
 };
 
-// What the experiment alone allows (no platform): an empty string when the experiment's Plan may
-// be reduced, else why not.
-std::string symmetry_refused_by_experiment(const Experiment& e);
+// What the configuration alone allows (no platform): an empty string when its Plan may be
+// reduced, else why not.
+std::string symmetry_refused(const Model& model, const StrategyConfig& config, Solver solver);
 
-// The reduction for `e` (symmetry_refused_by_experiment returned "") on `platform` with the
-// workers on `host_of` (place_workers' natural placement of all dp replicas).
-SymmetryChoice choose_symmetry(const Experiment& e, const LoadedPlatform& platform,
-                               const std::vector<int>& host_of);
+// The reduction of `dp` replicas (symmetry_refused returned "") on `platform` with the workers on
+// `host_of` (place_workers' natural placement of all dp replicas).
+SymmetryChoice choose_symmetry(int dp, const LoadedPlatform& platform, const std::vector<int>& host_of);
 
 }  // namespace sim
 }  // namespace strata

@@ -113,9 +113,10 @@ void print_run(const std::string& key, double goal_s) {
   if (it == runs().end()) return;
   const Run& r = it->second;
   std::cout << key << " on " << r.platform.substr(r.platform.rfind('/') + 1) << ": " << r.gpus << " GPUs, "
-            << r.tasks << " tasks replayed of about " << r.whole_tasks << " (x dp / replicas replayed), wall " << fixed(best(key), 3)
-            << " s (CPU " << fixed(best_cpu(key), 3) << " s), peak memory " << fixed(r.rss_mb, 0)
-            << " MB, iteration " << fixed(r.report.at("iteration_time_s").get<double>() * 1e3, 3) << " ms";
+            << r.tasks << " tasks replayed of about " << r.whole_tasks << " (x dp / replicas replayed), wall "
+            << fixed(best(key), 3) << " s (CPU " << fixed(best_cpu(key), 3) << " s), peak memory "
+            << fixed(r.rss_mb, 0) << " MB, iteration "
+            << fixed(r.report.at("iteration_time_s").get<double>() * 1e3, 3) << " ms";
   if (goal_s > 0)
     std::cout << " (goal <= " << fixed(goal_s, 1) << " s: " << verdict(best(key) <= goal_s) << ")";
   std::cout << "\n  symmetry: " << r.report.value("symmetry", "(none)") << '\n';

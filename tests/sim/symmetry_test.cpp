@@ -9,6 +9,8 @@
 #include "../input_error.hpp"
 #include "sim_fixtures.hpp"
 #include "strata/models/experiment.hpp"
+#include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/collectives.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
@@ -169,6 +171,35 @@ TEST(Symmetry, ARingOverRepresentativesCarriesTheWholeGroupsChunks) {
   ASSERT_EQ(h.size(), 12U);  // 4 intra, 4 inter, 4 intra
   EXPECT_DOUBLE_EQ(h[4].bytes, 2 * 3 * (8e6 / 2 / 4));
   EXPECT_EQ(h[4].extra_latencies, 5);
+}
+
+TEST(Symmetry, ExploresReplaysReduceAsSimulateDoesAndALoweringRefusalIsItsOwn) {
+  const std::string platform = anchor_platform(4);
+  const std::string text = run_in_child([&] {
+    StrategyConfig c;
+    c.dp = 32;
+    c.global_batch = 32;
+    c.dtype = DType::bf16;
+    c.bucket_bytes = 0;
+    c.dp_algo = CollectiveAlgo::hierarchical;
+    ReplayOptions options;
+    options.collectives = CollectiveMode::aggregated;
+    options.keep_trace = false;
+    return replay_strategy(make_model("anchor-96"), c, platform, options).report.symmetry;
+  });
+  EXPECT_EQ(text, "16 of 32 data-parallel replicas replayed, each standing for 2");
+  const std::string refused = run_in_child([&] {
+    StrategyConfig c;
+    c.dp = 16, c.tp = 2;
+    const ReplayOptions options;
+    try {
+      replay_strategy(make_model("mlp"), c, platform, options);
+    } catch (const LoweringRefused& e) {
+      return std::string("refused: ") + e.what();
+    }
+    return std::string("replayed");
+  });
+  EXPECT_EQ(refused, "refused: tensor parallelism needs a transformer model (gpt*)");
 }
 
 TEST(Symmetry, AnUnknownModeIsOneLine) {

@@ -90,6 +90,14 @@ ReplayResult replay(const Plan& plan, const std::string& platform_path, const Re
 // the whole run's, its `symmetry` line says what was replayed, or why the replay is full.
 ReplayResult replay_experiment(const Experiment& experiment, const std::string& platform_path,
                                const ReplayOptions& options);
+// The same for a backprop strategy on a model (lower(model, config); explore's replays). Throws
+// LoweringRefused, with the lowering's one line, when lower() refuses the configuration.
+class LoweringRefused : public InputError {
+ public:
+  using InputError::InputError;
+};
+ReplayResult replay_strategy(const Model& model, const StrategyConfig& config,
+                             const std::string& platform_path, const ReplayOptions& options);
 
 // Checks a platform file and network model without creating a SimGrid engine in this process:
 // the network model against SimGrid's list, every attribute and property of the file, then
