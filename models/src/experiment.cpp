@@ -95,12 +95,7 @@ Plan lower(const Experiment& e) { return lower(e, 0); }
 Plan lower(const Experiment& e, int symmetric_replicas) {
   const Model model = model_of(e);
   SolverConfig solver = e.solver;
-  StrategyConfig config = strategy_of(e, model);
-  if (symmetric_replicas > 0) {
-    config.symmetric_replicas = symmetric_replicas;
-    config.lowered_replicas = 0;  // the exact reduction replaces the forced one
-  }
-  Plan plan = lower_solver(model, config, solver);
+  Plan plan = lower_solver(model, with_symmetric_replicas(strategy_of(e, model), symmetric_replicas), solver);
   plan.info.experiment_hash = experiment_hash(e);
   return plan;
 }

@@ -559,10 +559,8 @@ ReplayResult replay_strategy(const Model& model, const StrategyConfig& config,
                              const std::string& platform_path, const ReplayOptions& options) {
   return replay_reducible(
       [&](int replicas) {
-        StrategyConfig c = config;
-        if (replicas > 0) c.symmetric_replicas = replicas, c.lowered_replicas = 0;
         try {
-          return lower(model, c);
+          return lower(model, with_symmetric_replicas(config, replicas));
         } catch (const InputError& e) {
           throw LoweringRefused(e.what());
         }

@@ -71,10 +71,17 @@ bool same_spec(const HostSpec& a, const HostSpec& b) {
 std::string flat_network_refusal(const std::vector<simgrid::s4u::Host*>& hosts) {
   const std::size_t n = hosts.size();
   auto at = [&](std::size_t i) { return hosts[i % n]; };
+  // Every host's routes to the next host and the one after, each asked of SimGrid once: they give
+  // a host's own links out (its two routes) and in (the routes of the two hosts before it).
+  std::vector<Route> next(n), after_next(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    next[i] = route(at(i), at(i + 1));
+    after_next[i] = route(at(i), at(i + 2));
+  }
   std::vector<std::vector<const Link*>> up(n), down(n);
   for (std::size_t i = 0; i < n; ++i) {
-    up[i] = common(route(at(i), at(i + 1)).own, route(at(i), at(i + 2)).own);
-    down[i] = common(route(at(i + n - 1), at(i)).own, route(at(i + n - 2), at(i)).own);
+    up[i] = common(next[i].own, after_next[i].own);
+    down[i] = common(next[(i + n - 1) % n].own, after_next[(i + n - 2) % n].own);
   }
   std::unordered_map<const Link*, std::size_t> owner;
   for (std::size_t i = 0; i < n; ++i)
@@ -83,7 +90,7 @@ std::string flat_network_refusal(const std::vector<simgrid::s4u::Host*>& hosts) 
         if (auto [it, added] = owner.emplace(l, i); !added && it->second != i)
           return "link '" + std::string(l->get_cname()) + "' carries the traffic of hosts " +
                  hosts[it->second]->get_name() + " and " + hosts[i]->get_name();
-  const Route first = route(at(0), at(1));
+  const Route& first = next[0];
   const Route loop = route(at(0), at(0));
   const std::vector<LinkSignature> up0 = signatures(up[0]), down0 = signatures(down[0]);
   for (std::size_t i = 0; i < n; ++i) {
@@ -94,7 +101,7 @@ std::string flat_network_refusal(const std::vector<simgrid::s4u::Host*>& hosts) 
       return "host " + hosts[i]->get_name() + "'s route to itself differs from " + hosts[0]->get_name() +
              "'s";
     for (std::size_t k : {std::size_t{1}, std::size_t{2}, std::size_t{3}, n / 2}) {
-      const Route r = route(at(i), at(i + k));
+      const Route r = k == 1 ? next[i] : k == 2 ? after_next[i] : route(at(i), at(i + k));
       std::vector<const Link*> ends = up[i];
       ends.insert(ends.end(), down[(i + k) % n].begin(), down[(i + k) % n].end());
       std::sort(ends.begin(), ends.end());

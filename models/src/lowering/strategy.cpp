@@ -412,6 +412,14 @@ void check_storage_exchange(const StrategyConfig& config) {
 
 }  // namespace
 
+StrategyConfig with_symmetric_replicas(StrategyConfig config, int replicas) {
+  if (replicas > 0) {
+    config.symmetric_replicas = replicas;
+    config.lowered_replicas = 0;
+  }
+  return config;
+}
+
 void check_strategy(const Model& model, const StrategyConfig& config) {
   require_positive("dp", config.dp);
   require_positive("tp", config.tp);

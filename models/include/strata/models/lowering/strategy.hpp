@@ -147,6 +147,10 @@ void parse_strategy(const std::string& text, StrategyConfig& into);
 // Throws InputError naming the --set key.
 void check_strategy(const Model& model, const StrategyConfig& config);
 
+// `config` as a symmetry reduction of `replicas` replicas (symmetric_replicas), which replaces a
+// forced reduction (lowered_replicas); `replicas` 0: `config` as it is.
+StrategyConfig with_symmetric_replicas(StrategyConfig config, int replicas);
+
 // The first memory option of `config` that differs from its default, as "--set key=value" (the
 // schedule as "--schedule zb-h1"), or "" when none does: solvers other than backprop take none.
 std::string memory_option_set(const StrategyConfig& config);
