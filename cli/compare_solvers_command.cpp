@@ -499,6 +499,14 @@ void add_compare_solvers_command(CLI::App& app, Action& action) {
       else
         throw InputError(platform + ": cannot open file: " + std::strerror(errno));
       const ReplayOptions options = replay_options(o->replay);  // reads the calibration once
+      // Rows the platform cannot hold would each be n/a after a failed lowering: one line instead.
+      const std::int64_t most = o->scaling.empty() ? (o->flags.workers > 0 ? o->flags.workers : 2)
+                                                   : *std::max_element(o->scaling.begin(), o->scaling.end());
+      const int slots = load_platform_summary_apart(platform, options.network).total_slots();
+      if (most > slots)
+        throw InputError(std::string(o->scaling.empty() ? "--workers" : "--scaling") + ": " +
+                         std::to_string(most) + " workers, the platform " + platform + " has " +
+                         std::to_string(slots) + " worker slots");
       if (!o->scaling.empty()) return run_scaling(*o, platform, options);
       std::vector<Row> rows = rows_for(*o);
       for (Row& r : rows) predict(r, platform, options);

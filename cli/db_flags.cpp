@@ -10,6 +10,7 @@
 
 #include "file_flags.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
 #include "strata/traces/trace.hpp"
 
 namespace strata::cli {
@@ -22,6 +23,7 @@ std::string hex64(std::uint64_t v) {
 }
 
 std::string file_bytes(const std::string& path, const std::string& flag) {
+  note_input(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(flag + " " + path + ": cannot read");
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -38,6 +40,8 @@ void add_db_flags(CLI::App& cmd, DbFlags& flags, bool by_default) {
                             by_default ? "results store to add this command's rows to (default strata.db)"
                                        : "results store to add this command's rows to (default: none)");
   if (by_default) cmd.add_flag("--no-db", flags.no_db, "keep no rows")->excludes(db);
+  // The store is an input too: no output of the command may replace it (--no-db: no store).
+  track_input(cmd, db, flags.db, &flags.no_db);
   cmd.add_option("--db-wait", flags.wait_s, "seconds to wait for another process's lock on the store")
       ->transform(real_number(0, 86400));
 }

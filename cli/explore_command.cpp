@@ -202,15 +202,24 @@ int ExploreCommandOptions::sweep(const ExploreShards& shards) const {
   if (!speaks) return 0;
   if (several) {
     std::cout << format_platforms_table(results, options.objective, rows);
-    return results_have_rows(results) ? 0 : 1;
+    if (!results_have_rows(results))
+      throw InputError("explore: no valid configuration of " + options.model + " on " +
+                       std::to_string(options.workers) + " workers on any of the " +
+                       std::to_string(results.size()) + " platforms");
+    return 0;
   }
   const ExploreResult& result = results.front();
+  if (result.rows.empty())  // one line saying why, and no table file of no rows
+    throw InputError(
+        "explore: no valid configuration of " + options.model + " on " + std::to_string(options.workers) +
+        " workers" +
+        (options.base.global_batch > 0
+             ? " with a global batch of " + std::to_string(options.base.global_batch) + " samples"
+             : "") +
+        " (dp·tp·pp = workers, dp dividing the global batch, tp the attention heads, pp at most "
+        "the blocks)");
   if (!csv.empty()) write_file_atomically(csv, explore_csv(result, rows));
   if (!json.empty()) write_file_atomically(json, explore_json(result, rows));
-  if (result.rows.empty()) {
-    std::printf("no valid configuration\n");
-    return 1;
-  }
   std::string files;
   for (const std::string* f : {&trace, &perfetto, &svg})
     if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;

@@ -13,6 +13,8 @@ struct FileFlag {
   bool output;
   OutputWrite write;
   std::vector<std::string> companions;
+  const bool* unless = nullptr;  // an input not used while *unless is true
+  NamedFiles named;              // an input's own inputs
 };
 
 // The file flags of every subcommand. The paths live in the subcommands' option structs, which
@@ -35,7 +37,7 @@ CLI::Option* add_output_option(CLI::App& cmd, const std::string& name, std::stri
                                const std::string& description, OutputWrite write,
                                std::vector<std::string> companions) {
   CLI::Option* option = cmd.add_option(name, path, description);
-  registry()[&cmd].push_back({shown_name(option), &path, true, write, std::move(companions)});
+  registry()[&cmd].push_back({shown_name(option), &path, true, write, std::move(companions), nullptr, {}});
   return option;
 }
 
@@ -46,8 +48,13 @@ CLI::Option* add_input_option(CLI::App& cmd, const std::string& name, std::strin
   return option;
 }
 
-void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path) {
-  registry()[&cmd].push_back({shown_name(option), &path, false, OutputWrite::at_end, {}});
+void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path, const bool* unless) {
+  registry()[&cmd].push_back({shown_name(option), &path, false, OutputWrite::at_end, {}, unless, {}});
+}
+
+void track_input_naming(const CLI::App& cmd, const CLI::Option* option, std::string& path, NamedFiles named) {
+  registry()[&cmd].push_back(
+      {shown_name(option), &path, false, OutputWrite::at_end, {}, nullptr, std::move(named)});
 }
 
 void add_file_flags(const CLI::App& cmd, OutputSet& set) {
@@ -55,7 +62,11 @@ void add_file_flags(const CLI::App& cmd, OutputSet& set) {
   if (it == registry().end()) return;
   for (const FileFlag& f : it->second) {
     if (!f.output) {
+      if (f.unless != nullptr && *f.unless) continue;
       set.add_input(f.flag, *f.path);
+      if (f.named && !f.path->empty() && *f.path != "-")
+        for (const auto& [where, named] : f.named(*f.path))
+          set.add_input(f.flag + " " + *f.path + ": " + where, named);
       continue;
     }
     const bool deferred = f.write == OutputWrite::at_end;
@@ -63,6 +74,17 @@ void add_file_flags(const CLI::App& cmd, OutputSet& set) {
     if (!f.path->empty())
       for (const std::string& suffix : f.companions) set.add_output(f.flag, *f.path + suffix, deferred);
   }
+}
+
+nlohmann::json file_flags_json(const CLI::App& app) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    nlohmann::json flags = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+    if (const auto it = registry().find(cmd); it != registry().end())
+      for (const FileFlag& f : it->second) flags[f.output ? "outputs" : "inputs"].push_back(f.flag);
+    out[cmd->get_name()] = flags;
+  }
+  return out;
 }
 
 void write_table_files(const std::vector<nlohmann::json>& rows, std::initializer_list<const char*> columns,

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/traces/outputs.hpp"
@@ -29,11 +31,26 @@ CLI::Option* add_output_option(CLI::App& cmd, const std::string& name, std::stri
 CLI::Option* add_input_option(CLI::App& cmd, const std::string& name, std::string& path,
                               const std::string& description);
 
-// Registers an option already added (a shared flag such as --spec) as an input.
-void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path);
+// Registers an option already added (a shared flag such as --spec) as an input; with `unless`,
+// not while *unless is true (--no-db).
+void track_input(const CLI::App& cmd, const CLI::Option* option, std::string& path,
+                 const bool* unless = nullptr);
+
+// The files an input file names itself (a search spec's platform and curves), each with where it
+// is named ("--spec srch.json: /search/platform"), read from the file at `path` before any work.
+// Unreadable or malformed files give none: their reader reports them.
+using NamedFiles = std::function<std::vector<std::pair<std::string, std::string>>(const std::string& path)>;
+
+// Registers an input option whose file names other files: those are inputs too.
+void track_input_naming(const CLI::App& cmd, const CLI::Option* option, std::string& path, NamedFiles named);
 
 // Adds the file flags of `cmd` as parsed to `set`.
 void add_file_flags(const CLI::App& cmd, OutputSet& set);
+
+// Every subcommand's file flags as JSON, {"simulate": {"inputs": ["--platform", ...], "outputs":
+// ["--trace", ...]}, ...}: what `strata --file-flags` prints for tests and tools that must cover
+// every output of every command (tests/cli/outputs_never_inputs.sh).
+nlohmann::json file_flags_json(const CLI::App& app);
 
 // A table's rows (JSON objects) written as CSV (the `columns`, a header line, missing cells
 // empty) to `csv` and as JSON (`doc` with the rows under `rows_key`, one element per line) to

@@ -157,9 +157,8 @@ void default_batch(Experiment& e, std::int64_t per_worker) {
 }  // namespace
 
 CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
-  const std::string range = min == INT64_MIN ? "any whole number"
-                            : max == INT32_MAX || max == INT64_MAX
-                                ? ">= " + std::to_string(min)
+  const std::string range = min == INT64_MIN && max == INT64_MAX
+                                ? "any 64-bit whole number"
                                 : std::to_string(min) + " to " + std::to_string(max);
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
@@ -246,8 +245,9 @@ void add_common_flags(CLI::App& app, CommonFlags& flags, bool with_strategy) {
             ->check(CLI::IsMember({"uniform", "balanced"}))
             ->capture_default_str());
   }
+  // The bound of a spec's global_batch (experiment_json.cpp): 10^12 samples.
   flags.track(app.add_option("--global-batch", flags.global_batch, "samples (sequences) per iteration")
-                  ->transform(whole_number(1, INT64_MAX)));
+                  ->transform(whole_number(1, 1'000'000'000'000)));
   flags.track(
       app.add_option("--dtype", flags.dtype, "fp32 | bf16 | fp16 (default: bf16 for GPT, fp32 otherwise)")
           ->check(CLI::IsMember({"auto", "fp32", "bf16", "fp16", "fp64"})));
@@ -388,9 +388,11 @@ Plan build_plan(const CommonFlags& flags, std::int64_t global_batch_per_worker) 
 
 std::string resolve_platform(const std::string& path) {
   namespace fs = std::filesystem;
-  if (path.empty() || fs::exists(path)) return path;
+  // Anything at `path` (a symlink loop too: its reader says what is wrong) is the user's file.
+  std::error_code ec;
+  if (path.empty() || fs::exists(fs::symlink_status(path, ec))) return path;
   const fs::path shipped = fs::path(STRATA_PLATFORMS_DIR) / fs::path(path).filename();
-  return fs::exists(shipped) ? shipped.string() : path;
+  return fs::exists(shipped, ec) ? shipped.string() : path;
 }
 
 }  // namespace strata::cli

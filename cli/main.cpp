@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <new>
+#include <string_view>
+#include <system_error>
 
 #include "commands.hpp"
 #ifndef STRATA_SIM_ONLY
@@ -34,6 +37,27 @@ std::string one_line(std::string text) {
     if (c == '\n') c = ' ';
   while (!text.empty() && text.back() == ' ') text.pop_back();
   return text;
+}
+
+// A message on one line whatever it quotes: a control character a user's value carried ("--model
+// 'a<newline>b'") is shown escaped (\n, \t, \xNN), never as a line break.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (b < 0x20 || b == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", b);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 // Runs the chosen subcommand: its output paths checked before any work, its outputs staged while
@@ -66,6 +90,7 @@ int run(const CLI::App& app, const Action& action) {
 }  // namespace strata::cli
 
 int main(int argc, char** argv) {
+  strata::install_interrupt_handlers();
   CLI::App app{"strata: what-if simulation of parallel deep-learning training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata " + std::string(strata::strata_version()));
@@ -98,6 +123,10 @@ int main(int argc, char** argv) {
   strata::cli::add_validate_command(app, action);
   strata::cli::add_compare_solvers_command(app, action);
 #endif
+  if (argc == 2 && std::string_view(argv[1]) == "--file-flags") {  // for tests and tools; not in --help
+    std::cout << strata::cli::file_flags_json(app).dump(2) << "\n";
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -111,7 +140,12 @@ int main(int argc, char** argv) {
   try {
     return strata::cli::run(app, action);
   } catch (const strata::InputError& e) {
-    std::cerr << "strata: error: " << e.what() << "\n";
+    std::cerr << "strata: error: " << strata::cli::printable(e.what()) << "\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the command was given that the file system refuses (a symlink loop, a name too long).
+    const std::string path = e.path1().empty() ? std::string("file system") : e.path1().string();
+    std::cerr << "strata: error: " << strata::cli::one_line(path + ": " + e.code().message()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     // Out of memory outside the readers (which name the file): lowering, replay or training.
@@ -124,8 +158,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "strata: error: %s: out of memory%s; try a smaller model, strategy or Plan\n",
                  app.get_subcommands().front()->get_name().c_str(), why);
     return 1;
+  } catch (const std::system_error& e) {
+    // A thread or a resource the system would not give (EAGAIN, ENOMEM): out of memory or of
+    // threads, the user's limits (ulimit -v, -u) rather than a bug.
+    if (e.code() != std::errc::resource_unavailable_try_again && e.code() != std::errc::not_enough_memory) {
+      std::cerr << "strata: internal error: " << strata::cli::printable(e.what()) << "\n";
+      return 2;
+    }
+    std::cerr << "strata: error: " << app.get_subcommands().front()->get_name()
+              << ": out of memory or threads (" << strata::cli::printable(e.code().message())
+              << "); try a smaller model, strategy or Plan\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "strata: internal error: " << e.what() << "\n";
+    std::cerr << "strata: internal error: " << strata::cli::printable(e.what()) << "\n";
     return 2;
   }
 }

@@ -4,6 +4,7 @@
 // runs, every row with its spec and the files written with it. Every plot is an inline SVG drawn
 // from the store's rows; the page loads nothing from anywhere.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -99,13 +100,42 @@ std::string row_link(const ResultRow& r) {
   return "<a href=\"#row-" + esc(r.key.text()) + "\"><code>" + esc(r.key.text()) + "</code></a>";
 }
 
+// A path as URL text: every byte but the unreserved ones (RFC 3986 §2.3) and '/' percent-encoded,
+// so that no stored path ("javascript:alert(1)") reads as a scheme, a query or a fragment.
+std::string percent_encoded(const std::string& path) {
+  std::string out;
+  for (const char c : path) {
+    const auto b = static_cast<unsigned char>(c);
+    if (std::isalnum(b) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += c;
+      continue;
+    }
+    char hex[4];
+    std::snprintf(hex, sizeof hex, "%%%02X", b);
+    out += hex;
+  }
+  return out;
+}
+
+// The href of a row's file: a relative URL from the report's folder ("./t.json", "../runs/t.json")
+// where one exists, else a file: URL of the absolute path. Never anything else: a stored path is
+// data, not markup or a scheme.
+std::string file_href(const std::string& file, const fs::path& report_dir) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(fs::path(file), ec);
+  if (ec) return "file://" + percent_encoded(file);
+  const fs::path rel = fs::relative(absolute.lexically_normal(), report_dir, ec);
+  if (ec || rel.empty()) return "file://" + percent_encoded(absolute.lexically_normal().generic_string());
+  const std::string text = rel.generic_string();
+  return percent_encoded(text.rfind("../", 0) == 0 ? text : "./" + text);
+}
+
 // Links to the row's files, relative to the report's folder where they can be.
 std::string file_links(const ResultRow& r, const fs::path& report_dir) {
   std::string out;
   for (const auto& [kind, file] : r.files) {
     std::error_code ec;
-    const fs::path rel = fs::relative(fs::path(file), report_dir, ec);
-    const std::string href = ec || rel.empty() ? file : rel.generic_string();
+    const std::string href = file_href(file, report_dir);
     const bool there = fs::exists(fs::path(file), ec);
     out += std::string(out.empty() ? "" : " ") + "<a class=\"file\" href=\"" + esc(href) + "\">" + esc(kind) +
            "</a>" + (there ? "" : " (missing)");

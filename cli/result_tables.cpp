@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "file_flags.hpp"
 #include "flags.hpp"
 #include "strata/traces/error.hpp"
 
@@ -163,7 +164,7 @@ ResultTable pareto_front(const ResultTable& t, const std::string& spec) {
 }
 
 void add_store_reader_flags(CLI::App& cmd, std::string& db, double& wait_s) {
-  cmd.add_option("--db", db, "the results store (SQLite; default strata.db)");
+  track_input(cmd, cmd.add_option("--db", db, "the results store (SQLite; default strata.db)"), db);
   cmd.add_option("--db-wait", wait_s, "seconds to wait for another process's lock")
       ->transform(real_number(0, 86400));
 }

@@ -67,6 +67,35 @@ double positive(const JsonNode& n) {
   return v;
 }
 
+// A curve file named by the search file at `spec`: as given where it exists, else beside the spec.
+std::string curves_path(const std::string& named, const std::string& spec) {
+  const std::filesystem::path relative(named);
+  std::error_code ec;
+  if (relative.is_relative() && !std::filesystem::exists(relative, ec))
+    return (std::filesystem::path(spec).parent_path() / relative).string();
+  return named;
+}
+
+// The files a search file names (its platform, its curves), as its reader will resolve them: they
+// are inputs of the command too. A file that does not parse names none (read_search_file says why).
+std::vector<std::pair<std::string, std::string>> search_file_inputs(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> named;
+  nlohmann::json doc;
+  try {
+    doc = read_json_file(path);
+  } catch (const InputError&) {
+    return named;
+  }
+  const nlohmann::json* search = doc.is_object() && doc.contains("search") ? &doc["search"] : nullptr;
+  if (search == nullptr || !search->is_object()) return named;
+  if (const auto p = search->find("platform"); p != search->end() && p->is_string())
+    named.emplace_back("/search/platform", resolve_platform(p->get<std::string>()));
+  if (const auto a = search->find("accuracy"); a != search->end() && a->is_object())
+    if (const auto file = a->find("file"); file != a->end() && file->is_string())
+      named.emplace_back("/search/accuracy/file", curves_path(file->get<std::string>(), path));
+  return named;
+}
+
 SearchFile read_search_file(const std::string& path) {
   const nlohmann::json doc = read_json_file(path);
   if (!doc.is_object()) throw InputError(path + ": expected an Experiment spec with a \"search\" section");
@@ -137,12 +166,7 @@ SearchFile read_search_file(const std::string& path) {
     f.accuracy = a->at("source").as_string();
     if (f.accuracy != "family" && f.accuracy != "curves" && f.accuracy != "real")
       a->at("source").fail("unknown accuracy source '" + f.accuracy + "' (known: curves, family, real)");
-    if (f.accuracy == "curves") {
-      f.curves_file = a->at("file").as_string();
-      const std::filesystem::path relative(f.curves_file);
-      if (relative.is_relative() && !std::filesystem::exists(relative))
-        f.curves_file = (std::filesystem::path(path).parent_path() / relative).string();
-    }
+    if (f.accuracy == "curves") f.curves_file = curves_path(a->at("file").as_string(), path);
     const auto range = [&](const char* key, double& lo, double& hi) {
       if (const auto r = a->find(key)) {
         if (r->size() != 2) r->fail("two numbers [lo, hi]");
@@ -507,8 +531,10 @@ int search(const SearchOptions& o, const CurveTrainer& trainer, const LineageTra
 void add_search_command(CLI::App& app, Action& action, CurveTrainer trainer, LineageTrainer lineage) {
   auto* cmd = app.add_subcommand("search", "a hyperparameter search played out on a simulated cluster");
   auto o = std::make_shared<SearchOptions>();
-  add_input_option(*cmd, "--spec", o->spec, "the search file: an Experiment spec with a search section")
-      ->required();
+  auto* spec =
+      cmd->add_option("--spec", o->spec, "the search file: an Experiment spec with a search section");
+  spec->required();
+  track_input_naming(*cmd, spec, o->spec, search_file_inputs);
   cmd->add_option("--timing", o->timing, "override the search's trial timing: replay or closed-form")
       ->check(CLI::IsMember({"replay", "closed-form"}));
   cmd->add_option("--policy", o->policy, "override the search's policy")

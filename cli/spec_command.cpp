@@ -13,6 +13,7 @@
 #include "flags.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/outputs.hpp"
 #include "strata/traces/timeline_svg.hpp"
 
 namespace strata::cli {
@@ -30,12 +31,14 @@ struct SpecOptions {
 Experiment recorded_experiment(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0) {
     const std::string sidecar = path + ".experiment.json";
-    if (!std::filesystem::exists(sidecar))
+    std::error_code ec;
+    if (!std::filesystem::exists(sidecar, ec))
       throw InputError(path + ": a CSV log records its experiment in " + sidecar + ", which does not exist");
     return recorded_experiment(sidecar);
   }
   nlohmann::json doc;
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".svg") == 0) {
+    note_input(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open");
     const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

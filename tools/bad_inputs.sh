@@ -219,7 +219,7 @@ LIMIT='ulimit -v 1000000' bad "a Plan too large for the address space" \
 
 # ---- scheduling -----------------------------------------------------------------------------------
 HETERO=$PLATFORMS/test-hetero-8.xml
-printf 'node-1\nnode-3\n' > hosts.txt
+printf 'node-1\nnode-3\n' > "$FIXTURES/hosts.txt"
 bad "a policy beside --placement" simulate --platform "$HETERO" --model mlp --strategy dp=2 --schedule-policy heft --placement hosts.txt
 bad "an unknown placement policy" simulate --platform "$HETERO" --model mlp --strategy dp=2 --schedule-policy fastest
 bad "a policy without a platform" plan --model mlp --strategy dp=2 --schedule-policy heft -o x.json
@@ -229,9 +229,9 @@ bad "stage blocks not summing to the model's" plan --model gpt2-small --strategy
 bad "stage_tp not dividing the heads" plan --model gpt2-small --strategy pp=2 --set stage_tp=5,1 -o x.json
 bad "stage_tp beside tp" plan --model gpt2-small --strategy tp=2,pp=2 --set stage_tp=2,2 -o x.json
 bad "a workflow file missing" schedule --platform "$HETERO" --workflow nofile.xml
-sed 's/value="0.0000166667"/value="-1"/' "$PLATFORMS/hybrid-serverless.xml" > negative-price.xml
+sed 's/value="0.0000166667"/value="-1"/' "$PLATFORMS/hybrid-serverless.xml" > "$FIXTURES/negative-price.xml"
 bad "a negative function price" simulate --platform negative-price.xml --model mlp
-sed 's/"function_mb_per_vcpu"/"function_mb_per_cpu"/' "$PLATFORMS/hybrid-serverless.xml" > near-miss.xml
+sed 's/"function_mb_per_vcpu"/"function_mb_per_cpu"/' "$PLATFORMS/hybrid-serverless.xml" > "$FIXTURES/near-miss.xml"
 bad "a misspelt function property" simulate --platform near-miss.xml --model mlp
 bad "a deadline no plan meets" hybrid --model mlp --deadline 1s
 bad "a budget below the cheapest plan" hybrid --model mlp --budget 0.00001usd
@@ -254,6 +254,34 @@ bad "negative --max-error" validate-published --max-error -1
 bad "validate-published output's folder missing" validate-published --csv nodir/v.csv
 bad "a Piper graph with fewer nodes than stages" partition --piper "$ROOT/tests/data/piper/four_nodes.json" --stages 9
 bad "a cache exchange on a platform without a cache" simulate --platform "$PLATFORMS/test-flat-4.xml" --model mlp --strategy dp=2 --set dp_algo=cache_allreduce
+
+# ---- the results store and every file an input names are inputs too ------------------------------
+STORE='"$STRATA" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan p.json --db s.db >/dev/null'
+SETUP="$STORE" bad "report over its own store" report --db s.db -o s.db
+SETUP="$STORE && ln -s s.db link.db" bad "report over a link to its store" report --db s.db -o link.db
+SETUP="$STORE" bad "simulate's trace over its store" simulate --platform "$FLAT4" --plan p.json --db s.db --trace s.db
+SETUP="$STORE && ln -s s.db link.db" bad "simulate's report over a link to its store" \
+  simulate --platform "$FLAT4" --plan p.json --db s.db --report link.db
+bad "explore's CSV over the default store" explore --platform "$FLAT4" --model mlp --workers 4 --csv strata.db
+SETUP='cp "$PLATFORMS/test-flat-4.xml" plat.xml && printf "%s" "{\"format\":\"strata-experiment\",\"schema_version\":1,\"model\":{\"name\":\"mlp\"},\"global_batch\":64,\"search\":{\"platform\":\"plat.xml\",\"cluster_gpus\":2,\"policy\":\"random\",\"max_epochs\":2,\"trials\":2,\"space\":{\"lr\":{\"log_uniform\":[0.001,0.1]}}}}" > srch.json' \
+  bad "search's CSV over the platform its spec names" search --spec srch.json --timing closed-form --no-db --csv plat.xml
+SETUP='cp -r "$ROOT/examples/curves" curves && sed "s#platforms/a100-node-8.xml#$PLATFORMS/a100-node-8.xml#" "$ROOT/examples/search-curves.json" > sc.json' \
+  bad "search's JSON over the curve file its spec names" search --spec sc.json --no-db --json curves/fashion-mnist-mlp.json
+
+# ---- nonsense that used to be accepted -------------------------------------------------------------
+SETUP='mkdir hosts' bad "a folder as --placement" simulate --platform "$HETERO" --model mlp --strategy dp=2 --placement hosts
+SETUP=': > empty.txt' bad "an empty placement file" simulate --platform "$HETERO" --model mlp --strategy dp=2 --placement empty.txt
+plan_bad "a Plan with no tasks" '/"tasks":\[/,$c\"tasks":[]}'
+platform_bad "zero memory bandwidth" 's/"mem_bw" value="2.039e12"/"mem_bw" value="0"/'
+platform_bad "zero BF16 FLOP/s" 's/"flops_bf16" value="312e12"/"flops_bf16" value="0"/'
+platform_bad "zero GPU memory" 's/"gpu_memory" value="80e9"/"gpu_memory" value="0"/'
+SETUP='ln -s loop.xml loop.xml' bad "a symlink loop as platform" simulate --platform loop.xml --model mlp
+bad "a newline in --model" plan --model $'mlp\nx' -o x.json
+bad "compare-solvers on more workers than the platform holds" compare-solvers --platform "$FLAT4" --workers 100000
+bad "explore with an astronomical global batch" explore --platform "$FLAT4" --model mlp --workers 4 --global-batch 1000000000000000 --no-db
+bad "explore with no valid configuration" explore --platform "$FLAT4" --model mlp --workers 4 --global-batch 3 --no-db --csv e.csv
+LIMIT='ulimit -v 500000' bad "a real run under a 500 MB address space" run --plan p.json --epochs 1
+bad "a billion microbatches" simulate --platform "$FLAT4" --model mlp --strategy dp=2 --microbatches 1000000000 --report o.json
 
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

@@ -9,6 +9,7 @@
 
 #include "strata/models/schedule/plan_placement.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace sim {
@@ -90,11 +91,7 @@ std::vector<int> place_workers(const PlatformSummary& platform, int workers,
 }
 
 std::vector<std::string> read_placement(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(input_error_message(path, "", "cannot open file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_text_file(path, std::uint64_t{64} << 20);
   std::vector<std::string> out;
   std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
@@ -106,6 +103,7 @@ std::vector<std::string> read_placement(const std::string& path) {
     }
     if (!doc.contains("workers") || !doc["workers"].is_array())
       throw InputError(input_error_message(path, "/workers", "missing array of host names"));
+    if (doc["workers"].empty()) throw InputError(input_error_message(path, "/workers", "no host names"));
     for (std::size_t i = 0; i < doc["workers"].size(); ++i) {
       if (!doc["workers"][i].is_string())
         throw InputError(input_error_message(path, "/workers/" + std::to_string(i), "not a host name"));
@@ -121,6 +119,8 @@ std::vector<std::string> read_placement(const std::string& path) {
     auto e = line.find_last_not_of(" \t\r");
     out.push_back(line.substr(b, e - b + 1));
   }
+  if (out.empty())
+    throw InputError(input_error_message(path, "", "no host names (one per line, or {\"workers\": [...]})"));
   return out;
 }
 

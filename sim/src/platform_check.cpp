@@ -18,6 +18,7 @@
 #include "platform_properties.hpp"
 #include "platform_units.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace sim {
@@ -79,6 +80,7 @@ std::string read_platform_bytes(const std::string& path) {
                                          std::to_string(st.st_size) + " B is larger than the " +
                                              std::to_string(kMaxPlatformBytes) +
                                              " B strata reads as a platform"));
+  note_input(path);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(input_error_message(path, "", std::string("cannot open file: ") + std::strerror(errno)));

@@ -1,5 +1,6 @@
 #include "strata/sim/process.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <sstream>
 
 #include "strata/traces/error.hpp"
@@ -46,9 +48,14 @@ Child spawn(const std::function<std::string()>& work, bool capture_output = fals
   int fds[2];
   if (::pipe(fds) != 0) throw InputError(std::string("cannot create pipe: ") + std::strerror(errno));
   const int output = capture_output ? output_file() : -1;
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw InputError(std::string("cannot fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // A child dies with its parent (SIGKILL when the parent ends, however it ends): a killed
+    // explore leaves no replay running. The parent may have ended before this line.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
     if (output >= 0) {
       ::dup2(output, STDOUT_FILENO);
@@ -58,6 +65,9 @@ Child spawn(const std::function<std::string()>& work, bool capture_output = fals
     int status = 0;
     try {
       out = "ok\n" + work();
+    } catch (const std::bad_alloc&) {
+      out = "error\nout of memory in a simulation process; try a smaller model, strategy or Plan";
+      status = 1;
     } catch (const std::exception& e) {
       out = std::string("error\n") + e.what();
       status = 1;

@@ -52,6 +52,7 @@ class ReplayEngine {
     std::vector<int> workers_on(specs_.size(), 0);
     for (int h : host_of_) ++workers_on[static_cast<std::size_t>(h)];
     compute_as_timer_.resize(specs_.size(), false);
+    self_route_.assign(specs_.size(), -1);
     if (!platform.has_host_profiles())
       for (std::size_t h = 0; h < specs_.size(); ++h)
         compute_as_timer_[h] = workers_on[h] <= platform.host(static_cast<int>(h))->get_core_count();
@@ -105,6 +106,19 @@ class ReplayEngine {
     return -1;
   }
   sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_index(w)); }
+
+  // Whether the platform routes host `h` to itself (a cluster's loopback, a declared route): asked
+  // of SimGrid once per host, only for hosts with a transfer to themselves.
+  bool has_self_route(int h) {
+    auto& known = self_route_[static_cast<std::size_t>(h)];
+    if (known < 0) {
+      std::vector<simgrid::s4u::Link*> links;
+      double latency = 0;
+      platform_.host(h)->route_to(platform_.host(h), links, &latency);
+      known = !links.empty() || latency > 0 ? 1 : 0;
+    }
+    return known == 1;
+  }
 
   void pump() {
     for (;;) {
@@ -188,6 +202,19 @@ class ReplayEngine {
   }
 
   void start_comm(TaskIndex t, std::int32_t flow, WorkerId src, WorkerId dst, double bytes) {
+    if (const int h = host_index(src); h == host_index(dst) && !has_self_route(h)) {
+      // The platform gives this host no route to itself (a Full zone without one): a transfer
+      // between two of its workers is a memory copy, each byte read and written once at the
+      // host's memory bandwidth (the cost model's elementwise kernel), not a SimGrid comm, which
+      // aborts on an empty route.
+      Task copy;
+      copy.kind = TaskKind::elementwise;
+      copy.bytes_read = bytes;
+      copy.bytes_written = bytes;
+      const double seconds = cost_.compute_time(copy, platform_.spec(h));
+      sg_compat::at(sg::Engine::get_clock() + seconds, [this, t, flow] { timer_done(t, flow); });
+      return;
+    }
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
     // check_transfer_sizes bounds a task's bytes by 2^53 and a flow carries at most twice its
     // task's (an aggregated ring allreduce), so the conversion below is defined.
@@ -310,6 +337,7 @@ class ReplayEngine {
   Dispatcher dispatcher_;
   std::vector<HostSpec> specs_;
   std::vector<bool> compute_as_timer_;   // per host: a core per worker, constant speed
+  std::vector<std::int8_t> self_route_;  // per host: 1 routed to itself, 0 not, -1 not asked yet
   std::vector<std::size_t> first_span_;  // per task: its first span in spans_
   std::vector<double> live_memory_;
   std::vector<double> peak_memory_;

@@ -192,4 +192,18 @@ TEST_F(HtmlReport, BadStoresAndFiltersAreOneLine) {
   EXPECT_NE(slurp("r.html").find("where <code>fidelity = &#39;analytical&#39;</code>"), std::string::npos);
 }
 
+// A file path stored with a row is data: its link is a relative URL from the report's folder or a
+// file: URL, percent-encoded, never a javascript: (or any other) scheme.
+TEST_F(HtmlReport, AStoredFilePathNeverBecomesAScriptLink) {
+  const std::string platform = std::string(STRATA_SOURCE_DIR) + "/platforms/test-flat-4.xml";
+  const Outcome made =
+      run("simulate --platform " + platform + " --model mlp --db x.db --perfetto 'javascript:alert(3)'");
+  ASSERT_EQ(made.rc, 0) << made.err;
+  const Outcome ok = run("report --db x.db -o rep.html");
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  const std::string html = slurp("rep.html");
+  EXPECT_EQ(html.find("href=\"javascript"), std::string::npos);
+  EXPECT_NE(html.find("href=\"./javascript%3Aalert%283%29\""), std::string::npos);
+}
+
 }  // namespace

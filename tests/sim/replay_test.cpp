@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_fixtures.hpp"
+#include "strata/models/cost/cost_model.hpp"
+#include "strata/models/cost/hardware.hpp"
 #include "strata/models/lowering/strategy.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
@@ -189,6 +191,44 @@ TEST(Replay, DataParallelBucketsOverlapBackward) {
   auto bucketed = std::stod(run_in_child([] { return std::to_string(dp_time(100e6)); }));
   auto single = std::stod(run_in_child([] { return std::to_string(dp_time(1e12)); }));
   EXPECT_LT(bucketed, single * 0.9) << "bucketed " << bucketed << " s, one bucket " << single << " s";
+}
+
+// SimGrid accepts a platform that gives a host no route to itself (a Full zone without such a
+// route); strata then copies between two workers of that host through memory: each byte read and
+// written once at the host's memory bandwidth, the cost model's elementwise kernel. Where the host
+// has a route to itself, that route is used as before (OneTransferIsLatencyPlusSizeOverBandwidth).
+TEST(Replay, WorkersOfAHostWithoutARouteToItselfCopyThroughMemory) {
+  const std::string platform = test::write_temp(
+      "no-self-route.xml",
+      "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+      "<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\n"
+      "<host id=\"alpha\" speed=\"1e12f\" core=\"2\"><prop id=\"gpus\" value=\"2\"/>"
+      "<prop id=\"mem_bw\" value=\"1e12\"/></host>\n"
+      "<host id=\"beta\" speed=\"1e12f\" core=\"2\"><prop id=\"gpus\" value=\"2\"/></host>\n"
+      "<link id=\"l\" bandwidth=\"1e10Bps\" latency=\"1us\"/>\n"
+      "<route src=\"alpha\" dst=\"beta\"><link_ctn id=\"l\"/></route>\n"
+      "</zone></platform>\n");
+  Plan plan(2);  // workers 0 and 1 both on alpha (natural placement)
+  Task send = comm_task("send", TaskKind::send, 1e9);
+  send.worker = 0;
+  send.peer = 1;
+  const TaskIndex s = plan.add_task(send);
+  Task recv = comm_task("recv", TaskKind::recv, 1e9);
+  recv.worker = 1;
+  recv.peer = 0;
+  plan.add_data_dep(s, plan.add_task(recv));
+  plan.validate();
+  const ReplayResult result = replay(plan, platform, default_options());
+  Task copy;
+  copy.kind = TaskKind::elementwise;
+  copy.bytes_read = 1e9;
+  copy.bytes_written = 1e9;
+  const double expected = CostModel(Calibration::defaults())
+                              .compute_time(copy, host_spec_from_properties(
+                                                      "alpha", {{"gpus", "2"}, {"mem_bw", "1e12"}}, 1e12, 2));
+  EXPECT_GT(expected, 2e9 / 1e12 - 1e-12);  // no faster than the bandwidth itself
+  EXPECT_NEAR(result.report.iteration_time_s, expected, 1e-12);
+  EXPECT_DOUBLE_EQ(result.report.bytes_intra_host, 1e9);
 }
 
 TEST(Replay, TooFewSlotsIsOneLineError) {

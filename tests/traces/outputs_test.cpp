@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -115,17 +116,90 @@ TEST_F(OutputSetTest, SigtermRemovesTheTemporaries) {
   EXPECT_TRUE(files().empty());
 }
 
-TEST_F(OutputSetTest, StaleTemporariesOfDeadProcessesOnly) {
+// The host and pid-namespace parts of a temporary's name (outputs.hpp), derived here
+// independently of the library.
+std::string this_host() {
+  char name[256] = "";
+  ::gethostname(name, sizeof name - 1);
+  std::string t;
+  for (const char* c = name; *c != '\0' && t.size() < 32; ++c)
+    t += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+  return t.empty() ? "unknown" : t;
+}
+
+std::string this_pid_namespace() {
+  char link[64] = "";
+  const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  std::string t;
+  for (ssize_t i = 0; i < n; ++i)
+    if (std::isdigit(static_cast<unsigned char>(link[i]))) t += link[i];
+  return t.empty() ? "0" : t;
+}
+
+std::string temporary_of(pid_t pid, const std::string& host = this_host(),
+                         const std::string& pid_namespace = this_pid_namespace()) {
+  return ".strata-" + std::to_string(pid) + "-" + pid_namespace + "-0123456789abcdef-" + host + ".tmp";
+}
+
+TEST_F(OutputSetTest, StaleTemporariesOnlyOfDeadProcessesOfThisHostAndContainer) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);
-  spit(path("x.json.tmp." + std::to_string(child)), "stale");
-  spit(path("y.json.tmp." + std::to_string(::getppid())), "alive");
-  spit(path("z.json.tmp."), "no pid");
-  fs::create_symlink("elsewhere", path("w.tmp." + std::to_string(child)));
+  const std::string dead = std::to_string(child);
+  spit(path(temporary_of(child)), "stale");
+  const std::set<std::string> kept = {
+      temporary_of(::getppid()),              // a live process's
+      temporary_of(child, "another_host"),    // another machine's, sharing the folder
+      temporary_of(child, this_host(), "1"),  // another container's
+      "notes.tmp." + dead,                    // a user's file
+      "x.json.tmp." + dead,                   // no name strata writes
+      ".strata-" + dead + "-" + this_pid_namespace() + "-0123-" + this_host() + ".tmp",  // not quite
+  };
+  for (const std::string& name : kept) spit(path(name), "keep");
+  // A link of a stale temporary's shape: only regular files are removed.
+  const std::string link =
+      ".strata-" + dead + "-" + this_pid_namespace() + "-fedcba9876543210-" + this_host() + ".tmp";
+  fs::create_symlink("elsewhere", path(link));
   EXPECT_EQ(strata::remove_stale_temporaries(dir_.string()), 1);
-  EXPECT_EQ(files(), (std::set<std::string>{"y.json.tmp." + std::to_string(::getppid()), "z.json.tmp.",
-                                            "w.tmp." + std::to_string(child)}));
+  std::set<std::string> expected = kept;
+  expected.insert(link);
+  EXPECT_EQ(files(), expected);
+}
+
+TEST_F(OutputSetTest, AWriteLeavesAUsersTmpFilesAlone) {
+  spit(path("notes.tmp.31999"), "mine");
+  strata::write_file_atomically(path("sp.json"), "{}");
+  EXPECT_EQ(files(), (std::set<std::string>{"notes.tmp.31999", "sp.json"}));
+}
+
+TEST_F(OutputSetTest, AStagedTemporaryIsHiddenAndNamesItsProcess) {
+  OutputSet set;
+  set.add_output("--a", path("a.json"));
+  set.check();
+  set.stage(path("a.json"), "A");
+  const std::set<std::string> names = files();
+  ASSERT_EQ(names.size(), 1U);
+  const std::string name = *names.begin();
+  EXPECT_EQ(name.rfind(".strata-" + std::to_string(::getpid()) + "-" + this_pid_namespace() + "-", 0), 0U)
+      << name;
+  EXPECT_NE(name.find("-" + this_host() + ".tmp"), std::string::npos) << name;
+}
+
+TEST_F(OutputSetTest, AnOutputThatIsAFileReadIsRefusedWhenStaged) {
+  spit(path("platform.xml"), "<platform/>");
+  OutputSet set;
+  set.add_output("--csv", path("platform.xml"));
+  set.check();  // no flag names platform.xml as an input
+  strata::StagingScope scope(set);
+  strata::note_input(path("platform.xml"));  // a reader opened it (a search spec named it)
+  try {
+    strata::write_file_atomically(path("platform.xml"), "a,b\n");
+    FAIL() << "staged over an input";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("an output never overwrites an input"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(slurp(path("platform.xml")), "<platform/>");
 }
 
 TEST_F(OutputSetTest, WriteFileAtomicallyKeepsALinkAndADevice) {

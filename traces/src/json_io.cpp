@@ -102,6 +102,31 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
   }
 }
 
+std::string read_text_file(const std::string& path, std::uint64_t max_bytes) {
+  note_input(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw InputError(input_error_message(path, "", "cannot open: " + std::generic_category().message(errno)));
+  struct stat st {};
+  const bool folder = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  std::string text;
+  std::string problem = folder ? "is a folder, not a file" : "";
+  char chunk[65536];
+  while (problem.empty()) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) problem = "cannot read: " + std::generic_category().message(errno);
+    if (n <= 0) break;
+    if (text.size() + static_cast<std::uint64_t>(n) > max_bytes)
+      problem = "larger than the " + std::to_string(max_bytes) + " B strata reads from it";
+    else
+      text.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  if (!problem.empty()) throw InputError(input_error_message(path, "", problem));
+  return text;
+}
+
 nlohmann::json read_json_file(const std::string& path) {
   try {
     return stream_json_file(path, {}, {});

@@ -1,6 +1,8 @@
 #include "strata/traces/json_stream.hpp"
+#include "strata/traces/outputs.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,6 +289,7 @@ bool non_empty_container(const nlohmann::json& v) { return (v.is_array() || v.is
 
 nlohmann::json stream_json_file(const std::string& path, const std::vector<std::string_view>& streamed,
                                 const JsonElementHandler& on_element, std::uint64_t max_non_regular_bytes) {
+  note_input(path);
   ByteSource input(path, max_non_regular_bytes);
   return run_parser(input, path, streamed, on_element);
 }
@@ -296,6 +299,34 @@ nlohmann::json stream_json_text(std::string_view text, const std::string& source
                                 const JsonElementHandler& on_element) {
   ByteSource input(text);
   return run_parser(input, source, streamed, on_element);
+}
+
+std::uint64_t memory_available_bytes() {
+  std::uint64_t available = UINT64_MAX;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      unsigned long long kib = 0;
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        available = static_cast<std::uint64_t>(kib) * 1024;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    std::uint64_t mapped = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      unsigned long pages = 0;
+      if (std::fscanf(f, "%lu", &pages) == 1)
+        mapped = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+      std::fclose(f);
+    }
+    const auto cap = static_cast<std::uint64_t>(limit.rlim_cur);
+    available = std::min(available, cap > mapped ? cap - mapped : 0);
+  }
+  return available;
 }
 
 std::string address_space_in_use() {

@@ -7,15 +7,21 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -33,53 +39,126 @@ namespace fs = std::filesystem;
 
 // ---- temporaries removed on SIGINT / SIGTERM ---------------------------------------------------
 // The handler may only make async-signal-safe calls: it reads the names through lock-free atomic
-// pointers, unlinks them, restores the previous action and raises the signal again. Names are
-// owned by the process that registered them: a forked child that gets the signal leaves its
-// parent's.
+// pointers, unlinks them, writes one line, restores the default action and raises the signal
+// again. Names are owned by the process that registered them: a forked child that gets the signal
+// leaves its parent's and says nothing (the parent speaks for the command).
 
 constexpr std::size_t kSlots = 256;
 std::array<std::atomic<char*>, kSlots> g_temporaries{};
 std::array<std::atomic<pid_t>, kSlots> g_owners{};
-struct sigaction g_previous_int {};
-struct sigaction g_previous_term {};
+std::atomic<pid_t> g_speaker{0};  // the process that says "interrupted"
+
+void write_stderr(const char* text) {
+  const std::size_t n = std::strlen(text);
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, text, n);
+}
 
 void on_signal(int signal) {
+  const int saved = errno;
   const pid_t self = ::getpid();
   for (std::size_t i = 0; i < kSlots; ++i)
     if (char* name = g_temporaries[i].load(); name != nullptr && g_owners[i].load() == self) ::unlink(name);
-  ::sigaction(signal, signal == SIGINT ? &g_previous_int : &g_previous_term, nullptr);
+  if (g_speaker.load() == self)
+    write_stderr(signal == SIGINT ? "strata: interrupted (SIGINT)\n" : "strata: terminated (SIGTERM)\n");
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  ::sigaction(signal, &fallback, nullptr);
+  errno = saved;
   ::raise(signal);
 }
 
-void install_handler(int signal, struct sigaction& previous) {
+// Installs on_signal for `signal` unless the signal is ignored (nohup, a background job of a
+// shell without job control): an ignored signal stays ignored.
+void install_handler(int signal) {
   struct sigaction current {};
   if (::sigaction(signal, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) return;
+  if (current.sa_handler == on_signal) return;
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  ::sigaction(signal, &action, &previous);
+  ::sigaction(signal, &action, nullptr);
 }
 
 void install_handlers_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    install_handler(SIGINT, g_previous_int);
-    install_handler(SIGTERM, g_previous_term);
+    install_handler(SIGINT);
+    install_handler(SIGTERM);
   });
 }
 
-// ---- stale temporaries ----------------------------------------------------------------------
+// ---- names of temporaries ---------------------------------------------------------------------
+// `.strata-<pid>-<pid namespace>-<random>-<host>.tmp`: a name no user chooses, which says which
+// process on which machine (and in which container: a pid namespace) made it. A stale one is
+// removed only where all three are ours and the pid is gone, so a live process's temporary (here,
+// on another host sharing the folder, or in another container) is never touched.
 
-// The pid of a name ending in ".tmp.<digits>", or 0.
-pid_t temporary_pid(const std::string& name) {
-  const std::size_t at = name.rfind(".tmp.");
-  if (at == std::string::npos || at + 5 >= name.size() || name.size() - at - 5 > 9) return 0;
-  pid_t pid = 0;
-  for (std::size_t i = at + 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return 0;
-    pid = pid * 10 + (name[i] - '0');
+constexpr std::string_view kTemporaryPrefix = ".strata-";
+constexpr std::string_view kTemporarySuffix = ".tmp";
+
+// The host name, reduced to letters, digits and '_' (at most 32 of them).
+const std::string& host_tag() {
+  static const std::string tag = [] {
+    char name[256] = "";
+    if (::gethostname(name, sizeof name - 1) != 0) return std::string("unknown");
+    std::string t;
+    for (const char* c = name; *c != '\0' && t.size() < 32; ++c)
+      t += std::isalnum(static_cast<unsigned char>(*c)) != 0 ? *c : '_';
+    return t.empty() ? std::string("unknown") : t;
+  }();
+  return tag;
+}
+
+// The inode of this process's pid namespace ("pid:[4026531836]"), or "0" where /proc says nothing.
+const std::string& pid_namespace_tag() {
+  static const std::string tag = [] {
+    char link[64] = "";
+    const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof link - 1);
+    std::string t;
+    for (ssize_t i = 0; i < n; ++i)
+      if (link[i] >= '0' && link[i] <= '9') t += link[i];
+    return t.empty() ? std::string("0") : t;
+  }();
+  return tag;
+}
+
+std::string random_tag() {
+  static std::mutex mutex;
+  static std::random_device device;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::uint64_t r = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  char text[20];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(r));
+  return text;
+}
+
+std::string temporary_name() {
+  return std::string(kTemporaryPrefix) + std::to_string(::getpid()) + "-" + pid_namespace_tag() + "-" +
+         random_tag() + "-" + host_tag() + std::string(kTemporarySuffix);
+}
+
+// The pid of a temporary this host and pid namespace made, or 0 for any other name.
+pid_t own_temporary_pid(const std::string& name) {
+  if (name.size() <= kTemporaryPrefix.size() + kTemporarySuffix.size() ||
+      name.compare(0, kTemporaryPrefix.size(), kTemporaryPrefix) != 0 ||
+      name.compare(name.size() - kTemporarySuffix.size(), kTemporarySuffix.size(), kTemporarySuffix) != 0)
+    return 0;
+  const std::string body =
+      name.substr(kTemporaryPrefix.size(), name.size() - kTemporaryPrefix.size() - kTemporarySuffix.size());
+  std::vector<std::string> fields;
+  std::size_t from = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t dash = body.find('-', from);
+    if (dash == std::string::npos) return 0;
+    fields.push_back(body.substr(from, dash - from));
+    from = dash + 1;
   }
-  return pid;
+  if (body.substr(from) != host_tag() || fields[1] != pid_namespace_tag() || fields[2].size() != 16) return 0;
+  const std::string& digits = fields[0];
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return 0;
+  return static_cast<pid_t>(std::stol(digits));
 }
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
@@ -185,7 +264,7 @@ void write_direct(const OutputTarget& target, const std::string& content, const 
 std::string write_temporary(const OutputTarget& target, const OutputWriter& write, const std::string& where) {
   remove_stale_once(target.folder);
   install_handlers_once();
-  const std::string tmp = target.path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = new_temporary_path(target.folder);
   register_temporary(tmp);
   const auto give_up = [&](int error) {
     ::unlink(tmp.c_str());
@@ -218,6 +297,10 @@ std::string write_temporary(const OutputTarget& target, const OutputWriter& writ
   return tmp;
 }
 
+std::string new_temporary_path(const std::string& folder) {
+  return (fs::path(folder.empty() ? "." : folder) / temporary_name()).string();
+}
+
 void register_temporary(const std::string& path) {
   char* name = ::strdup(path.c_str());
   if (name == nullptr) return;
@@ -248,7 +331,7 @@ int remove_stale_temporaries(const std::string& folder) {
   const pid_t self = ::getpid();
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
-    const pid_t pid = temporary_pid(name);
+    const pid_t pid = own_temporary_pid(name);
     if (pid <= 0 || pid == self || !process_gone(pid)) continue;
     const std::string path = (fs::path(folder.empty() ? "." : folder) / name).string();
     struct stat st {};
@@ -256,6 +339,12 @@ int remove_stale_temporaries(const std::string& folder) {
   }
   ::closedir(dir);
   return removed;
+}
+
+void install_interrupt_handlers() {
+  g_speaker.store(::getpid());
+  install_handler(SIGINT);
+  install_handler(SIGTERM);
 }
 
 }  // namespace traces

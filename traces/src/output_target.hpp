@@ -26,9 +26,14 @@ OutputTarget resolve_output(const std::string& path, const std::string& where);
 // Writes `content` to a direct target. Throws InputError naming `where`.
 void write_direct(const OutputTarget& target, const std::string& content, const std::string& where);
 
-// Writes what `write` puts in a stream to `<target.path>.tmp.<pid>` (first removing the folder's stale
-// temporaries), registered for removal on SIGINT/SIGTERM; returns its path. Throws InputError naming `where`.
+// Writes what `write` puts in a stream to a new temporary in the target's folder (first removing the
+// folder's stale temporaries), registered for removal on SIGINT/SIGTERM; returns its path. Throws
+// InputError naming `where`.
 std::string write_temporary(const OutputTarget& target, const OutputWriter& write, const std::string& where);
+
+// A path for a new temporary in `folder`: `.strata-<pid>-<pid namespace>-<random>-<host>.tmp`
+// (outputs.hpp says which of them remove_stale_temporaries removes).
+std::string new_temporary_path(const std::string& folder);
 
 // Registers or forgets a temporary removed on SIGINT/SIGTERM.
 void register_temporary(const std::string& path);

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <system_error>
 
@@ -62,7 +63,12 @@ void discard(const std::string& tmp) {
 
 }  // namespace
 
-OutputSet::OutputSet() = default;
+struct OutputSet::ReadInputs {
+  mutable std::mutex mutex;
+  std::vector<std::string> paths;
+};
+
+OutputSet::OutputSet() : read_(std::make_unique<ReadInputs>()) {}
 
 OutputSet::~OutputSet() {
   for (const auto& out : outputs_) discard(out->tmp);
@@ -93,6 +99,26 @@ void OutputSet::check() {
         throw InputError(out.where() + ": same file as " + outputs_[j]->where() +
                          " (two outputs cannot share a file)");
   }
+}
+
+void OutputSet::note_read_input(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  std::lock_guard<std::mutex> lock(read_->mutex);
+  for (const std::string& p : read_->paths)
+    if (p == path) return;
+  read_->paths.push_back(path);
+}
+
+void OutputSet::refuse_read_input(const std::string& target_path, const std::string& where) const {
+  OutputTarget target;
+  target.path = target_path;
+  struct stat st {};
+  if (::stat(target_path.c_str(), &st) == 0)
+    target.exists = true, target.dev = st.st_dev, target.ino = st.st_ino;
+  std::lock_guard<std::mutex> lock(read_->mutex);
+  for (const std::string& path : read_->paths)
+    if (same_file(target, path))
+      throw InputError(where + ": same file as the input " + path + " (an output never overwrites an input)");
 }
 
 OutputSet::Output* OutputSet::find(const std::string& path) const {
@@ -127,6 +153,9 @@ void OutputSet::stage_with(const std::string& path, const OutputWriter& write) {
   // Resolved again: the file system may have changed since check().
   out->target = resolve_output(out->path, out->where());
   if (out->target.fd == STDOUT_FILENO) out->target.fd = stdout_fd_;
+  if (!out->target.direct) refuse_read_input(out->target.path, out->where());
+  if (OutputSet* live = staging_output_set(); live != nullptr && live != this && !out->target.direct)
+    live->refuse_read_input(out->target.path, out->where());
   discard(out->tmp);
   out->tmp.clear();
   if (out->target.direct) {
@@ -186,8 +215,7 @@ void OutputSet::commit() {
     if (!out->staged) continue;
     Rename r{out.get(), "", ::access(out->target.path.c_str(), F_OK) == 0};
     if (r.existed) {
-      r.backup = out->target.path + ".old.tmp." + std::to_string(::getpid());
-      ::unlink(r.backup.c_str());
+      r.backup = new_temporary_path(out->target.folder);
       if (::link(out->target.path.c_str(), r.backup.c_str()) == 0)
         register_temporary(r.backup);
       else
@@ -226,6 +254,10 @@ StagingScope::StagingScope(OutputSet& set) {
 StagingScope::~StagingScope() { g_staging = nullptr; }
 
 OutputSet* staging_output_set() { return g_staging; }
+
+void note_input(const std::string& path) {
+  if (OutputSet* set = staging_output_set()) set->note_read_input(path);
+}
 
 }  // namespace traces
 }  // namespace strata

@@ -202,7 +202,9 @@ Plan PlanReader::finish(const nlohmann::json& doc) {
     }
   }
   if (std::optional<JsonNode> buffers = root.find("buffers")) buffers->size();  // an array
-  root.at("tasks").size();                                                      // an array
+  const JsonNode tasks = root.at("tasks");
+  tasks.size();  // an array (its elements streamed into plan_)
+  if (plan_.tasks().empty()) tasks.fail("no tasks: a Plan has at least one");
   resolve_forward_dependencies();
   if (version == 1) plan_.info.graph_nodes = legacy_graph_nodes(plan_);
   // Ranges, stream/kind agreement, self-dependencies and cycles: one check shared with Plans

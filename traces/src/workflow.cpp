@@ -1,5 +1,6 @@
 // The DAX and WfFormat readers of workflow.hpp.
 #include "strata/traces/workflow.hpp"
+#include "strata/traces/outputs.hpp"
 
 #include <expat.h>
 #include <sys/stat.h>
@@ -35,6 +36,7 @@ std::string read_text(const std::string& path) {
   if (!S_ISREG(st.st_mode)) fail(path, "", "not a regular file");
   if (st.st_size > kMaxWorkflowBytes)
     fail(path, "", std::to_string(st.st_size) + " B is larger than the 1 GiB strata reads as a workflow");
+  note_input(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "", std::string("cannot open file: ") + std::strerror(errno));
   std::ostringstream text;

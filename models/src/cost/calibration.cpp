@@ -13,6 +13,7 @@
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace models {
@@ -163,6 +164,7 @@ class CalibrationReader {
   }
 
   json parse() const {
+    note_input(path_);
     std::ifstream in(path_);
     if (!in) fail("", "cannot open file");
     try {

@@ -1,5 +1,6 @@
 // Importers of published cluster job traces: see job_traces.hpp.
 #include "strata/models/search/job_traces.hpp"
+#include "strata/traces/outputs.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -47,6 +48,7 @@ int whole_of(const std::string& text, const std::string& at, const char* column)
 }
 
 std::string first_line(const std::string& path) {
+  note_input(path);
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
@@ -89,6 +91,7 @@ ImportedTrace finish_import(std::vector<RoundJob> jobs, std::size_t left_out, co
 bool is_helios_log(const std::string& path) { return first_line(path).rfind("job_id,", 0) == 0; }
 
 bool is_philly_log(const std::string& path) {
+  note_input(path);
   std::ifstream in(path);
   char c = 0;
   while (in.get(c))
@@ -97,6 +100,7 @@ bool is_philly_log(const std::string& path) {
 }
 
 ImportedTrace read_philly_log(const std::string& path) {
+  note_input(path);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
   nlohmann::json log;
@@ -160,6 +164,7 @@ ImportedTrace read_philly_log(const std::string& path) {
 }
 
 ImportedTrace read_helios_log(const std::string& path) {
+  note_input(path);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
   std::string line;
@@ -217,6 +222,7 @@ bool is_pollux_workload(const std::string& path) { return first_line(path) == kP
 
 std::vector<RoundJob> read_pollux_workload(const std::string& path,
                                            const std::map<std::string, TraceApplication>& apps) {
+  note_input(path);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
   std::vector<RoundJob> jobs;

@@ -1,5 +1,6 @@
 // Measured training job types: see trace_application.hpp.
 #include "strata/models/search/trace_application.hpp"
+#include "strata/traces/outputs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,7 @@ namespace {
 // too (its digits) and kept as text by the caller.
 std::vector<std::vector<double>> read_numbers(const std::string& path, const std::string& header,
                                               std::vector<std::string>* first_column = nullptr) {
+  note_input(path);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the trace");
   std::vector<std::vector<double>> rows;
@@ -250,6 +252,7 @@ TraceApplication read_trace_application(const std::string& dir, const std::strin
 
 std::map<std::string, TraceApplication> read_trace_applications(const std::string& path) {
   namespace fs = std::filesystem;
+  note_input(path);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the applications file");
   nlohmann::json j;

@@ -4,14 +4,30 @@
 // pkg-config include path it is OpenBLAS's own, which also declares openblas_set_num_threads.
 #include <cblas.h>
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_stream.hpp"
 
 // blas_threads.cpp (libstrata_blas_threads): OpenBLAS has started with one thread; the
 // environment goes back to what the user gave.
 extern "C" void strata_forget_blas_thread_setting();
+
+// OpenBLAS's buffer pool (driver/others/memory.c) and thread count, exported by libopenblas but
+// not in its headers; weak, so that another BLAS links too (prepare_blas_buffers then only
+// checks the room).
+extern "C" {
+void* blas_memory_alloc(int procpos) __attribute__((weak));
+void blas_memory_free(void* buffer) __attribute__((weak));
+extern int blas_num_threads __attribute__((weak));   // NOLINT(readability-identifier-naming)
+extern int blas_server_avail __attribute__((weak));  // NOLINT(readability-identifier-naming)
+}
 
 namespace strata::real {
 namespace {
@@ -46,6 +62,43 @@ BlasGemmDims check_gemm(Transpose trans_a, Transpose trans_b, std::int64_t m, st
 }
 
 }  // namespace
+
+void prepare_blas_buffers(int callers) {
+  STRATA_ASSERT(callers >= 1, "prepare_blas_buffers: " + std::to_string(callers) + " callers");
+  // One work buffer per concurrent caller: BUFFER_SIZE (32 << 22 B, common_x86_64.h) plus the
+  // page alloc_malloc adds; and room left to report and unwind.
+  constexpr double kBufferBytes = (std::uint64_t{32} << 22) + 4096;
+  constexpr std::uint64_t kHeadroom = std::uint64_t{16} << 20;
+  rlimit limit{};
+  const bool limited = ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  const int own_threads =
+      &blas_num_threads != nullptr && &blas_server_avail != nullptr && blas_server_avail != 0
+          ? blas_num_threads
+          : 1;
+  const std::string limit_text =
+      limited ? std::to_string(static_cast<unsigned long long>(limit.rlim_cur / 1024)) : std::string();
+  if (limited && own_threads > 1)
+    throw InputError("OpenBLAS started " + std::to_string(own_threads) +
+                     " threads of its own (OPENBLAS_NUM_THREADS); under an address-space limit (ulimit -v " +
+                     limit_text + ") run with OPENBLAS_NUM_THREADS=1");
+  const auto need = static_cast<std::size_t>(callers * kBufferBytes) + kHeadroom;
+  // A reservation counts against the limit as the buffers will, and touches nothing.
+  void* room = ::mmap(nullptr, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (room == MAP_FAILED) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f MiB", static_cast<double>(need) / (1 << 20));
+    throw InputError(
+        "out of memory: OpenBLAS needs " + std::string(text) + " of address space for " +
+        std::to_string(callers) + " worker stream(s) (128 MiB each)" +
+        (limited ? " under ulimit -v " + limit_text + " (" + address_space_in_use() + ")" : std::string()));
+  }
+  ::munmap(room, need);
+  if (blas_memory_alloc == nullptr || blas_memory_free == nullptr) return;
+  std::vector<void*> buffers;
+  buffers.reserve(static_cast<std::size_t>(callers));
+  for (int i = 0; i < callers; ++i) buffers.push_back(blas_memory_alloc(0));
+  for (void* b : buffers) blas_memory_free(b);
+}
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
 

@@ -11,22 +11,37 @@
 // library's initialiser, and a .preinit_array function runs before libc's, which then resets
 // the environment. So this is a shared library of its own, needed after libopenblas on the link
 // line: the dynamic loader initialises it (after libc) before libopenblas. A value the user set
-// is kept; the one set here is removed by forget_blas_thread_setting(), called from a constructor
-// of the executable once OpenBLAS has read it, so that the environment children see is the user's.
+// is replaced too (its threads would be OpenBLAS's own, which hang the same way and which
+// CpuBackend stops using anyway) and given back by forget_blas_thread_setting(), called from a
+// constructor of the executable once OpenBLAS has read it, so that the environment children see
+// is the user's.
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
-bool set_here = false;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+bool set_here = false;     // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+char user_value[32] = "";  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+bool user_given = false;   // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 [[gnu::constructor]] void start_blas_single_threaded() {
-  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
-  set_here = ::setenv("OPENBLAS_NUM_THREADS", "1", 0) == 0;
+  // Plain arrays: this runs before any C++ static object of this library is built.
+  if (const char* given = std::getenv("OPENBLAS_NUM_THREADS")) {
+    if (std::strlen(given) >= sizeof user_value) return;  // no thread count: left as it is
+    std::strcpy(user_value, given);
+    user_given = true;
+  }
+  set_here = ::setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0;
 }
 
 }  // namespace
 
 extern "C" void strata_forget_blas_thread_setting() {
-  if (set_here) ::unsetenv("OPENBLAS_NUM_THREADS");
+  if (set_here) {
+    if (user_given)
+      ::setenv("OPENBLAS_NUM_THREADS", user_value, 1);
+    else
+      ::unsetenv("OPENBLAS_NUM_THREADS");
+  }
   set_here = false;
 }

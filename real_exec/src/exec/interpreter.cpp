@@ -1,5 +1,7 @@
 #include "strata/real/exec/interpreter.hpp"
 
+#include "strata/real/core/backend.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -8,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -166,14 +169,40 @@ Interpreter<T>::Interpreter(const Plan& plan, TaskExecutor<T>& runner, bool pin_
   for (std::size_t c = 0; c < awake_entries_; ++c) awake_[c].store(0);
   core_of_slot_.assign(queues_.size(), 0);
   sleeping_.assign(queues_.size(), false);
+  // Each local stream may be inside BLAS while the others are: their buffers made first, so that
+  // running out of address space is one line here, not a thread spinning in OpenBLAS.
+  int local_streams = 0;
+  for (std::size_t slot = 0; slot < queues_.size(); ++slot)
+    if (share_.process_of(static_cast<WorkerId>(slot / 2)) == share_.process()) ++local_streams;
+  if (local_streams > 0) prepare_blas_buffers(local_streams);
   for (std::size_t slot = 0; slot < queues_.size(); ++slot) {
     const auto worker = static_cast<WorkerId>(slot / 2);
     if (share_.process_of(worker) != share_.process()) continue;
     const int core = pin_workers ? worker % cores : -1;
     core_of_slot_[slot] = core >= 0 ? static_cast<std::size_t>(core) : 0;
     awake_of(slot).fetch_add(1);  // awake until its first sleep
-    threads_.emplace_back([this, slot, core] { stream_loop(slot, core); });
+    try {
+      threads_.emplace_back([this, slot, core] { stream_loop(slot, core); });
+    } catch (const std::system_error& e) {
+      // No thread for this stream (out of memory or of threads): the ones started stop first,
+      // the failure is one line.
+      stop_threads();
+      throw InputError(std::string("out of memory: cannot start the thread of worker ") +
+                       std::to_string(worker) + "'s stream (" + e.code().message() + ")");
+    }
   }
+}
+
+template <typename T>
+void Interpreter<T>::stop_threads() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  for (auto& w : wake_) w.notify_all();
+  for (auto& th : threads_)
+    if (th.joinable()) th.join();
+  threads_.clear();
 }
 
 template <typename T>
@@ -200,12 +229,7 @@ void Interpreter<T>::hold_for_quota(std::size_t slot, std::chrono::steady_clock:
 
 template <typename T>
 Interpreter<T>::~Interpreter() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  for (auto& w : wake_) w.notify_all();
-  for (auto& th : threads_) th.join();
+  stop_threads();
 }
 
 // The stream of the first participant that runs here: for a collective, the comm stream of the

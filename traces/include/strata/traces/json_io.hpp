@@ -29,11 +29,15 @@ inline namespace traces {
 // malformed JSON (with line:column computed from the parser's byte offset).
 nlohmann::json read_json_file(const std::string& path);
 
+// The bytes of the input file `path` (noted as an input: outputs.hpp), at most `max_bytes` of
+// them. Throws InputError naming `path`: missing, unreadable, a folder, larger than `max_bytes`.
+std::string read_text_file(const std::string& path, std::uint64_t max_bytes = std::uint64_t{1} << 30);
+
 // Parses `text`; errors name `source` as read_json_file's do.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
 // Writes `content` to the output `path` as outputs.hpp says: a regular file (or a symlink's
-// target) is replaced atomically (`path.tmp.<pid>` written, flushed, renamed over it), a device,
+// target) is replaced atomically (a temporary written, flushed, renamed over it), a device,
 // FIFO or `-` written directly. Inside a StagingScope whose OutputSet defers `path`, the content
 // is staged there and written at its commit(). On any failure removes the temporary file and
 // throws InputError naming `path`.

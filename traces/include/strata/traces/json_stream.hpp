@@ -49,6 +49,11 @@ nlohmann::json stream_json_text(std::string_view text, const std::string& source
 // out-of-memory message gives, since the limits that bite (ulimit -v) count address space.
 std::string address_space_in_use();
 
+// What this process can still allocate, in bytes: the smaller of the system's MemAvailable
+// (/proc/meminfo) and the headroom under the address-space limit (ulimit -v) over what is mapped
+// now; UINT64_MAX where neither is known.
+std::uint64_t memory_available_bytes();
+
 // Frees `value` one leaf at a time, so that nothing is allocated while memory is short.
 void dismantle_json(nlohmann::json& value) noexcept;
 

@@ -7,19 +7,26 @@
 // outputs are the same file. Contents are then staged and committed together at the end: if any
 // output fails, no final file is written (all or none).
 //
+// Inputs are the files a command reads: those its flags name (add_input, checked up front) and
+// every file a reader opens while the command runs, paths named inside other inputs included (a
+// search spec's platform): readers call note_input(), and an output staged to one of them is
+// refused at stage(), before anything is written.
+//
 // Where an output goes depends on what is at its path:
-// - a regular file, or nothing yet: replaced atomically (`<path>.tmp.<pid>` written beside it,
-//   then renamed over it), so a reader never sees half a file;
+// - a regular file, or nothing yet: replaced atomically (a temporary written beside it, then
+//   renamed over it), so a reader never sees half a file;
 // - a symlink: resolved (a dangling link's target is created) and its target replaced atomically
 //   beside the target, so the link stays a link;
 // - a device, FIFO or socket, `-` (stdout), /dev/stdout, /dev/stderr or /dev/fd/N: written
 //   directly, with no temporary, rename or unlink.
 //
-// Temporaries are registered while they exist: SIGINT and SIGTERM remove them (async-signal-safe
-// unlinks) before the signal takes its default course, and a `<name>.tmp.<pid>` whose process is
-// gone (a killed run) is removed by the next write to the same folder.
+// Temporaries are named `.strata-<pid>-<pid namespace>-<random>-<host>.tmp`, a name no user
+// chooses, and registered while they exist: SIGINT and SIGTERM remove them (async-signal-safe
+// unlinks) before the signal takes its course. A temporary left by a killed run is removed by the
+// next write to the same folder only when it is certainly dead: made on this host, in this pid
+// namespace, by a process that no longer exists. Nothing else in a folder is ever removed.
 //
-// Not thread-safe: one OutputSet per command, used by the thread that runs it.
+// Not thread-safe, but for note_input(): one OutputSet per command, used by the thread that runs it.
 #pragma once
 
 #include <functional>
@@ -69,6 +76,13 @@ class OutputSet {
   // removed) where possible, and the error says which could not be. Throws InputError.
   void commit();
 
+  // Records a file read while the command runs (note_input() reaches here through the live
+  // StagingScope). Thread-safe.
+  void note_read_input(const std::string& path);
+  // Throws InputError when `target_path` (an output, named by `where`) is one of the files read so
+  // far. Thread-safe.
+  void refuse_read_input(const std::string& target_path, const std::string& where) const;
+
   // Whether an output checked so far goes to stdout (`-`, /dev/stdout). A command whose output
   // is stdout moves its own messages to stderr: it then gives the descriptor that still reaches
   // the original stdout, and outputs to stdout are written there.
@@ -80,6 +94,8 @@ class OutputSet {
  private:
   std::vector<std::unique_ptr<Output>> outputs_;
   std::vector<std::pair<std::string, std::string>> inputs_;  // flag, path
+  struct ReadInputs;                                         // files read while the command runs
+  std::unique_ptr<ReadInputs> read_;
   int stdout_fd_ = 1;
 
   Output* find(const std::string& path) const;
@@ -103,9 +119,20 @@ void write_file_with(const std::string& path, const OutputWriter& write);
 // The OutputSet of the live StagingScope, or null.
 OutputSet* staging_output_set();
 
-// The regular files named `<anything>.tmp.<pid>` in `folder` whose process no longer exists
-// (left by a killed run): removes them and returns how many. Symlinks and other files are kept.
+// Records that the command now running reads `path` (every reader of a user's file calls it; a
+// no-op outside a StagingScope): no output of the command may be that file.
+void note_input(const std::string& path);
+
+// The regular files of `folder` that are temporaries of a dead strata process of this host and
+// pid namespace (left by a killed run): removes them and returns how many. Everything else is
+// kept: other names, symlinks, another host's or container's temporaries, a live process's.
 int remove_stale_temporaries(const std::string& folder);
+
+// SIGINT and SIGTERM, process-wide: this process's temporaries removed, one line on stderr
+// ("strata: interrupted (SIGINT)") from the calling process only (forked children die quietly),
+// then the signal's default action (exit status 130 or 143 in a shell; no core). Call at the
+// start of main(); an ignored signal stays ignored. Async-signal-safe throughout.
+void install_interrupt_handlers();
 
 }  // namespace traces
 }  // namespace strata

@@ -143,6 +143,14 @@ class InvalidPlanError : public InputError {
   using InputError::InputError;
 };
 
+// The bytes a Plan of `tasks` tasks and `buffers` buffers takes in memory, from the measured
+// figure per task (plan.cpp: kPlanBytesPerTask).
+double plan_memory_bytes(double tasks, double buffers);
+
+// Throws InputError when a Plan of that size cannot fit the memory this process has left:
+// "the Plan would hold about 1.2e+10 tasks (4.6 TB), more than the 21.3 GB of memory available".
+void check_plan_fits_memory(double tasks, double buffers);
+
 class Plan {
  public:
   Plan() = default;
@@ -152,7 +160,10 @@ class Plan {
   TaskIndex add_task(Task task);
   BufferIndex add_buffer(Buffer buffer);
   // Capacity hint for builders that know their size: avoids regrowing the task store and id
-  // index (at 10^6 tasks, regrowth dominated lowering).
+  // index (at 10^6 tasks, regrowth dominated lowering). Throws InputError, before allocating,
+  // when a Plan of that size cannot fit the memory this process has left (plan_memory_bytes()
+  // against memory_available_bytes()); add_task() checks the same each time the store would grow
+  // and throws std::bad_alloc there (a reader turns it into its own message).
   void reserve(std::size_t tasks, std::size_t buffers = 0);
   void add_data_dep(TaskIndex producer, TaskIndex consumer);
   void add_control_dep(TaskIndex before, TaskIndex after);

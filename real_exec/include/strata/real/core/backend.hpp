@@ -45,6 +45,17 @@ class Backend {
   virtual void scale(std::int64_t n, double alpha, double* x) = 0;
 };
 
+// Makes OpenBLAS's work buffers for `callers` threads that may be inside BLAS at once, before
+// they start (call it from the thread that starts them, while no other thread runs BLAS). Debian's
+// OpenBLAS 0.3.21 maps one 128 MiB buffer per concurrent caller on first use and, when the
+// address space is exhausted (ulimit -v), retries the mapping for ever (driver/others/memory.c,
+// blas_memory_alloc; fixed upstream in 0.3.30): a run hung instead of failing. Made here, the
+// buffers are reused by every later call, so BLAS never maps again. Throws InputError, one line,
+// when the address space left cannot hold them, or when OpenBLAS runs threads of its own (a
+// user's OPENBLAS_NUM_THREADS) under an address-space limit. Without OpenBLAS (another BLAS) it
+// only checks the room.
+void prepare_blas_buffers(int callers);
+
 // Backend on OpenBLAS's CBLAS. Its constructor sets OpenBLAS to one thread, process-wide:
 // strata parallelises across workers (one pinned thread each), and a multi-threaded BLAS
 // under every worker would oversubscribe the cores and blur the per-task timings that

@@ -137,6 +137,7 @@ class Interpreter : private RemoteCompletions {
   void hand_out(const std::vector<TaskIndex>& startable);  // REQUIRES: mutex_ held
   void start_pollers();                                    // REQUIRES: mutex_ held
   void stream_loop(std::size_t slot, int core);
+  void stop_threads();  // wakes every stream thread with stop_ set and joins it
   void hold_for_quota(std::size_t slot, std::chrono::steady_clock::time_point start);
   std::atomic<int>& awake_of(std::size_t slot) { return awake_[core_of_slot_[slot]]; }
 
