@@ -1,7 +1,9 @@
 #include "file_flags.hpp"
 
+#include <cmath>
 #include <map>
 
+#include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
 namespace strata::cli {
@@ -103,6 +105,67 @@ void write_table_files(const std::vector<nlohmann::json>& rows, std::initializer
   if (json.empty()) return;
   doc[rows_key] = rows;
   write_file_atomically(json, dump_one_element_per_line(doc, json));
+}
+
+namespace {
+
+std::string csv_line(const nlohmann::json& row, std::initializer_list<const char*> columns) {
+  std::string line;
+  for (const char* c : columns) line += (line.empty() ? "" : ",") + csv_cell(row.value(c, nlohmann::json()));
+  return line + "\n";
+}
+
+// A row as dump_one_element_per_line writes an element of an array, refusing a non-finite number
+// as it does (a row is an object of scalars).
+std::string json_row(const nlohmann::json& row, const std::string& json, const std::string& pointer) {
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (it->is_number_float() && !std::isfinite(it->get<double>()))
+      throw InputError(input_error_message(
+          json, pointer + "/" + it.key(),
+          "cannot write " + format_number(it->get<double>()) + ": JSON has no non-finite numbers"));
+  return row.dump();
+}
+
+}  // namespace
+
+void write_table_files(std::size_t count, const std::function<nlohmann::json(std::size_t)>& row,
+                       std::initializer_list<const char*> columns, const std::string& csv,
+                       const std::string& json, const nlohmann::json& doc, const std::string& rows_key) {
+  if (!csv.empty())
+    write_file_atomically(csv, [&](const ChunkWriter& write) {
+      std::string header;
+      for (const char* c : columns) header += (header.empty() ? "" : ",") + std::string(c);
+      write(header + "\n");
+      for (std::size_t i = 0; i < count; ++i) write(csv_line(row(i), columns));
+    });
+  if (json.empty()) return;
+  // The document's other members as dump_one_element_per_line writes them (each dumped alone, so
+  // checked alike), in its key order, the rows in their place, one per line.
+  nlohmann::json head = doc;
+  head[rows_key] = nlohmann::json::array();
+  std::string before = "{", after;
+  bool rows_passed = false;
+  for (auto it = head.begin(); it != head.end(); ++it) {
+    std::string& out = rows_passed ? after : before;
+    if (it != head.begin()) out += ',';
+    if (it.key() == rows_key) {
+      before += nlohmann::json(rows_key).dump() + ':';
+      rows_passed = true;
+      continue;
+    }
+    const std::string one = dump_one_element_per_line(nlohmann::json{{it.key(), *it}}, json);
+    out += one.substr(1, one.size() - 3);  // less the braces and the newline
+  }
+  after += "}\n";
+  write_file_atomically(json, [&](const ChunkWriter& write) {
+    write(before);
+    write(count > 0 ? "[\n" : "[");
+    for (std::size_t i = 0; i < count; ++i)
+      write(json_row(row(i), json, "/" + rows_key + "/" + std::to_string(i)) +
+            (i + 1 < count ? ",\n" : "\n"));
+    write("]");
+    write(after);
+  });
 }
 
 }  // namespace strata::cli

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -58,5 +59,11 @@ nlohmann::json file_flags_json(const CLI::App& app);
 void write_table_files(const std::vector<nlohmann::json>& rows, std::initializer_list<const char*> columns,
                        const std::string& csv, const std::string& json, nlohmann::json doc,
                        const std::string& rows_key);
+// The same, the rows made by `row(i)` for i < count one at a time as the files are written
+// (streamed, in 1 MiB writes: a table of 10^6 rows is never held as JSON values, which take a
+// kilobyte each). The same bytes as the above.
+void write_table_files(std::size_t count, const std::function<nlohmann::json(std::size_t)>& row,
+                       std::initializer_list<const char*> columns, const std::string& csv,
+                       const std::string& json, const nlohmann::json& doc, const std::string& rows_key);
 
 }  // namespace strata::cli

@@ -3,12 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -23,6 +21,7 @@
 #include "strata/sim/explore.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata::cli {
 namespace {
@@ -44,103 +43,30 @@ struct JobsOptions {
   bool platform_given = false;
 };
 
-// strata's job trace: CSV (no quoting; `#` starts a comment line) with one of two headers:
-// - id,arrival_s,gpus,service_s: each job's GPUs and its run time alone on them;
-// - id,arrival_s,model,dp,tp,pp,global_batch,iterations: each job as an Experiment (a zoo model,
-//   its parallelism and global batch) run for `iterations` iterations: its GPUs are dp·tp·pp and
-//   its service time `iterations` times its iteration replayed on the platform (one replay per
-//   distinct model, parallelism and batch, each in its own process).
-struct TraceJob {
-  ClusterJob job;
-  std::optional<Experiment> experiment;  // jobs given as Experiments ...
-  std::int64_t iterations = 0;           // ... and their iterations
-};
-
-std::vector<TraceJob> read_job_trace(const std::string& path, const std::string& platform) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read the job trace");
-  const std::string given = "id,arrival_s,gpus,service_s";
-  const std::string modelled = "id,arrival_s,model,dp,tp,pp,global_batch,iterations";
-  std::vector<TraceJob> jobs;
-  std::map<std::string, double> iteration_s;  // by model, parallelism and batch
-  std::string line, header;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells;
-    std::stringstream split(line);
-    for (std::string cell; std::getline(split, cell, ',');) cells.push_back(cell);
-    const std::string at = path + ":" + std::to_string(number);
-    if (header.empty()) {
-      if (line != given && line != modelled)
-        throw InputError(at + ": expected the header " + given + " or " + modelled);
-      header = line;
-      continue;
-    }
-    const std::size_t width = header == given ? 4 : 8;
-    if (cells.size() != width)
-      throw InputError(at + ": expected " + std::to_string(width) + " cells, got " +
-                       std::to_string(cells.size()));
-    const auto number_of = [&](const std::string& text, const char* column) {
-      std::size_t used = 0;
-      double v = NAN;
+// The service times of the jobs of strata's trace given as Experiments: `iterations` times the
+// iteration replayed on the platform, one replay per distinct model, parallelism and batch (each
+// in its own process).
+void time_experiments(StrataJobTrace& trace, const std::string& platform) {
+  std::map<std::string, double> iteration_s;  // by canonical Experiment
+  for (const StrataJobTrace::Modelled& m : trace.modelled) {
+    const std::string key = canonical_json(m.experiment).dump();
+    auto it = iteration_s.find(key);
+    if (it == iteration_s.end()) {
       try {
-        v = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
+        const Plan plan = lower(m.experiment);
+        const ReplayOptions options;
+        it = iteration_s.emplace(key, replay_report_apart(plan, platform, options).iteration_time_s).first;
+      } catch (const InputError& error) {
+        throw InputError(m.at + ": " + error.what());
       }
-      if (used != text.size() || text.empty() || !std::isfinite(v))
-        throw InputError(at + ": " + column + ": not a number '" + text + "'");
-      return v;
-    };
-    const auto whole_of = [&](const std::string& text, const char* column) {
-      const double v = number_of(text, column);
-      if (v != std::floor(v) || v < 1 || v > 1e12)
-        throw InputError(at + ": " + column + ": not a whole number >= 1");
-      return static_cast<std::int64_t>(v);
-    };
-    TraceJob traced;
-    ClusterJob& j = traced.job;
-    j.id = cells[0];
-    if (j.id.empty()) throw InputError(at + ": id: empty");
-    j.arrival_s = number_of(cells[1], "arrival_s");
-    if (header == given) {
-      j.gpus = static_cast<int>(std::min<std::int64_t>(whole_of(cells[2], "gpus"), 1 << 24));
-      j.service_s = number_of(cells[3], "service_s");
-    } else {
-      nlohmann::json spec = {{"format", "strata-experiment"},
-                             {"schema_version", 1},
-                             {"model", {{"name", cells[2]}}},
-                             {"global_batch", whole_of(cells[6], "global_batch")},
-                             {"strategy",
-                              {{"dp", whole_of(cells[3], "dp")},
-                               {"tp", whole_of(cells[4], "tp")},
-                               {"pp", whole_of(cells[5], "pp")}}}};
-      const Experiment e = experiment_from_json(spec, at);
-      const std::int64_t iterations = whole_of(cells[7], "iterations");
-      const std::string key = canonical_json(e).dump();
-      auto it = iteration_s.find(key);
-      if (it == iteration_s.end()) {
-        try {
-          const Plan plan = lower(e);
-          const ReplayOptions options;
-          it = iteration_s.emplace(key, replay_report_apart(plan, platform, options).iteration_time_s).first;
-        } catch (const InputError& error) {
-          throw InputError(at + ": " + error.what());
-        }
-      }
-      j.gpus = static_cast<int>(e.workers());
-      j.service_s = it->second * static_cast<double>(iterations);
-      traced.experiment = e;
-      traced.iterations = iterations;
     }
-    jobs.push_back(std::move(traced));
+    double& service = trace.jobs[m.job].service_s;
+    service = it->second * static_cast<double>(m.iterations);
+    require_in_range(
+        m.at,
+        "service_s (" + std::to_string(m.iterations) + " iterations of " + format_number(it->second) + " s)",
+        service, kMinServiceS, kMaxJobTimeS, "s");
   }
-  if (header.empty()) throw InputError(path + ": no header " + given + " or " + modelled);
-  if (jobs.empty()) throw InputError(path + ": no job");
-  return jobs;
 }
 
 // The cluster of a rounds schedule: --nodes × --gpus-per-node, else the platform's hosts (all
@@ -191,9 +117,160 @@ class PlacedReplays {
   int replays_ = 0;
 };
 
+// A stream's jobs as read, for either engine: rounds take RoundJobs (a Pollux or imported trace
+// always, strata's with --interval), events ClusterJobs.
+struct LoadedJobs {
+  std::vector<RoundJob> round_jobs;
+  std::vector<ClusterJob> jobs;
+  std::string source = "strata";
+};
+
+LoadedJobs load_jobs(const JobsOptions& o, const std::string& platform, bool pollux, bool rounds,
+                     const std::shared_ptr<PlacedReplays>& replays,
+                     std::map<std::string, TraceApplication>& apps) {
+  LoadedJobs loaded;
+  if (pollux) {
+    apps = read_trace_applications(o.applications);
+    loaded.round_jobs = read_pollux_workload(o.trace, apps);
+    loaded.source = "Pollux";
+  } else if (is_philly_log(o.trace) || is_helios_log(o.trace)) {
+    const bool philly = is_philly_log(o.trace);
+    ImportedTrace imported = philly ? read_philly_log(o.trace) : read_helios_log(o.trace);
+    loaded.round_jobs = std::move(imported.jobs);
+    loaded.source = philly ? "Philly" : "Helios";
+    if (imported.left_out > 0)
+      std::printf("%s: %zu jobs left out (no GPU or no complete run time)\n", o.trace.c_str(),
+                  imported.left_out);
+  } else {
+    StrataJobTrace trace = read_strata_job_trace(o.trace);
+    time_experiments(trace, platform);
+    if (!rounds) {
+      loaded.jobs = std::move(trace.jobs);
+      return loaded;
+    }
+    for (const ClusterJob& j : trace.jobs)
+      loaded.round_jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
+    for (const StrataJobTrace::Modelled& m : trace.modelled)
+      loaded.round_jobs[m.job].service_on = [e = m.experiment, text = canonical_json(m.experiment).dump(),
+                                             iterations = m.iterations, platform,
+                                             replays](const std::vector<int>& counts) {
+        return static_cast<double>(iterations) * replays->on(e, text, counts, platform);
+      };
+  }
+  if (!rounds)
+    for (const RoundJob& j : loaded.round_jobs)
+      loaded.jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
+  return loaded;
+}
+
+// The scheduled stream, as either engine gives it.
+struct ScheduledJobs {
+  std::vector<RoundJobRecord> records;
+  JobStreamFigures figures;
+  int cluster_gpus = 0;
+  std::string where;  // the cluster and settings, for the title line
+};
+
+ScheduledJobs in_rounds(const JobsOptions& o, JobPolicy policy, JobPlacement placement,
+                        const std::string& platform, bool pollux, const LoadedJobs& loaded,
+                        const PlacedReplays& replays) {
+  RoundSettings settings;
+  settings.policy = policy;
+  settings.placement = placement;
+  std::tie(settings.nodes, settings.gpus_per_node) = cluster_shape(o, platform, pollux);
+  settings.interval_s = o.interval_s > 0 ? o.interval_s : 60;
+  settings.restart_s = o.restart_s;
+  settings.backfill = o.backfill;
+  settings.las_thresholds_gpu_s = o.thresholds;
+  settings.lease_s = o.lease_s;
+  RoundScheduleResult r = schedule_job_rounds(loaded.round_jobs, settings);
+  ScheduledJobs out;
+  out.records = std::move(r.jobs);
+  out.figures = r;
+  out.cluster_gpus = settings.nodes * settings.gpus_per_node;
+  char text[256];
+  std::snprintf(text, sizeof text, "%d nodes of %d GPUs%s, rounds of %g s, restarts of %g s, %s placement%s",
+                settings.nodes, settings.gpus_per_node, pollux ? " (Pollux's testbed)" : "",
+                settings.interval_s, settings.restart_s, o.placement.c_str(), o.backfill ? ", backfill" : "");
+  out.where = text;
+  if (replays.replays() > 0) out.where += ", " + std::to_string(replays.replays()) + " placement replays";
+  return out;
+}
+
+ScheduledJobs by_events(const JobsOptions& o, JobPolicy policy, const std::string& platform,
+                        const LoadedJobs& loaded) {
+  JobSettings settings;
+  settings.policy = policy;
+  settings.lease_s = o.lease_s;
+  settings.las_thresholds_gpu_s = o.thresholds;
+  settings.backfill = o.backfill;
+  const int slots = load_platform_summary_apart(platform, NetworkOptions{}).total_slots();
+  settings.cluster_gpus = o.gpus > 0 ? o.gpus : slots;
+  if (settings.cluster_gpus > slots)
+    throw InputError("--gpus: " + std::to_string(o.gpus) + ", the platform has " + std::to_string(slots) +
+                     " worker slots");
+  JobScheduleResult r = schedule_jobs(loaded.jobs, settings);
+  ScheduledJobs out;
+  out.records.reserve(r.jobs.size());
+  for (JobRecord& j : r.jobs) static_cast<JobRecord&>(out.records.emplace_back()) = std::move(j);
+  out.figures = r;
+  out.cluster_gpus = settings.cluster_gpus;
+  out.where = std::to_string(settings.cluster_gpus) + " GPUs of " +
+              std::filesystem::path(platform).filename().string() + (o.backfill ? ", backfill" : "");
+  return out;
+}
+
+// The table on stdout, and the --csv and --json files (streamed: 10^6 rows as JSON values would
+// take a gigabyte).
+void report(const JobsOptions& o, const ScheduledJobs& s, const std::string& source) {
+  std::printf("jobs %s: %zu jobs (%s trace) on %s\n", o.policy.c_str(), s.records.size(), source.c_str(),
+              s.where.c_str());
+  std::printf("%-16s %12s %5s %12s %12s %12s %12s %11s %8s\n", "job", "arrival (s)", "GPUs", "service (s)",
+              "start (s)", "finish (s)", "JCT (s)", "preemptions", "restarts");
+  for (const RoundJobRecord& j : s.records)
+    std::printf("%-16s %12.1f %5d %12.1f %12.1f %12.1f %12.1f %11d %8d\n", j.id.c_str(), j.arrival_s, j.gpus,
+                j.service_s, j.start_s, j.finish_s, j.jct_s(), j.preemptions, j.restarts);
+  const JobStreamFigures& f = s.figures;
+  std::printf(
+      "average JCT %.2f s, p99 JCT %.1f s, makespan %.1f s, average queueing delay %.1f s, GPU utilisation "
+      "%.1f %%\n",
+      f.average_jct_s, f.p99_jct_s, f.makespan_s, f.average_queueing_s, 100 * f.gpu_utilisation);
+  const auto row = [&](std::size_t i) {
+    const RoundJobRecord& j = s.records[i];
+    return nlohmann::json{{"job", j.id},
+                          {"arrival_s", j.arrival_s},
+                          {"gpus", j.gpus},
+                          {"service_s", j.service_s},
+                          {"start_s", j.start_s},
+                          {"finish_s", j.finish_s},
+                          {"jct_s", j.jct_s()},
+                          {"queueing_s", j.queueing_s()},
+                          {"preemptions", j.preemptions},
+                          {"restarts", j.restarts}};
+  };
+  write_table_files(s.records.size(), row,
+                    {"job", "arrival_s", "gpus", "service_s", "start_s", "finish_s", "jct_s", "queueing_s",
+                     "preemptions", "restarts"},
+                    o.csv, o.json,
+                    {{"format", "strata-jobs"},
+                     {"schema_version", 1},
+                     {"policy", o.policy},
+                     {"trace", source},
+                     {"cluster_gpus", s.cluster_gpus},
+                     {"average_jct_s", f.average_jct_s},
+                     {"p99_jct_s", f.p99_jct_s},
+                     {"makespan_s", f.makespan_s},
+                     {"average_queueing_s", f.average_queueing_s},
+                     {"gpu_utilisation", f.gpu_utilisation}},
+                    "jobs");
+}
+
 int run_jobs(const JobsOptions& o) {
   const std::optional<JobPolicy> policy = parse_job_policy(o.policy);
   if (!policy) throw InputError("--policy: unknown '" + o.policy + "' (fifo, sjf, las, themis)");
+  if (o.thresholds.size() > kMaxLasThresholds)
+    throw InputError("--las-thresholds: " + std::to_string(o.thresholds.size()) + " thresholds, at most " +
+                     std::to_string(kMaxLasThresholds));
   const std::optional<JobPlacement> placement = parse_job_placement(o.placement);
   if (!placement) throw InputError("--placement: unknown '" + o.placement + "' (most-free, pack, spread)");
   const bool pollux = is_pollux_workload(o.trace);
@@ -203,124 +280,14 @@ int run_jobs(const JobsOptions& o) {
         "GPUs); give --nodes and --gpus-per-node instead");
   const std::string platform = resolve_platform(o.platform);
   if (!pollux) check_platform(platform, NetworkOptions{});
-  // The jobs: a Pollux workload, a Philly or Helios log, or strata's own trace.
-  std::map<std::string, TraceApplication> apps;
-  std::vector<RoundJob> round_jobs;
-  auto replays = std::make_shared<PlacedReplays>();
-  std::vector<ClusterJob> jobs;
-  std::string source = "strata";
-  if (pollux) {
-    apps = read_trace_applications(o.applications);
-    round_jobs = read_pollux_workload(o.trace, apps);
-    source = "Pollux";
-  } else if (is_philly_log(o.trace) || is_helios_log(o.trace)) {
-    const bool philly = is_philly_log(o.trace);
-    const ImportedTrace imported = philly ? read_philly_log(o.trace) : read_helios_log(o.trace);
-    round_jobs = imported.jobs;
-    source = philly ? "Philly" : "Helios";
-    if (imported.left_out > 0)
-      std::printf("%s: %zu jobs left out (no GPU or no complete run time)\n", o.trace.c_str(),
-                  imported.left_out);
-  } else {
-    for (const TraceJob& traced : read_job_trace(o.trace, platform)) {
-      const ClusterJob& j = traced.job;
-      round_jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
-      if (traced.experiment && o.interval_s > 0)
-        round_jobs.back().service_on =
-            [e = *traced.experiment, text = canonical_json(*traced.experiment).dump(),
-             iterations = traced.iterations, platform, replays](const std::vector<int>& counts) {
-              return static_cast<double>(iterations) * replays->on(e, text, counts, platform);
-            };
-    }
-  }
   const bool rounds = pollux || o.interval_s > 0;
-  std::vector<RoundJobRecord> records;
-  double average = 0, p99 = 0, makespan = 0, queueing = 0, utilisation = 0;
-  int cluster_gpus = 0;
-  std::string where;
-  if (rounds) {
-    RoundSettings settings;
-    settings.policy = *policy;
-    settings.placement = *placement;
-    std::tie(settings.nodes, settings.gpus_per_node) = cluster_shape(o, platform, pollux);
-    settings.interval_s = o.interval_s > 0 ? o.interval_s : 60;
-    settings.restart_s = o.restart_s;
-    settings.backfill = o.backfill;
-    settings.las_thresholds_gpu_s = o.thresholds;
-    settings.lease_s = o.lease_s;
-    const RoundScheduleResult r = schedule_job_rounds(round_jobs, settings);
-    records = r.jobs;
-    average = r.average_jct_s, p99 = r.p99_jct_s, makespan = r.makespan_s, queueing = r.average_queueing_s;
-    utilisation = r.gpu_utilisation;
-    cluster_gpus = settings.nodes * settings.gpus_per_node;
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "%d nodes of %d GPUs%s, rounds of %g s, restarts of %g s, %s placement%s", settings.nodes,
-                  settings.gpus_per_node, pollux ? " (Pollux's testbed)" : "", settings.interval_s,
-                  settings.restart_s, o.placement.c_str(), o.backfill ? ", backfill" : "");
-    where = text;
-    if (replays->replays() > 0) where += ", " + std::to_string(replays->replays()) + " placement replays";
-  } else {
-    JobSettings settings;
-    settings.policy = *policy;
-    settings.lease_s = o.lease_s;
-    settings.las_thresholds_gpu_s = o.thresholds;
-    settings.backfill = o.backfill;
-    const int slots = load_platform_summary_apart(platform, NetworkOptions{}).total_slots();
-    settings.cluster_gpus = o.gpus > 0 ? o.gpus : slots;
-    if (settings.cluster_gpus > slots)
-      throw InputError("--gpus: " + std::to_string(o.gpus) + ", the platform has " + std::to_string(slots) +
-                       " worker slots");
-    for (const RoundJob& j : round_jobs) jobs.push_back({j.id, j.arrival_s, j.gpus, j.service_s});
-    const JobScheduleResult r = schedule_jobs(jobs, settings);
-    for (const JobRecord& j : r.jobs) {
-      records.emplace_back();
-      static_cast<JobRecord&>(records.back()) = j;
-    }
-    average = r.average_jct_s, p99 = r.p99_jct_s, makespan = r.makespan_s, queueing = r.average_queueing_s;
-    utilisation = r.gpu_utilisation;
-    cluster_gpus = settings.cluster_gpus;
-    where = std::to_string(cluster_gpus) + " GPUs of " + std::filesystem::path(platform).filename().string() +
-            (o.backfill ? ", backfill" : "");
-  }
-  std::printf("jobs %s: %zu jobs (%s trace) on %s\n", o.policy.c_str(), records.size(), source.c_str(),
-              where.c_str());
-  std::printf("%-16s %12s %5s %12s %12s %12s %12s %11s %8s\n", "job", "arrival (s)", "GPUs", "service (s)",
-              "start (s)", "finish (s)", "JCT (s)", "preemptions", "restarts");
-  std::vector<nlohmann::json> rows;
-  for (const RoundJobRecord& j : records) {
-    std::printf("%-16s %12.1f %5d %12.1f %12.1f %12.1f %12.1f %11d %8d\n", j.id.c_str(), j.arrival_s, j.gpus,
-                j.service_s, j.start_s, j.finish_s, j.jct_s(), j.preemptions, j.restarts);
-    rows.push_back({{"job", j.id},
-                    {"arrival_s", j.arrival_s},
-                    {"gpus", j.gpus},
-                    {"service_s", j.service_s},
-                    {"start_s", j.start_s},
-                    {"finish_s", j.finish_s},
-                    {"jct_s", j.jct_s()},
-                    {"queueing_s", j.queueing_s()},
-                    {"preemptions", j.preemptions},
-                    {"restarts", j.restarts}});
-  }
-  std::printf(
-      "average JCT %.2f s, p99 JCT %.1f s, makespan %.1f s, average queueing delay %.1f s, GPU utilisation "
-      "%.1f %%\n",
-      average, p99, makespan, queueing, 100 * utilisation);
-  write_table_files(rows,
-                    {"job", "arrival_s", "gpus", "service_s", "start_s", "finish_s", "jct_s", "queueing_s",
-                     "preemptions", "restarts"},
-                    o.csv, o.json,
-                    {{"format", "strata-jobs"},
-                     {"schema_version", 1},
-                     {"policy", o.policy},
-                     {"trace", source},
-                     {"cluster_gpus", cluster_gpus},
-                     {"average_jct_s", average},
-                     {"p99_jct_s", p99},
-                     {"makespan_s", makespan},
-                     {"average_queueing_s", queueing},
-                     {"gpu_utilisation", utilisation}},
-                    "jobs");
+  std::map<std::string, TraceApplication> apps;  // a Pollux workload's jobs point into it
+  auto replays = std::make_shared<PlacedReplays>();
+  const LoadedJobs loaded = load_jobs(o, platform, pollux, rounds, replays, apps);
+  const ScheduledJobs scheduled = rounds
+                                      ? in_rounds(o, *policy, *placement, platform, pollux, loaded, *replays)
+                                      : by_events(o, *policy, platform, loaded);
+  report(o, scheduled, loaded.source);
   return 0;
 }
 
@@ -343,17 +310,19 @@ void add_jobs_command(CLI::App& app, Action& action) {
       ->each([o](const std::string&) { o->platform_given = true; });
   cmd->add_option("--gpus", o->gpus, "GPUs of the platform the jobs share (default: every worker slot)")
       ->transform(whole_number(1, 1 << 24));
+  // The ranges of job_schedule.hpp, which keep the engines' arithmetic exact enough to end.
   cmd->add_option("--lease", o->lease_s, "themis: seconds between allocation rounds")
-      ->transform(real_number(1e-6, 1e9))
+      ->transform(real_number(kMinLeaseS, kMaxJobTimeS))
       ->capture_default_str();
   cmd->add_option("--las-thresholds", o->thresholds, "las: queue limits in GPU-seconds, rising")
       ->delimiter(',')
+      ->transform(real_number(0, kMaxThresholdGpuS))
       ->capture_default_str();
   cmd->add_option("--interval", o->interval_s,
                   "schedule in rounds of this many seconds with placement on nodes (a Pollux workload: 60)")
-      ->transform(real_number(1e-3, 1e9));
+      ->transform(real_number(kMinLeaseS, kMaxJobTimeS));
   cmd->add_option("--restart", o->restart_s, "rounds: seconds a job pays at every (re)start")
-      ->transform(real_number(0, 1e9))
+      ->transform(real_number(0, kMaxJobTimeS))
       ->capture_default_str();
   cmd->add_option("--placement", o->placement, "rounds: most-free, pack or spread")
       ->check(CLI::IsMember({"most-free", "pack", "spread"}))

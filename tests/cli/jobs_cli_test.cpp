@@ -72,6 +72,11 @@ TEST_F(JobsCli, BadTracesAreOneLine) {
   expect_one_line_error(run("jobs --trace g.csv"), "g.csv:2: gpus: not a whole number >= 1");
   write("w.csv", "id,arrival_s,gpus,service_s\nA,0,100,10\n");
   expect_one_line_error(run("jobs --trace w.csv"), "job 'A': needs 100 GPUs, the cluster has 64");
+  write("far.csv", "id,arrival_s,gpus,service_s\nA,1e17,1,10\n");
+  expect_one_line_error(run("jobs --trace far.csv"), "far.csv:2: arrival_s 1e+17 outside [0, 1e+12] s");
+  write("long.csv", "id,arrival_s,gpus,service_s\nA,0,1,1e308\n");
+  expect_one_line_error(run("jobs --trace long.csv"),
+                        "long.csv:2: service_s 1e+308 outside [1e-06, 1e+12] s");
   write("e.csv", "id,arrival_s,gpus,service_s\n");
   expect_one_line_error(run("jobs --trace e.csv"), "e.csv: no job");
   expect_one_line_error(run("jobs --trace none.csv"), "none.csv");

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 
 namespace strata {
 inline namespace models {
@@ -148,12 +149,12 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
     throw InputError("jobs: " + std::to_string(s.nodes) + " nodes of " + std::to_string(s.gpus_per_node) +
                      " GPUs is more than 2^24 GPUs");
   const int capacity = s.nodes * s.gpus_per_node;
-  if (!(s.interval_s > 0) || !std::isfinite(s.interval_s))
-    throw InputError("jobs: the interval must be > 0 s");
-  if (!(s.restart_s >= 0) || !std::isfinite(s.restart_s))
-    throw InputError("jobs: the restart must be >= 0 s");
+  require_in_range("jobs", "interval_s", s.interval_s, kMinLeaseS, kMaxJobTimeS, "s");
+  require_in_range("jobs", "restart_s", s.restart_s, 0, kMaxJobTimeS, "s");
   if (!std::is_sorted(s.las_thresholds_gpu_s.begin(), s.las_thresholds_gpu_s.end()))
     throw InputError("jobs: the LAS thresholds must rise");
+  for (double t : s.las_thresholds_gpu_s)
+    require_in_range("jobs", "LAS threshold", t, 0, kMaxThresholdGpuS, "GPU-s");
   const std::size_t n = jobs.size();
   RoundScheduleResult result;
   if (n == 0) return result;
@@ -162,15 +163,13 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
   for (std::size_t i = 0; i < n; ++i) {
     const RoundJob& j = jobs[i];
     const std::string name = "jobs: job '" + j.id + "'";
-    if (!(j.arrival_s >= 0) || !std::isfinite(j.arrival_s))
-      throw InputError(name + ": arrival is not a time >= 0");
+    require_in_range(name, "arrival_s", j.arrival_s, 0, kMaxJobTimeS, "s");
     if (j.gpus < 1 || j.gpus > capacity)
       throw InputError(name + ": needs " + std::to_string(j.gpus) + " GPUs, the cluster has " +
                        std::to_string(capacity));
     if (j.service_on) {
       service[i] = j.service_on(packed(j.gpus, s.gpus_per_node));
-      if (!(service[i] > 0) || !std::isfinite(service[i]))
-        throw InputError(name + ": service time is not > 0");
+      require_in_range(name, "service_s", service[i], kMinServiceS, kMaxJobTimeS, "s");
       runs[i].remaining = 1;
     } else if (j.app) {
       const AtomicBatch b = atomic_batch(*j.app, j.batch, j.gpus);
@@ -183,8 +182,7 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
                          std::to_string(j.app->validation.rbegin()->first));
       service[i] = service_alone_s(*j.app, j.gpus, j.batch, s.gpus_per_node);
     } else {
-      if (!(j.service_s > 0) || !std::isfinite(j.service_s))
-        throw InputError(name + ": service time is not > 0");
+      require_in_range(name, "service_s", j.service_s, kMinServiceS, kMaxJobTimeS, "s");
       service[i] = j.service_s;
       runs[i].remaining = j.service_s;
     }
@@ -207,6 +205,7 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
   std::stable_sort(by_arrival.begin(), by_arrival.end(),
                    [&](std::size_t a, std::size_t b) { return jobs[a].arrival_s < jobs[b].arrival_s; });
   std::size_t next_arrival = 0;
+  const double last_arrival = jobs[by_arrival.back()].arrival_s;
   std::vector<std::size_t> active;
   std::vector<char> run(n, 0);
   while (done < n) {
@@ -325,8 +324,11 @@ RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const
     }
     t += s.interval_s;
     ++result.rounds;
-    if (t > s.horizon_s)
-      throw InputError("jobs: not every job finished within " + std::to_string(s.horizon_s) + " s");
+    if (t > last_arrival + s.horizon_s)
+      throw InputError("jobs: jobs left " + format_number(s.horizon_s) + " s after the last arrival");
+    if (static_cast<double>(result.rounds) >= s.max_rounds)
+      throw InputError("jobs: not every job finished within " + format_number(s.max_rounds) + " rounds of " +
+                       format_number(s.interval_s) + " s; give a longer interval");
     // Completions give their GPUs back.
     for (std::size_t i : active) {
       Run& r = runs[i];

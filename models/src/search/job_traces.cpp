@@ -47,6 +47,40 @@ int whole_of(const std::string& text, const std::string& at, const char* column)
   return static_cast<int>(v);
 }
 
+// The cells of a line split at commas as std::getline splits a stream (a trailing comma adds no
+// empty cell), into `cells` (reused: no allocation per line once warm).
+void split_cells(const std::string& line, std::vector<std::string>& cells) {
+  cells.clear();
+  std::size_t from = 0;
+  for (std::size_t comma; (comma = line.find(',', from)) != std::string::npos; from = comma + 1)
+    cells.emplace_back(line, from, comma - from);
+  if (from < line.size()) cells.emplace_back(line, from);
+}
+
+// strata's trace: any finite number, and whole numbers from 1 to 1e12; `at` gives "path:line"
+// (made only for a message).
+template <typename At>
+double real_of(const std::string& text, const At& at, const char* column) {
+  std::size_t used = 0;
+  double v = NAN;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v))
+    throw InputError(at() + ": " + column + ": not a number '" + text + "'");
+  return v;
+}
+
+template <typename At>
+std::int64_t count_of(const std::string& text, const At& at, const char* column) {
+  const double v = real_of(text, at, column);
+  if (v != std::floor(v) || v < 1 || v > 1e12)
+    throw InputError(at() + ": " + column + ": not a whole number >= 1");
+  return static_cast<std::int64_t>(v);
+}
+
 std::string first_line(const std::string& path) {
   note_input(path);
   std::ifstream in(path);
@@ -87,6 +121,62 @@ ImportedTrace finish_import(std::vector<RoundJob> jobs, std::size_t left_out, co
 }
 
 }  // namespace
+
+StrataJobTrace read_strata_job_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read the job trace");
+  const std::string given = "id,arrival_s,gpus,service_s";
+  const std::string modelled = "id,arrival_s,model,dp,tp,pp,global_batch,iterations";
+  StrataJobTrace trace;
+  std::vector<std::string> cells;
+  std::string line, header;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const auto at = [&] { return path + ":" + std::to_string(number); };
+    if (header.empty()) {
+      if (line != given && line != modelled)
+        throw InputError(at() + ": expected the header " + given + " or " + modelled);
+      header = line;
+      continue;
+    }
+    split_cells(line, cells);
+    const std::size_t width = header == given ? 4 : 8;
+    if (cells.size() != width)
+      throw InputError(at() + ": expected " + std::to_string(width) + " cells, got " +
+                       std::to_string(cells.size()));
+    ClusterJob& j = trace.jobs.emplace_back();
+    j.id = std::move(cells[0]);
+    if (j.id.empty()) throw InputError(at() + ": id: empty");
+    j.arrival_s = real_of(cells[1], at, "arrival_s");
+    if (!(j.arrival_s >= 0 && j.arrival_s <= kMaxJobTimeS))
+      require_in_range(at(), "arrival_s", j.arrival_s, 0, kMaxJobTimeS, "s");
+    if (header == given) {
+      j.gpus = static_cast<int>(std::min<std::int64_t>(count_of(cells[2], at, "gpus"), 1 << 24));
+      j.service_s = real_of(cells[3], at, "service_s");
+      if (!(j.service_s >= kMinServiceS && j.service_s <= kMaxJobTimeS))
+        require_in_range(at(), "service_s", j.service_s, kMinServiceS, kMaxJobTimeS, "s");
+      continue;
+    }
+    const nlohmann::json spec = {{"format", "strata-experiment"},
+                                 {"schema_version", 1},
+                                 {"model", {{"name", cells[2]}}},
+                                 {"global_batch", count_of(cells[6], at, "global_batch")},
+                                 {"strategy",
+                                  {{"dp", count_of(cells[3], at, "dp")},
+                                   {"tp", count_of(cells[4], at, "tp")},
+                                   {"pp", count_of(cells[5], at, "pp")}}}};
+    StrataJobTrace::Modelled& m = trace.modelled.emplace_back();
+    m.job = trace.jobs.size() - 1;
+    m.at = at();
+    m.experiment = experiment_from_json(spec, m.at);
+    m.iterations = count_of(cells[7], at, "iterations");
+    j.gpus = static_cast<int>(m.experiment.workers());
+  }
+  if (header.empty()) throw InputError(path + ": no header " + given + " or " + modelled);
+  if (trace.jobs.empty()) throw InputError(path + ": no job");
+  return trace;
+}
 
 bool is_helios_log(const std::string& path) { return first_line(path).rfind("job_id,", 0) == 0; }
 

@@ -66,7 +66,10 @@ struct RoundSettings {
   bool backfill = true;
   std::vector<double> las_thresholds_gpu_s = {57600};  // Pollux's Tiresias: 16 GPU-hours
   double lease_s = 60;                                 // themis
-  double horizon_s = 1e9;                              // give up (InputError) past this time
+  double horizon_s = 1e9;  // give up (InputError) with jobs left this long after the last arrival
+  // ... or after this many rounds: each costs O(jobs present), and rounds of 1e-3 s up to the
+  // horizon would be 1e12 of them.
+  double max_rounds = 1e8;
 };
 
 struct RoundJobRecord : JobRecord {
@@ -83,8 +86,9 @@ struct RoundScheduleResult : JobStreamFigures {  // GPU-seconds: held (restarts 
 // its service time for sjf and themis, and the record's.
 double service_alone_s(const TraceApplication& app, int gpus, int batch, int gpus_per_node);
 
-// Throws InputError naming the job for a bad arrival, service, batch or GPU count (more than the
-// cluster has), for a batch the application's traces do not cover, and for bad settings.
+// Throws InputError naming the job for an arrival or service outside job_schedule.hpp's ranges, a
+// bad batch or GPU count (more than the cluster has), for a batch the application's traces do not
+// cover, for settings outside those ranges, and when jobs are left past the horizon or max_rounds.
 RoundScheduleResult schedule_job_rounds(const std::vector<RoundJob>& jobs, const RoundSettings& settings);
 
 }  // namespace models

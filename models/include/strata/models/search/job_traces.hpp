@@ -1,6 +1,12 @@
-// Importers of published cluster job traces (DESIGN.md, data the tool reads) into the job streams
-// of job_rounds.hpp. Each names the columns it uses and what it assumes where a trace lacks
-// something (docs/search.md has the same list):
+// Readers of job traces (DESIGN.md, data the tool reads) into the job streams of job_schedule.hpp
+// and job_rounds.hpp: strata's own CSV, and importers of published cluster traces, each naming the
+// columns it uses and what it assumes where a trace lacks something (docs/search.md has the same
+// list):
+// - strata's job trace: CSV (no quoting; `#` starts a comment line) with one of two headers:
+//   id,arrival_s,gpus,service_s: each job's GPUs and its run time alone on them; or
+//   id,arrival_s,model,dp,tp,pp,global_batch,iterations: each job as an Experiment (a zoo model,
+//   its parallelism and global batch) run for `iterations` iterations, its GPUs dp·tp·pp and its
+//   service time to be found by replaying its iteration (strata jobs does, on its platform).
 // - Pollux's workloads (github.com/petuum/adaptdl, osdi21-artifact, simulator/workloads/*.csv;
 //   Apache-2.0): name,time,application,num_replicas,batch_size. Every column is used: the job's
 //   id, arrival (s), measured application (trace_application.hpp), GPUs and global batch
@@ -20,15 +26,33 @@
 // Times are "YYYY-MM-DD HH:MM:SS" read as UTC (only differences matter).
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "strata/models/experiment.hpp"
 #include "strata/models/search/job_rounds.hpp"
+#include "strata/models/search/job_schedule.hpp"
 #include "strata/models/search/trace_application.hpp"
 
 namespace strata {
 inline namespace models {
+
+struct StrataJobTrace {
+  std::vector<ClusterJob> jobs;  // in the file's order; service_s 0 for a job given as an Experiment
+  struct Modelled {
+    std::size_t job = 0;  // in `jobs`
+    Experiment experiment;
+    std::int64_t iterations = 0;
+    std::string at;  // "path:line", to name the job in messages
+  };
+  std::vector<Modelled> modelled;  // the jobs given as Experiments
+};
+// Throws InputError naming the file and line of a malformed row, an arrival or service time
+// outside job_schedule.hpp's ranges, or an Experiment that does not validate; and naming the file
+// when it has no header or no job. Linear in the file's size.
+StrataJobTrace read_strata_job_trace(const std::string& path);
 
 // True when the first line of the file at `path` is the header of a Pollux workload.
 bool is_pollux_workload(const std::string& path);
