@@ -117,7 +117,7 @@ std::string percent_encoded(const std::string& path) {
   return out;
 }
 
-// The href of a row's file: a relative URL from the report's folder ("./t.json", "../runs/t.json")
+// The href of a row's file: a relative URL from the report's folder ("t.json", "../runs/t.json")
 // where one exists, else a file: URL of the absolute path. Never anything else: a stored path is
 // data, not markup or a scheme.
 std::string file_href(const std::string& file, const fs::path& report_dir) {
@@ -126,8 +126,8 @@ std::string file_href(const std::string& file, const fs::path& report_dir) {
   if (ec) return "file://" + percent_encoded(file);
   const fs::path rel = fs::relative(absolute.lexically_normal(), report_dir, ec);
   if (ec || rel.empty()) return "file://" + percent_encoded(absolute.lexically_normal().generic_string());
-  const std::string text = rel.generic_string();
-  return percent_encoded(text.rfind("../", 0) == 0 ? text : "./" + text);
+  // Its ':' encoded, a relative path never reads as a scheme.
+  return percent_encoded(rel.generic_string());
 }
 
 // Links to the row's files, relative to the report's folder where they can be.

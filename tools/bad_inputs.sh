@@ -283,5 +283,18 @@ bad "explore with no valid configuration" explore --platform "$FLAT4" --model ml
 LIMIT='ulimit -v 500000' bad "a real run under a 500 MB address space" run --plan p.json --epochs 1
 bad "a billion microbatches" simulate --platform "$FLAT4" --model mlp --strategy dp=2 --microbatches 1000000000 --report o.json
 
+# ---- job streams (strata jobs): times within the stated ranges, the engine always ends -------------
+SETUP='printf "id,arrival_s,gpus,service_s\nA,1e17,1,10\n" > j.csv' bad "a job arriving at 1e17 s" jobs --trace j.csv
+SETUP='printf "id,arrival_s,gpus,service_s\nA,-1,1,10\n" > j.csv' bad "a job arriving before 0 s" jobs --trace j.csv
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,1e308\n" > j.csv' bad "a service of 1e308 s" jobs --trace j.csv
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,1e-9\n" > j.csv' bad "a service of 1e-9 s" jobs --trace j.csv
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "a themis lease of 1e-9 s" jobs --trace j.csv --policy themis --lease 1e-9
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,1e12\n" > j.csv' bad "a themis lease that would end 1e15 times" jobs --trace j.csv --policy themis --lease 0.001
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "a LAS threshold of 1e25 GPU-s" jobs --trace j.csv --policy las --las-thresholds 1e25
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "17 LAS thresholds" jobs --trace j.csv --policy las --las-thresholds 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "rounds of 1e13 s" jobs --trace j.csv --interval 1e13
+SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "restarts of 1e13 s" jobs --trace j.csv --interval 60 --restart 1e13
+SETUP='mkdir j.csv' bad "a folder as the job trace" jobs --trace j.csv
+
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

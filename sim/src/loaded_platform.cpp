@@ -1,7 +1,5 @@
 #include "loaded_platform.hpp"
 
-#include <csignal>
-
 #include <sys/stat.h>
 #include <xbt/log.h>
 
@@ -10,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <limits>
 #include <set>

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "../temporary_names.hpp"
 #include "cli_process.hpp"
 
 namespace {
@@ -151,14 +152,20 @@ TEST_F(Outputs, ADirectoryIsNoOutput) {
   expect_refused(run("plan --model mlp -o out"), {"--output out", "is a directory"});
 }
 
+// Only what strata made and nobody can still be writing: a dead process's temporary of this host
+// and pid namespace; not a live one's, another host's or a user's file named like a temporary.
 TEST_F(Outputs, AKilledRunsTemporariesAreRemovedByTheNextWrite) {
-  const std::string stale = "p.json.tmp." + std::to_string(dead_pid());
-  const std::string alive = "q.json.tmp." + std::to_string(::getpid());
+  const pid_t dead = dead_pid();
+  const std::string stale = strata_test::temporary_of(dead);
+  const std::string alive = strata_test::temporary_of(::getpid());
+  const std::string elsewhere = strata_test::temporary_of(dead, "another_host");
+  const std::string users = "notes.tmp." + std::to_string(dead);
   write(stale, "half a plan");
   write(alive, "another run's");
-  write("notes.tmp.x1", "not a temporary");
+  write(elsewhere, "another host's run");
+  write(users, "not a temporary");
   ASSERT_EQ(run("plan --model mlp -o p.json").rc, 0);
-  EXPECT_EQ(files(), (std::set<std::string>{"p.json", alive, "notes.tmp.x1"}));
+  EXPECT_EQ(files(), (std::set<std::string>{"p.json", alive, elsewhere, users}));
 }
 
 // explore keeps its rows in the results store strata.db (docs/results.md) and writes nothing

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "../temporary_names.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
 
@@ -116,30 +117,9 @@ TEST_F(OutputSetTest, SigtermRemovesTheTemporaries) {
   EXPECT_TRUE(files().empty());
 }
 
-// The host and pid-namespace parts of a temporary's name (outputs.hpp), derived here
-// independently of the library.
-std::string this_host() {
-  char name[256] = "";
-  ::gethostname(name, sizeof name - 1);
-  std::string t;
-  for (const char* c = name; *c != '\0' && t.size() < 32; ++c)
-    t += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
-  return t.empty() ? "unknown" : t;
-}
-
-std::string this_pid_namespace() {
-  char link[64] = "";
-  const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof link - 1);
-  std::string t;
-  for (ssize_t i = 0; i < n; ++i)
-    if (std::isdigit(static_cast<unsigned char>(link[i]))) t += link[i];
-  return t.empty() ? "0" : t;
-}
-
-std::string temporary_of(pid_t pid, const std::string& host = this_host(),
-                         const std::string& pid_namespace = this_pid_namespace()) {
-  return ".strata-" + std::to_string(pid) + "-" + pid_namespace + "-0123456789abcdef-" + host + ".tmp";
-}
+using strata_test::temporary_of;
+using strata_test::this_host;
+using strata_test::this_pid_namespace;
 
 TEST_F(OutputSetTest, StaleTemporariesOnlyOfDeadProcessesOfThisHostAndContainer) {
   const pid_t child = ::fork();

@@ -1,5 +1,4 @@
 #include "strata/traces/json_stream.hpp"
-#include "strata/traces/outputs.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -15,6 +14,7 @@
 
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace traces {

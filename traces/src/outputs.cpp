@@ -66,6 +66,7 @@ void discard(const std::string& tmp) {
 struct OutputSet::ReadInputs {
   mutable std::mutex mutex;
   std::vector<std::string> paths;
+  std::vector<std::string> written;  // files the command wrote itself (canonical): never its inputs
 };
 
 OutputSet::OutputSet() : read_(std::make_unique<ReadInputs>()) {}
@@ -103,10 +104,18 @@ void OutputSet::check() {
 
 void OutputSet::note_read_input(const std::string& path) {
   if (path.empty() || path == "-") return;
+  const std::string canonical = canonical_text(path);
   std::lock_guard<std::mutex> lock(read_->mutex);
+  for (const std::string& w : read_->written)
+    if (w == canonical) return;  // a file of its own (a generated platform read back)
   for (const std::string& p : read_->paths)
     if (p == path) return;
   read_->paths.push_back(path);
+}
+
+void OutputSet::note_written(const std::string& path) {
+  std::lock_guard<std::mutex> lock(read_->mutex);
+  read_->written.push_back(canonical_text(path));
 }
 
 void OutputSet::refuse_read_input(const std::string& target_path, const std::string& where) const {
@@ -178,6 +187,7 @@ void write_file_with(const std::string& path, const OutputWriter& write) {
   one.check();
   one.stage_with(path, write);
   one.commit();
+  if (OutputSet* set = staging_output_set()) set->note_written(path);
 }
 
 namespace {

@@ -1,6 +1,5 @@
 // The DAX and WfFormat readers of workflow.hpp.
 #include "strata/traces/workflow.hpp"
-#include "strata/traces/outputs.hpp"
 
 #include <expat.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace traces {

@@ -273,17 +273,18 @@ void check_lowered(const StrategyConfig& config) {
 Plan lower(const Model& model, const StrategyConfig& config) {
   check_strategy(model, config);
   lowering::check_lowered(config);
-  // The layout holds per-microbatch schedules: a Plan too large for memory is refused before it
-  // too is built, from the same count below with a worker's layers spread evenly over its stages.
+  // A Plan too large for the memory left is refused before anything is built (the layout holds
+  // per-microbatch schedules too): each worker has at least a forward task per layer it holds and
+  // microbatch, one more per microbatch (a backward or a transfer), iterations over.
   const int replicas = config.symmetric_replicas > 0 ? config.symmetric_replicas
                        : config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp)
                                                      : config.dp;
   const double layers_per_worker =
-      std::ceil(static_cast<double>(model.layers.size()) / static_cast<double>(config.pp)) + 1;
+      std::max(1.0, std::floor(static_cast<double>(model.layers.size()) /
+                               static_cast<double>(config.pp * std::max(1, config.interleave))));
   check_plan_fits_memory(static_cast<double>(config.iterations) *
-                             static_cast<double>(config.workers() / config.dp * replicas) *
-                             static_cast<double>(microbatch_count(config)) * (layers_per_worker * 6 + 4),
-                         0);
+                         static_cast<double>(config.workers() / config.dp * replicas) *
+                         static_cast<double>(microbatch_count(config)) * (layers_per_worker + 1));
   const lowering::Layout layout = lowering::make_layout(model, config);
   Plan plan(config.workers());
   plan.info.model = model.name;
@@ -314,17 +315,12 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   std::size_t widest_stage = 0;
   for (const auto& stage : layout.stages) widest_stage = std::max<std::size_t>(widest_stage, stage.size());
   widest_stage *= static_cast<std::size_t>(layout.interleave);  // a worker's chunks together
-  // In floating point first: a billion microbatches overflow no product and are refused before
-  // anything is allocated.
-  const double tasks = static_cast<double>(config.iterations) *
-                       static_cast<double>(config.workers() / config.dp * layout.replicas) *
-                       (static_cast<double>(layout.microbatches) * static_cast<double>(widest_stage * 6 + 4) +
-                        2 + static_cast<double>(layout.max_buckets));
-  const double buffers = static_cast<double>(config.workers()) *
-                         (static_cast<double>(layout.microbatches) + 3) *
-                         static_cast<double>(widest_stage + 1);
-  check_plan_fits_memory(tasks, buffers);
-  plan.reserve(static_cast<std::size_t>(tasks), static_cast<std::size_t>(buffers));
+  plan.reserve(static_cast<std::size_t>(config.iterations) *
+                   static_cast<std::size_t>(config.workers() / config.dp * layout.replicas) *
+                   (static_cast<std::size_t>(layout.microbatches) * (widest_stage * 6 + 4) + 2 +
+                    static_cast<std::size_t>(layout.max_buckets)),
+               static_cast<std::size_t>(config.workers()) *
+                   (static_cast<std::size_t>(layout.microbatches) + 3) * (widest_stage + 1));
   lowering::PlanBuilder builder(layout, plan);
   builder.add_buffers();
   for (int it = 0; it < config.iterations; ++it) builder.add_iteration(it);

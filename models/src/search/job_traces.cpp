@@ -1,17 +1,19 @@
 // Importers of published cluster job traces: see job_traces.hpp.
 #include "strata/models/search/job_traces.hpp"
-#include "strata/traces/outputs.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <system_error>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace models {
@@ -123,6 +125,10 @@ ImportedTrace finish_import(std::vector<RoundJob> jobs, std::size_t left_out, co
 }  // namespace
 
 StrataJobTrace read_strata_job_trace(const std::string& path) {
+  note_input(path);
+  std::error_code folder_error;
+  if (std::filesystem::is_directory(path, folder_error))
+    throw InputError(path + ": is a folder, not a job trace");
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read the job trace");
   const std::string given = "id,arrival_s,gpus,service_s";

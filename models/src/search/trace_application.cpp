@@ -1,6 +1,5 @@
 // Measured training job types: see trace_application.hpp.
 #include "strata/models/search/trace_application.hpp"
-#include "strata/traces/outputs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "strata/traces/error.hpp"
+#include "strata/traces/outputs.hpp"
 
 namespace strata {
 inline namespace models {

@@ -79,6 +79,9 @@ class OutputSet {
   // Records a file read while the command runs (note_input() reaches here through the live
   // StagingScope). Thread-safe.
   void note_read_input(const std::string& path);
+  // Records a file the command wrote itself, at once (a generated platform): reading it back
+  // later makes it no input. Thread-safe.
+  void note_written(const std::string& path);
   // Throws InputError when `target_path` (an output, named by `where`) is one of the files read so
   // far. Thread-safe.
   void refuse_read_input(const std::string& target_path, const std::string& where) const;

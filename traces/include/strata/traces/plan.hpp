@@ -143,27 +143,29 @@ class InvalidPlanError : public InputError {
   using InputError::InputError;
 };
 
-// The bytes a Plan of `tasks` tasks and `buffers` buffers takes in memory, from the measured
-// figure per task (plan.cpp: kPlanBytesPerTask).
-double plan_memory_bytes(double tasks, double buffers);
+// The bytes a Plan of `tasks` tasks takes in memory, from the measured figure per task (plan.cpp:
+// kPlanBytesPerTask).
+double plan_memory_bytes(double tasks);
 
-// Throws InputError when a Plan of that size cannot fit the memory this process has left:
-// "the Plan would hold about 1.2e+10 tasks (4.6 TB), more than the 21.3 GB of memory available".
-void check_plan_fits_memory(double tasks, double buffers);
+// Throws InputError when a Plan of at least `tasks` tasks cannot fit the memory this process has
+// left (memory_available_bytes()): "the Plan would hold at least 1.2e+10 tasks (12.7 TB), more
+// than the 21.3 GB of memory available; ...". Builders call it with a lower bound of their count
+// before they build anything.
+void check_plan_fits_memory(double tasks);
 
 class Plan {
  public:
   Plan() = default;
   explicit Plan(int num_workers) : num_workers_(num_workers) {}
 
-  // REQUIRES: id not already present (checked: InputError).
+  // REQUIRES: id not already present (checked: InputError). Each time the task store would grow
+  // (a logarithmic number of times), whether as many tasks again fit the memory left: where they
+  // do not, std::bad_alloc now (a reader turns it into its own message), rather than the system
+  // killing the process later.
   TaskIndex add_task(Task task);
   BufferIndex add_buffer(Buffer buffer);
   // Capacity hint for builders that know their size: avoids regrowing the task store and id
-  // index (at 10^6 tasks, regrowth dominated lowering). Throws InputError, before allocating,
-  // when a Plan of that size cannot fit the memory this process has left (plan_memory_bytes()
-  // against memory_available_bytes()); add_task() checks the same each time the store would grow
-  // and throws std::bad_alloc there (a reader turns it into its own message).
+  // index (at 10^6 tasks, regrowth dominated lowering).
   void reserve(std::size_t tasks, std::size_t buffers = 0);
   void add_data_dep(TaskIndex producer, TaskIndex consumer);
   void add_control_dep(TaskIndex before, TaskIndex after);
