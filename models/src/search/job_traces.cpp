@@ -29,16 +29,21 @@ std::vector<std::string> cells_of(const std::string& line) {
   return cells;
 }
 
-double number_of(const std::string& text, const std::string& at, const char* column) {
+// The whole of `text` as a finite number, or NaN (empty, trailing characters, out of range).
+double finite_number(const std::string& text) {
   std::size_t used = 0;
   double v = NAN;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return NAN;
   }
-  if (text.empty() || used != text.size() || !std::isfinite(v) || v < 0)
-    throw InputError(at + ": " + column + ": not a number >= 0 '" + text + "'");
+  return used == text.size() && std::isfinite(v) ? v : NAN;
+}
+
+double number_of(const std::string& text, const std::string& at, const char* column) {
+  const double v = finite_number(text);
+  if (!(v >= 0)) throw InputError(at + ": " + column + ": not a number >= 0 '" + text + "'");
   return v;
 }
 
@@ -63,15 +68,8 @@ void split_cells(const std::string& line, std::vector<std::string>& cells) {
 // (made only for a message).
 template <typename At>
 double real_of(const std::string& text, const At& at, const char* column) {
-  std::size_t used = 0;
-  double v = NAN;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isfinite(v))
-    throw InputError(at() + ": " + column + ": not a number '" + text + "'");
+  const double v = finite_number(text);
+  if (std::isnan(v)) throw InputError(at() + ": " + column + ": not a number '" + text + "'");
   return v;
 }
 
