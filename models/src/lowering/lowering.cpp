@@ -276,15 +276,13 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   // A Plan too large for the memory left is refused before anything is built (the layout holds
   // per-microbatch schedules too): each worker has at least a forward task per layer it holds and
   // microbatch, one more per microbatch (a backward or a transfer), iterations over.
-  const int replicas = config.symmetric_replicas > 0 ? config.symmetric_replicas
-                       : config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp)
-                                                     : config.dp;
   const double layers_per_worker =
       std::max(1.0, std::floor(static_cast<double>(model.layers.size()) /
                                static_cast<double>(config.pp * std::max(1, config.interleave))));
-  check_plan_fits_memory(static_cast<double>(config.iterations) *
-                         static_cast<double>(config.workers() / config.dp * replicas) *
-                         static_cast<double>(microbatch_count(config)) * (layers_per_worker + 1));
+  check_plan_fits_memory(
+      static_cast<double>(config.iterations) *
+      static_cast<double>(config.workers() / config.dp * lowering::lowered_replica_count(config)) *
+      static_cast<double>(microbatch_count(config)) * (layers_per_worker + 1));
   const lowering::Layout layout = lowering::make_layout(model, config);
   Plan plan(config.workers());
   plan.info.model = model.name;

@@ -279,14 +279,18 @@ void make_stage(const Model& model, const Layout& layout, int s, const std::vect
 
 }  // namespace
 
+int lowered_replica_count(const StrategyConfig& config) {
+  if (config.symmetric_replicas > 0) return config.symmetric_replicas;
+  return config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp) : config.dp;
+}
+
 Layout make_layout(const Model& model, const StrategyConfig& config) {
   Layout layout;
   layout.model = &model;
   layout.config = &config;
   layout.dp = config.dp;
-  layout.replicas = config.lowered_replicas > 0 ? std::min(config.lowered_replicas, config.dp) : config.dp;
-  layout.group_replicas = config.dp;
-  if (config.symmetric_replicas > 0) layout.replicas = layout.group_replicas = config.symmetric_replicas;
+  layout.replicas = lowered_replica_count(config);
+  layout.group_replicas = config.symmetric_replicas > 0 ? config.symmetric_replicas : config.dp;
   layout.tp = config.tp;
   layout.pp = config.pp;
   layout.microbatches = static_cast<int>(microbatch_count(config));

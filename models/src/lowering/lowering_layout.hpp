@@ -198,6 +198,10 @@ struct Layout {
 };
 
 // REQUIRES: check_strategy(model, config) passed. `model` and `config` outlive the Layout.
+// The data-parallel replicas the lowering builds: the symmetric representatives, else
+// lowered_replicas (at most dp), else all dp.
+int lowered_replica_count(const StrategyConfig& config);
+
 Layout make_layout(const Model& model, const StrategyConfig& config);
 
 // Fills stage.reruns, rerun_of, memory, bwd_pos and send_bwd_pos from the configuration's

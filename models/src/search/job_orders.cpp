@@ -22,15 +22,7 @@ void GpuTree::set(std::size_t position, int gpus) {
   }
 }
 
-void GpuTree::clear(std::size_t position) {
-  std::size_t i = leaves_ + position;
-  least_[i] = kEmpty;
-  for (i >>= 1; i > 0; i >>= 1) {
-    const int least = std::min(least_[2 * i], least_[2 * i + 1]);
-    if (least_[i] == least) break;
-    least_[i] = least;
-  }
-}
+void GpuTree::clear(std::size_t position) { set(position, kEmpty); }
 
 std::size_t GpuTree::first_fitting(std::size_t from, int limit) const {
   if (from >= leaves_) return kNoPosition;
