@@ -341,8 +341,21 @@ int remove_stale_temporaries(const std::string& folder) {
   return removed;
 }
 
+namespace {
+
+// A rank started by an MPI launcher (Open MPI, MPICH/Hydra, PMIx, Slurm's srun): the launcher
+// sends SIGTERM to every rank when one fails or its user presses Ctrl-C, and says so itself; a
+// line from each rank would only repeat it.
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+}  // namespace
+
 void install_interrupt_handlers() {
-  g_speaker.store(::getpid());
+  g_speaker.store(launched_by_mpi() ? 0 : ::getpid());
   install_handler(SIGINT);
   install_handler(SIGTERM);
 }

@@ -132,9 +132,10 @@ void note_input(const std::string& path);
 int remove_stale_temporaries(const std::string& folder);
 
 // SIGINT and SIGTERM, process-wide: this process's temporaries removed, one line on stderr
-// ("strata: interrupted (SIGINT)") from the calling process only (forked children die quietly),
-// then the signal's default action (exit status 130 or 143 in a shell; no core). Call at the
-// start of main(); an ignored signal stays ignored. Async-signal-safe throughout.
+// ("strata: interrupted (SIGINT)") from the calling process only (forked children die quietly,
+// and so does an MPI rank: its launcher reports how the job ended), then the signal's default
+// action (exit status 130 or 143 in a shell; no core). Call at the start of main(); an ignored
+// signal stays ignored. Async-signal-safe throughout.
 void install_interrupt_handlers();
 
 }  // namespace traces
