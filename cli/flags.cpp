@@ -117,7 +117,11 @@ void apply_scalars(const CommonFlags& flags, const Overrider& over, Experiment& 
 }
 
 void apply_sets(const CommonFlags& flags, const Overrider& over, Experiment& e) {
-  for (const std::string& pair : flags.sets) {
+  // A framework preset first, so that the items given beside it override it (models' apply_sets).
+  std::vector<std::string> pairs = flags.sets;
+  std::stable_partition(pairs.begin(), pairs.end(),
+                        [](const std::string& pair) { return pair.rfind("framework=", 0) == 0; });
+  for (const std::string& pair : pairs) {
     const std::string key = pair.substr(0, pair.find('='));
     const std::string before = set_value_text(e, key);
     apply_set(e, pair);

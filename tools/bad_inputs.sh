@@ -295,6 +295,11 @@ SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "17 LAS thr
 SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "rounds of 1e13 s" jobs --trace j.csv --interval 1e13
 SETUP='printf "id,arrival_s,gpus,service_s\nA,0,1,10\n" > j.csv' bad "restarts of 1e13 s" jobs --trace j.csv --interval 60 --restart 1e13
 SETUP='mkdir j.csv' bad "a folder as the job trace" jobs --trace j.csv
+bad "an unknown framework preset" simulate --platform "$PLATFORMS/test-flat-4.xml" --model gpt2-small --set framework=megatron-2020
+bad "an unknown tensor-parallel mode" simulate --platform "$PLATFORMS/test-flat-4.xml" --model gpt2-small --set tp_comm=overlapped
+bad "an unknown p2p mode" simulate --platform "$PLATFORMS/test-flat-4.xml" --model gpt2-small --set p2p=nonblocking
+bad "scatter-gather of 2" simulate --platform "$PLATFORMS/test-flat-4.xml" --model gpt2-small --set p2p_scatter_gather=2
+SETUP='sed "s/\"stream_order\":\"issue\"/\"stream_order\":\"program\"/" p.json > q.json' bad "an unknown stream order in a Plan" simulate --platform "$PLATFORMS/test-flat-4.xml" --plan q.json
 
 echo "$passed of $n bad inputs answered as promised, $failed failed"
 [[ $failed -eq 0 ]]

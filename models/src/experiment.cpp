@@ -73,6 +73,9 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
     for (std::int64_t degree : *e.stage_tp)
       c.stage_tp.push_back(static_cast<int>(std::min<std::int64_t>(degree, 1 << 30)));
   c.ddp = e.ddp;
+  c.tp_comm = e.tp_comm;
+  c.p2p = e.p2p;
+  c.p2p_scatter_gather = e.p2p_scatter_gather;
   c.flash_attention = e.flash_attention;
   c.compression = e.compression;
   c.topk_ratio = e.topk_ratio;

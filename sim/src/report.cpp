@@ -175,7 +175,9 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     w.first = std::min(w.first, span.start);
     w.second = std::max(w.second, span.end);
     if (span.end <= span.start) continue;
-    (task.stream == Stream::compute ? compute : comm)[static_cast<std::size_t>(span.worker)].push_back(
+    // By kind: a communication task on the compute stream (a blocking call) is communication,
+    // exposed since the compute stream waits for it.
+    (is_communication(task.kind) ? comm : compute)[static_cast<std::size_t>(span.worker)].push_back(
         {span.start, span.end});
   }
   // The run starts at 0: the first iteration includes what delays its first task (a cold start).

@@ -100,7 +100,7 @@ TEST_F(Outputs, DevNullIsWrittenAndStaysACharacterDevice) {
 TEST_F(Outputs, DashWritesTheOutputAloneToStdout) {
   const Outcome r = run("plan --model mlp -o -");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("{\"schema_version\":2,\"format\":\"strata-plan\"", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_EQ(r.out.rfind("{\"schema_version\":3,\"format\":\"strata-plan\"", 0), 0u) << r.out.substr(0, 200);
   EXPECT_EQ(r.out.back(), '\n');
   EXPECT_EQ(r.out.find("plan: "), std::string::npos);  // the summary line went to stderr
   EXPECT_NE(r.err.find("plan: "), std::string::npos);

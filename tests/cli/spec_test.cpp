@@ -129,10 +129,9 @@ TEST_F(Spec, BadSpecsAndUnknownKeysAreOneLine) {
   EXPECT_EQ(
       r.err,
       "strata: error: --set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, "
-      "bucket_mb, compression, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, "
-      "powersgd_rank, recompute, recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, "
-      "stage_blocks, stage_tp, "
-      "topk_ratio, tp_algo, zero)\n");
+      "bucket_mb, compression, ddp, dp_algo, eps, flash_attention, framework, interleave, lr, momentum, "
+      "offload, p2p, p2p_scatter_gather, powersgd_rank, recompute, recompute_blocks, recompute_method, "
+      "replicas, sequence_parallel, sizes, stage_blocks, stage_tp, topk_ratio, tp_algo, tp_comm, zero)\n");
   r = run("spec --from " + path("nothing.json"));
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -92,10 +92,9 @@ TEST(Experiment, ErrorLinesNameTheKeyAndTheAcceptedOnes) {
   EXPECT_EQ(
       error_of([&] { apply_set(e, "foo=1"); }),
       "--set foo: unknown key for model 'mlp' with solver 'backprop' (known: beta1, beta2, bucket_mb, "
-      "compression, ddp, dp_algo, eps, flash_attention, interleave, lr, momentum, offload, powersgd_rank, "
-      "recompute, recompute_blocks, recompute_method, replicas, sequence_parallel, sizes, stage_blocks, "
-      "stage_tp, topk_ratio, "
-      "tp_algo, zero)");
+      "compression, ddp, dp_algo, eps, flash_attention, framework, interleave, lr, momentum, offload, p2p, "
+      "p2p_scatter_gather, powersgd_rank, recompute, recompute_blocks, recompute_method, replicas, "
+      "sequence_parallel, sizes, stage_blocks, stage_tp, topk_ratio, tp_algo, tp_comm, zero)");
   EXPECT_EQ(error_of([&] { apply_set(e, "rho=1"); }).rfind("--set rho: unknown key for model 'mlp'", 0), 0u);
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=nan"); }), "--set lr: 'nan' is not a finite number");
   EXPECT_EQ(error_of([&] { apply_set(e, "lr=-1"); }), "--set lr: must be >= 0, got -1");
@@ -219,6 +218,52 @@ TEST(Experiment, MemoryOptionsRoundTripAndLeaveDefaultsOut) {
   bad["strategy"]["zero"] = -1;
   EXPECT_EQ(error_of([&] { experiment_from_json(bad, "s.json"); }),
             "s.json: /strategy/zero: must be >= 0, got -1");
+}
+
+// A framework preset sets its four items; a key given beside it overrides its item wherever it
+// stands in the list; the JSON records the preset and each item only where it differs from it,
+// and reads back the same Experiment. Without a preset strata behaves as megatron-core, and an
+// experiment that names none keeps the hash it had before presets existed.
+TEST(Experiment, FrameworkPresetsSetTheirItemsAndGivenKeysOverrideThem) {
+  Experiment plain;
+  plain.model = "gpt2-small";
+  const std::string plain_hash = experiment_hash(plain);
+  EXPECT_EQ(to_json(plain)["strategy"].count("tp_comm"), 0u);
+  EXPECT_EQ(plain.tp_comm, TpComm::async);
+  EXPECT_EQ(plain.p2p, P2pMode::async);
+  EXPECT_FALSE(plain.p2p_scatter_gather);
+  EXPECT_EQ(plain.ddp, DdpMode::overlap);
+
+  Experiment e = plain;
+  apply_sets(e, {"ddp=overlap", "framework=megatron-2021"});  // the preset first, then ddp
+  EXPECT_EQ(e.tp_comm, TpComm::sync);
+  EXPECT_EQ(e.p2p, P2pMode::blocking);
+  EXPECT_TRUE(e.p2p_scatter_gather);
+  EXPECT_EQ(e.ddp, DdpMode::overlap);
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j["strategy"]["framework"], "megatron-2021");
+  EXPECT_EQ(j["strategy"]["ddp"], "overlap");  // differs from the preset's after_flush
+  EXPECT_EQ(j["strategy"].count("tp_comm"), 0u);
+  EXPECT_EQ(experiment_from_json(j, "s.json"), e);
+  EXPECT_NE(experiment_hash(e), plain_hash);
+  const StrategyConfig c = strategy_of(e, model_of(e));
+  EXPECT_EQ(c.tp_comm, TpComm::sync);
+  EXPECT_EQ(c.p2p, P2pMode::blocking);
+  EXPECT_TRUE(c.p2p_scatter_gather);
+
+  Experiment k = plain;
+  apply_sets(k, {"framework=megatron-2022"});
+  EXPECT_EQ(k.tp_comm, TpComm::async);
+  EXPECT_EQ(k.p2p, P2pMode::blocking);
+  EXPECT_EQ(k.ddp, DdpMode::after_flush);
+  apply_sets(k, {"tp_comm=sync", "p2p=async", "p2p_scatter_gather=0"});
+  EXPECT_EQ(experiment_from_json(to_json(k), "s.json"), k);
+
+  EXPECT_EQ(error_of([&] { apply_set(e, "framework=deepspeed"); }),
+            "--set framework: unknown framework 'deepspeed' (known: megatron-2021, megatron-2022, "
+            "megatron-core)");
+  EXPECT_EQ(error_of([&] { apply_set(e, "tp_comm=overlap"); }),
+            "--set tp_comm: unknown mode 'overlap' (known: sync, async)");
 }
 
 }  // namespace

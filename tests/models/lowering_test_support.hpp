@@ -133,7 +133,7 @@ inline RunResult run_unit_durations(const Plan& plan) {
     if (id.ends_with("/bwd/" + first_layer)) closes.insert(i);
   }
   int in_flight = 0;
-  Dispatcher dispatcher(plan);
+  Dispatcher dispatcher(plan, CommStreams::per_group);  // the replay's streams
   using Event = std::pair<double, TaskIndex>;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> running;
   double now = 0;

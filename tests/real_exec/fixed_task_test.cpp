@@ -71,6 +71,31 @@ TEST(FixedTask, AHalfCoreQuotaDoublesTheComputeTime) {
   EXPECT_LE(half, 2 * full + 20e-3);
 }
 
+// The executor honours a Plan's issue order as the replay does (Replay.AStreamInIssueOrder...):
+// worker 0 issues a (waits for worker 1's x, 30 ms) before b (independent, 10 ms). As a dataflow
+// b starts at once, before a; in issue order only once a has ended, so the run lasts at least
+// x + a + b.
+TEST(FixedTask, AStreamInIssueOrderRunsItsTasksInThatOrder) {
+  Plan plan(2);
+  const TaskIndex x = plan.add_task(fixed_task("it0/x", 1, 30e-3));
+  Task a = fixed_task("it0/a", 0, 10e-3);
+  a.priority = 0;
+  const TaskIndex ai = plan.add_task(a);
+  Task b = fixed_task("it0/b", 0, 10e-3);
+  b.priority = 1;
+  const TaskIndex bi = plan.add_task(b);
+  plan.add_data_dep(x, ai);
+  plan.validate();
+  double wall = 0;
+  const auto dataflow = run_plan(plan, &wall);
+  EXPECT_LT(dataflow[bi].start, dataflow[ai].start);
+  plan.info.stream_order = StreamOrder::issue;
+  const auto issued = run_plan(plan, &wall);
+  EXPECT_GE(issued[ai].start, issued[x].end);
+  EXPECT_GE(issued[bi].start, issued[ai].end);
+  EXPECT_GE(wall, 50e-3);
+}
+
 TEST(FixedTask, IntegerDurationIsSeconds) {
   Plan plan(1);
   plan.add_task(fixed_task("it0/t0", 0, std::int64_t{0}));

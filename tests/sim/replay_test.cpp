@@ -47,6 +47,45 @@ TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
   EXPECT_DOUBLE_EQ(result.report.bytes_inter_host, 1e9);
 }
 
+// A stream in issue order (PlanInfo::stream_order) runs its tasks as the framework issued them:
+// worker 0's compute stream issues a (waits for worker 1's x, 3 s, and its transfer) before b
+// (independent, 1 s). As a dataflow b runs during the wait: 3 + T + 1 s; in issue order it waits
+// behind a: 3 + T + 1 + 1 s.
+TEST(Replay, AStreamInIssueOrderRunsItsTasksInThatOrder) {
+  Plan plan(2);
+  const TaskIndex x = plan.add_task(fixed_task("x", 1, 3.0));
+  Task send = comm_task("send", TaskKind::send, 1e9);
+  send.worker = 1;
+  send.peer = 0;
+  const TaskIndex s = plan.add_task(send);
+  Task recv = comm_task("recv", TaskKind::recv, 1e9);
+  recv.worker = 0;
+  recv.peer = 1;
+  const TaskIndex r = plan.add_task(recv);
+  Task a = fixed_task("a", 0, 1.0);
+  a.priority = 0;
+  const TaskIndex ai = plan.add_task(a);
+  Task b = fixed_task("b", 0, 1.0);
+  b.priority = 1;
+  plan.add_task(b);
+  plan.add_data_dep(x, s);
+  plan.add_data_dep(s, r);
+  plan.add_data_dep(r, ai);
+  plan.validate();
+  const double transfer = kAlpha + 1e9 / kBeta;
+  const auto iteration = [&plan](StreamOrder order) {  // one replay per process
+    plan.info.stream_order = order;
+    char text[64];
+    return std::stod(run_in_child([&] {
+      std::snprintf(text, sizeof text, "%.17g",
+                    replay(plan, flat4(), default_options()).report.iteration_time_s);
+      return std::string(text);
+    }));
+  };
+  EXPECT_NEAR(iteration(StreamOrder::ready), 3 + transfer + 1, 1e-9);
+  EXPECT_NEAR(iteration(StreamOrder::issue), 3 + transfer + 2, 1e-9);
+}
+
 double ring_allreduce_time(CollectiveMode mode, int n, double bytes) {
   Plan plan(n);
   Task ar = comm_task("ar", TaskKind::allreduce, bytes);

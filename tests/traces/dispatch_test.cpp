@@ -383,6 +383,105 @@ TEST(Dispatcher, CompletingATaskTwiceIsAnInternalError) {
   EXPECT_TRUE(dispatcher.finished());
 }
 
+// --- issue order (StreamOrder::issue) ---------------------------------------------------------
+
+TEST(DispatcherIssueOrder, ATaskThatIsNotReadyHoldsItsStream) {
+  // Worker 0's compute stream issues a (priority 0, waits for worker 1's x, 3 s) then b (1, 1 s,
+  // independent). As a dataflow b runs at 0 and a at 3 (end 4); in issue order b waits behind a:
+  // a at 3, b at 4, end 5.
+  Plan plan(2);
+  const TaskIndex x = plan.add_task(compute("x", 1, 0));
+  const TaskIndex a = plan.add_task(compute("a", 0, 0));
+  const TaskIndex b = plan.add_task(compute("b", 0, 1));
+  plan.add_data_dep(x, a);
+  ASSERT_NO_THROW(plan.validate_graph());
+  const Schedule dataflow = run_on_virtual_clock(plan, {3, 1, 1});
+  EXPECT_EQ(dataflow.start, (std::vector<double>{0, 3, 0}));
+  plan.info.stream_order = StreamOrder::issue;
+  const Schedule issued = run_on_virtual_clock(plan, {3, 1, 1});
+  EXPECT_TRUE(issued.violations.empty()) << issued.violations.front();
+  EXPECT_EQ(issued.start, (std::vector<double>{0, 3, 4}));
+  EXPECT_EQ(issued.end[b], 5);
+  EXPECT_TRUE(issued.finished);
+}
+
+TEST(DispatcherIssueOrder, ACollectiveHoldsEveryMemberStreamUntilItIsReady) {
+  // Worker 0's comm stream issues the allreduce r (priority 0) then s (1); r waits for worker 1's
+  // compute c (2 s). s, ready at once, starts only when r (1 s) has ended: at 3.
+  Plan plan(2);
+  const TaskIndex c = plan.add_task(compute("c", 1, 0));
+  const TaskIndex r = plan.add_task(collective(TaskKind::allreduce, "r", {0, 1}, 0));
+  const TaskIndex s = plan.add_task(collective(TaskKind::allreduce, "s", {0, 1}, 1));
+  plan.add_data_dep(c, r);
+  plan.info.stream_order = StreamOrder::issue;
+  const Schedule issued = run_on_virtual_clock(plan, {2, 1, 1});
+  EXPECT_TRUE(issued.violations.empty()) << issued.violations.front();
+  EXPECT_EQ(issued.start[r], 2);
+  EXPECT_EQ(issued.start[s], 3);
+  plan.info.stream_order = StreamOrder::ready;
+  EXPECT_EQ(run_on_virtual_clock(plan, {2, 1, 1}).start[s], 0);
+}
+
+TEST(DispatcherIssueOrder, AnOrderThatContradictsADependencyIsRefusedNamingTheTask) {
+  // a is issued first on worker 0's compute stream but waits for b, issued after it.
+  Plan plan(1);
+  const TaskIndex a = plan.add_task(compute("a", 0, 0));
+  const TaskIndex b = plan.add_task(compute("b", 0, 1));
+  plan.add_data_dep(b, a);
+  ASSERT_NO_THROW(plan.validate_graph());  // acyclic as a dataflow
+  EXPECT_NO_THROW(Dispatcher{plan});
+  plan.info.stream_order = StreamOrder::issue;
+  try {
+    Dispatcher dispatcher(plan);
+    ADD_FAILURE() << "accepted";
+  } catch (const InvalidPlanError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "plan: task a can never start: in the order its streams issue tasks (priority, then index) "
+              "it waits, through its dependencies, for a task issued after it on one of its streams");
+  }
+}
+
+TEST(DispatcherIssueOrder, WhetherAnOrderFinishesDependsOnTheCommStreams) {
+  // Worker 1 receives r (priority 0) then joins the allreduce c (1); worker 0 joins c, then sends
+  // s (2), which r waits for. On one comm stream per worker r blocks c on worker 1 and c blocks s
+  // on worker 0: refused. With a stream per communicator r, c and s are on three streams: runs.
+  Plan plan(2);
+  const TaskIndex c = plan.add_task(collective(TaskKind::allreduce, "c", {0, 1}, 1));
+  const TaskIndex s = plan.add_task(p2p(TaskKind::send, "s", 0, 1, 2));
+  const TaskIndex r = plan.add_task(p2p(TaskKind::recv, "r", 1, 0, 0));
+  plan.add_data_dep(s, r);
+  ASSERT_NO_THROW(plan.validate_graph());
+  plan.info.stream_order = StreamOrder::issue;
+  EXPECT_THROW(Dispatcher(plan, CommStreams::one_per_worker), InvalidPlanError);
+  Dispatcher dispatcher(plan, CommStreams::per_group);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{c, s}));
+  dispatcher.complete(c);
+  dispatcher.complete(s);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{r}));
+  dispatcher.complete(r);
+  EXPECT_TRUE(dispatcher.finished());
+  EXPECT_EQ(dispatcher.issue_edges().size(), 0u);  // three streams of one task each
+}
+
+TEST(DispatcherIssueOrder, TasksRunElsewhereOrCompletedUnstartedDoNotHoldAStream) {
+  // Worker 0 issues a (0), b (1), c (2): b runs in another process and completes unstarted once
+  // a has run; c then starts at once.
+  Plan plan(1);
+  const TaskIndex a = plan.add_task(compute("a", 0, 0));
+  const TaskIndex b = plan.add_task(compute("b", 0, 1));
+  const TaskIndex c = plan.add_task(compute("c", 0, 2));
+  plan.info.stream_order = StreamOrder::issue;
+  Dispatcher dispatcher(plan);
+  dispatcher.run_elsewhere(b);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{a}));
+  dispatcher.complete(a);
+  EXPECT_EQ(dispatcher.take_startable(), (std::vector<TaskIndex>{c}));
+  dispatcher.complete_unstarted(b);
+  dispatcher.complete(c);
+  EXPECT_TRUE(dispatcher.finished());
+  EXPECT_EQ(dispatcher.issue_edges(), (std::vector<std::pair<TaskIndex, TaskIndex>>{{a, b}, {b, c}}));
+}
+
 // --- random plans -----------------------------------------------------------------------------
 
 // A random valid plan: compute tasks, send/recv pairs (the recv data-dependent on its send) and
@@ -506,6 +605,39 @@ TEST_P(DispatcherRandomSeed, IsDeterministic) {
   const Plan plan = random_plan(GetParam(), 2000, 8, duration);
   EXPECT_EQ(run_on_virtual_clock(plan, duration).start_order,
             run_on_virtual_clock(plan, duration).start_order);
+}
+
+// Issue order on random Plans: with priorities that follow plan order (every dependency points
+// back) the order always finishes; with random priorities the Dispatcher either refuses the Plan
+// or runs it to the end with each (worker, stream) starting its tasks in (priority, index) order.
+TEST_P(DispatcherRandomSeed, IssueOrderFinishesInOrderOrIsRefused) {
+  std::vector<double> duration;
+  for (const bool by_index : {true, false}) {
+    SCOPED_TRACE(by_index ? "priorities in plan order" : "random priorities");
+    Plan plan = random_plan(GetParam(), 2000, 8, duration);
+    if (by_index)
+      for (TaskIndex t = 0; t < plan.size(); ++t) plan.mutable_task(t).priority = t;
+    plan.info.stream_order = StreamOrder::issue;
+    Schedule s;
+    try {
+      s = run_on_virtual_clock(plan, duration);
+    } catch (const InvalidPlanError&) {
+      EXPECT_FALSE(by_index) << "refused a Plan whose issue order follows its dependencies";
+      continue;
+    }
+    EXPECT_TRUE(s.violations.empty()) << s.violations.front();
+    ASSERT_TRUE(s.finished);
+    std::vector<std::vector<TaskIndex>> started(static_cast<std::size_t>(plan.num_workers()) * 2);
+    for (TaskIndex t : s.start_order)
+      for (WorkerId w : plan.task(t).participants()) started[slot_of(w, plan.task(t).stream)].push_back(t);
+    for (auto& stream : started) {
+      std::vector<TaskIndex> issued = stream;
+      std::stable_sort(issued.begin(), issued.end(), [&](TaskIndex a, TaskIndex b) {
+        return std::make_pair(plan.task(a).priority, a) < std::make_pair(plan.task(b).priority, b);
+      });
+      ASSERT_EQ(stream, issued);
+    }
+  }
 }
 
 // 20 fixed seeds: a failure names its seed and reproduces.

@@ -126,6 +126,26 @@ TEST(PlanInfoJson, RoundTripKeepsTheSolverAndItsParameters) {
   EXPECT_EQ(back.info.schedule_label(), "local");
 }
 
+// Schema version 3 says how a Plan's streams pick their tasks; a version 2 file, which cannot say
+// it, ran as a dataflow and still does.
+TEST(PlanInfoJson, StreamOrderRoundTripsAndOlderFilesAreDataflows) {
+  Plan plan = sample_plan();
+  EXPECT_EQ(plan_to_json(plan)["info"]["stream_order"], "ready");
+  plan.info.stream_order = StreamOrder::issue;
+  nlohmann::json doc = plan_to_json(plan);
+  EXPECT_EQ(doc["schema_version"], 3);
+  EXPECT_EQ(doc["info"]["stream_order"], "issue");
+  EXPECT_EQ(plan_from_json(doc, "plan.json").info.stream_order, StreamOrder::issue);
+  doc["info"]["stream_order"] = "program";
+  expect_error_line(doc, "plan.json: /info/stream_order: unknown stream_order 'program'");
+  doc["schema_version"] = 2;
+  expect_error_line(doc, "plan.json: /info/stream_order: unknown field");
+  const std::string data = std::string(STRATA_SOURCE_DIR) + "/tests/traces/data/";
+  const Plan v2 = read_plan(data + "plan_v2_backprop_dp2.json");
+  EXPECT_EQ(v2.info.stream_order, StreamOrder::ready);
+  EXPECT_EQ(plan_to_json(v2), plan_to_json(read_plan(data + "plans/backprop-dp2.json")));
+}
+
 TEST(PlanInfoJson, BadSolverFieldsAreOneLine) {
   nlohmann::json doc = plan_to_json(sample_plan());
   doc["info"]["solver"] = "sgd2";
@@ -163,6 +183,7 @@ TEST(PlanInfoJson, VersionOneScheduleAndGraphAreDerived) {
   nlohmann::json doc = plan_to_json(sample_plan());
   doc["schema_version"] = 1;
   doc["info"].erase("solver");
+  doc["info"].erase("stream_order");
   doc["info"]["schedule"] = "1f1b";
   Plan plan = plan_from_json(doc, "plan.json");
   EXPECT_EQ(plan.info.solver, PlanSolver::backprop);
@@ -191,9 +212,9 @@ TEST(PlanInfoJson, NewerVersionNamesTheVersionItNeeds) {
   doc["schema_version"] = 7;
   expect_error_line(doc,
                     "plan.json: /schema_version: unsupported version 7: this Plan needs a strata that reads "
-                    "plan schema version 7 (this strata reads 1 to 2)");
+                    "plan schema version 7 (this strata reads 1 to 3)");
   doc["schema_version"] = 0;
-  expect_error_line(doc, "plan.json: /schema_version: unsupported version 0 (this strata reads 1 to 2)");
+  expect_error_line(doc, "plan.json: /schema_version: unsupported version 0 (this strata reads 1 to 3)");
 }
 
 }  // namespace

@@ -176,7 +176,7 @@ TEST_F(PlanJsonTest, OutputIsByteIdenticalAndOneTaskPerLine) {
   int task_lines = 0;
   while (std::getline(lines, line)) task_lines += line.rfind("{\"id\":\"it0/", 0) == 0;
   EXPECT_EQ(task_lines, 5);
-  EXPECT_EQ(text.rfind("{\"schema_version\":2,\"format\":\"strata-plan\",", 0), 0u);
+  EXPECT_EQ(text.rfind("{\"schema_version\":3,\"format\":\"strata-plan\",", 0), 0u);
   EXPECT_EQ(text.back(), '\n');
 }
 
@@ -225,9 +225,11 @@ std::vector<BadCase> bad_cases() {
       {"comm_bytes", [](auto& d) { d["tasks"][3].erase("comm_bytes"); },
        "plan.json: /tasks/3/comm_bytes: missing"},
       {"id", [](auto& d) { d["tasks"][0].erase("id"); }, "plan.json: /tasks/0/id: missing"},
-      {"version", [](auto& d) { d["schema_version"] = 3; },
-       "plan.json: /schema_version: unsupported version 3: this Plan needs a strata that reads plan schema "
-       "version 3 (this strata reads 1 to 2)"},
+      {"version", [](auto& d) { d["schema_version"] = 4; },
+       "plan.json: /schema_version: unsupported version 4: this Plan needs a strata that reads plan schema "
+       "version 4 (this strata reads 1 to 3)"},
+      {"stream order", [](auto& d) { d["info"]["stream_order"] = "fifo"; },
+       "plan.json: /info/stream_order: unknown stream_order 'fifo'"},
       {"format", [](auto& d) { d["format"] = "strata-trace"; },
        "plan.json: /format: expected 'strata-plan', got 'strata-trace'"},
       {"not int", [](auto& d) { d["tasks"][0]["iteration"] = 1.5; },

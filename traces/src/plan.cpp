@@ -93,12 +93,11 @@ void check_task(const Plan& plan, const std::string& source, std::size_t i) {
   check_size(source, i, "mem_alloc", t.mem_alloc);
   check_size(source, i, "mem_free", t.mem_free);
   check_size(source, i, "mem_temp", t.mem_temp);
-  const bool comm = is_communication(t.kind);
-  if (comm != (t.stream == Stream::comm))
-    throw InvalidPlanError(input_error_message(source, pointer(i, "stream"),
-                                               std::string("kind '") + std::string(to_string(t.kind)) +
-                                                   "' must run on the " + (comm ? "comm" : "compute") +
-                                                   " stream"));
+  // A communication task on the compute stream is a blocking call: the compute waits for it.
+  if (!is_communication(t.kind) && t.stream == Stream::comm)
+    throw InvalidPlanError(input_error_message(
+        source, pointer(i, "stream"),
+        std::string("kind '") + std::string(to_string(t.kind)) + "' must run on the compute stream"));
   if (is_collective(t.kind)) {
     if (t.group.empty())
       throw InvalidPlanError(input_error_message(source, pointer(i, "group"), "collective without group"));
@@ -151,6 +150,7 @@ namespace {
 constexpr std::array<std::string_view, 9> kSolverNames = {
     "backprop", "ampnet", "local", "dladmm", "pdadmm", "pdadmm-g-q", "gist", "block-admm", "serial-parallel"};
 constexpr std::array<std::string_view, 4> kScheduleNames = {"none", "gpipe", "1f1b", "zb-h1"};
+constexpr std::array<std::string_view, 2> kStreamOrderNames = {"ready", "issue"};
 constexpr std::array<std::string_view, 4> kVariantNames = {"none", "greedy", "chunked", "overlapping"};
 
 template <typename Enum, std::size_t N>
@@ -171,6 +171,12 @@ std::string_view to_string(PlanSchedule schedule) {
 }
 std::optional<PlanSchedule> parse_plan_schedule(std::string_view name) {
   return parse_name<PlanSchedule>(kScheduleNames, name);
+}
+std::string_view to_string(StreamOrder order) {
+  return kStreamOrderNames.at(static_cast<std::size_t>(order));
+}
+std::optional<StreamOrder> parse_stream_order(std::string_view name) {
+  return parse_name<StreamOrder>(kStreamOrderNames, name);
 }
 std::string_view to_string(SolverParameters::LocalVariant variant) {
   return kVariantNames.at(static_cast<std::size_t>(variant));

@@ -202,6 +202,7 @@ OrderedJson info_to_json(const PlanInfo& info) {
   j["strategy"] = info.strategy;
   j["solver"] = to_string(info.solver);
   j["schedule"] = to_string(info.schedule);
+  j["stream_order"] = to_string(info.stream_order);
   if (info.parameters != SolverParameters{}) j["parameters"] = parameters_to_json(info.parameters);
   j["optimizer"] = info.optimizer;
   j["dtype"] = to_string(info.dtype);
@@ -221,10 +222,15 @@ PlanInfo read_info(const JsonNode& node, std::int64_t version) {
     node.reject_unknown_fields({"model", "strategy", "schedule", "optimizer", "dtype", "global_batch",
                                 "microbatches", "tokens_per_sample", "model_flops_per_iteration", "seed",
                                 "experiment_hash"});
-  else
+  else if (version == 2)
     node.reject_unknown_fields({"model", "strategy", "solver", "schedule", "parameters", "optimizer", "dtype",
                                 "global_batch", "microbatches", "tokens_per_sample", "input_elements",
                                 "graph_nodes", "model_flops_per_iteration", "seed", "experiment_hash"});
+  else
+    node.reject_unknown_fields({"model", "strategy", "solver", "schedule", "stream_order", "parameters",
+                                "optimizer", "dtype", "global_batch", "microbatches", "tokens_per_sample",
+                                "input_elements", "graph_nodes", "model_flops_per_iteration", "seed",
+                                "experiment_hash"});
   PlanInfo info;
   info.model = optional_string(node, "model");
   info.strategy = optional_string(node, "strategy");
@@ -235,6 +241,9 @@ PlanInfo read_info(const JsonNode& node, std::int64_t version) {
       info.solver = read_enum<PlanSolver>(*v, parse_plan_solver, "solver");
     if (std::optional<JsonNode> v = node.find("schedule"))
       info.schedule = read_enum<PlanSchedule>(*v, parse_plan_schedule, "schedule");
+    // Versions 1 and 2 have no stream order: their Plans ran as dataflows (ready).
+    if (std::optional<JsonNode> v = node.find("stream_order"))
+      info.stream_order = read_enum<StreamOrder>(*v, parse_stream_order, "stream_order");
     if (std::optional<JsonNode> v = node.find("parameters")) info.parameters = read_parameters(*v);
     info.input_elements = optional_int(node, "input_elements", 0, 0);
     info.graph_nodes = optional_int(node, "graph_nodes", 0, 0);

@@ -408,7 +408,8 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   const Link pp = links::pp_link(config, cluster);
   Estimate e;
   double exposed_dp_s = 0;
-  double tail_s = 0;  // after stage 0's last backward: exposed DP + optimizer step, latest stage
+  double tail_s = 0;            // after stage 0's last backward: exposed DP + optimizer step, latest stage
+  double slowest_transfer = 0;  // s, the largest boundary's p2p transfer
   for (int s = 0; s < config.pp; ++s) {
     const StageCost& sc = stages[static_cast<std::size_t>(s)];
     const DpCost dc = dp_cost(cx, sc, dp);
@@ -417,10 +418,24 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
     e.dp_comm_s = std::max(e.dp_comm_s, dc.total_s);
     // The first microbatch's activation and the last one's gradient cross this boundary (v
     // times when interleaved).
-    if (s + 1 < config.pp)
-      e.pp_comm_s += 2 * config.interleave * p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
+    if (s + 1 < config.pp) {
+      // Scatter-gather (StrategyConfig::p2p_scatter_gather): 1/t over the pipeline link, then an
+      // all-gather of the whole tensor over the tensor-parallel one.
+      const bool split =
+          config.p2p_scatter_gather && !config.sequence_parallel && config.tp > 1 && config.stage_tp.empty();
+      const double transfer =
+          split ? p2p_time(sc.boundary_bytes / config.tp, pp.bw, pp.latency) +
+                      allgather_time(config.tp_algo, config.tp, sc.boundary_bytes, cx.tp.bw, cx.tp.latency)
+                : p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
+      e.pp_comm_s += 2 * config.interleave * transfer;
+      slowest_transfer = std::max(slowest_transfer, transfer);
+    }
   }
   const auto m = static_cast<double>(microbatch_count(config));
+  // Blocking p2p (StrategyConfig::p2p): every stage's compute also waits for the transfers of
+  // the other microbatches, an activation and a gradient of each model chunk, at the same time on
+  // every stage: the slowest boundary's.
+  if (config.p2p == P2pMode::blocking) e.pp_comm_s += 2 * config.interleave * (m - 1) * slowest_transfer;
   double pipeline = 0;
   pipeline_time(config, stages, slowest, e, pipeline);
   e.compute_s = m * (slowest.fwd_s + slowest.bwd_s);

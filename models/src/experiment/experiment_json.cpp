@@ -181,6 +181,9 @@ nlohmann::json to_json(const Experiment& e) {
     if (key.section == SetSection::solver && !detail::key_applies(key, e.model, e.solver.solver)) continue;
     if (const auto value = detail::get_set_value(e, key)) {
       if (!key.quiet_default.empty() && detail::format_set_value(*value) == key.quiet_default) continue;
+      if (const auto preset = detail::preset_text(e, key.name);
+          preset && detail::format_set_value(*value) == *preset)
+        continue;
       j[std::string(to_string(key.section))][key.name] = value_json(*value);
     }
   }

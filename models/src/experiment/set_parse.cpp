@@ -121,6 +121,14 @@ void apply_set(Experiment& e, const std::string& pair) {
   apply_set(e, pair.substr(0, eq), pair.substr(eq + 1));
 }
 
+void apply_sets(Experiment& e, const std::vector<std::string>& pairs) {
+  const auto is_preset = [](const std::string& pair) { return pair.rfind("framework=", 0) == 0; };
+  for (const std::string& pair : pairs)
+    if (is_preset(pair)) apply_set(e, pair);
+  for (const std::string& pair : pairs)
+    if (!is_preset(pair)) apply_set(e, pair);
+}
+
 std::string set_value_text(const Experiment& e, const std::string& key) {
   const SetKey* entry = detail::find_set_key(key);
   if (entry == nullptr) return "";

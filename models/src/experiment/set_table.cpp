@@ -122,9 +122,23 @@ std::vector<SetKey> make_table() {
   t.push_back(offload);
   t.push_back(integer("interleave", SetSection::strategy, 1, "chunks",
                       "model chunks per device for interleaved 1F1B (1 = plain 1F1B)"));
+  t.push_back(choice("framework", SetSection::strategy, {"megatron-2021", "megatron-2022", "megatron-core"},
+                     "framework",
+                     "preset of ddp, tp_comm, p2p and p2p_scatter_gather as that Megatron-LM runs them "
+                     "(docs/cost-model.md); keys given beside it override it; none: megatron-core"));
   t.push_back(
       choice("ddp", SetSection::strategy, {"overlap", "after_flush"}, "mode",
              "data-parallel reduction: DDP buckets overlapped with backward, or all after the flush"));
+  t.push_back(choice("tp_comm", SetSection::strategy, {"sync", "async"}, "mode",
+                     "tensor-parallel collectives: sync on the compute stream, or async beside it (the "
+                     "backward all-reduce of dX overlaps the weight-gradient GEMM)"));
+  t.push_back(choice("p2p", SetSection::strategy, {"blocking", "async"}, "mode",
+                     "pipeline sends and receives: blocking the compute stream until done, or beside it"));
+  SetKey scatter = integer("p2p_scatter_gather", SetSection::strategy, 0, "",
+                           "1 = each tensor-parallel rank sends 1/t of a pipeline transfer and the "
+                           "receiving stage all-gathers it (Megatron-LM's scatter-gather)");
+  scatter.max = 1, scatter.max_reason = "0 (off) or 1 (on)";
+  t.push_back(scatter);
   SetKey flash = integer("flash_attention", SetSection::strategy, 0, "",
                          "1 = FlashAttention: fused attention core, no s x s activations kept");
   flash.max = 1, flash.max_reason = "0 (off) or 1 (on)";
@@ -162,7 +176,6 @@ std::vector<SetKey> make_table() {
                                                              {"zero", "0"},
                                                              {"offload", "0"},
                                                              {"interleave", "1"},
-                                                             {"ddp", "overlap"},
                                                              {"flash_attention", "0"},
                                                              {"compression", "none"},
                                                              {"topk_ratio", "0.01"},
@@ -372,7 +385,22 @@ const std::map<std::string, Access>& accessors() {
           return e.stage_tp ? std::optional<SetValue>(*e.stage_tp) : std::nullopt;
         },
         [](Experiment& e, const SetValue& v) { e.stage_tp = std::get<std::vector<std::int64_t>>(v); }};
+    a["framework"] = {[](const Experiment& e) -> std::optional<SetValue> {
+                        if (!e.framework) return std::nullopt;
+                        return SetValue(std::string(to_string(*e.framework)));
+                      },
+                      [](Experiment& e, const SetValue& v) {
+                        e.framework = *parse_framework(std::get<std::string>(v));
+                        const FrameworkBehaviour b = framework_behaviour(*e.framework);
+                        e.ddp = b.ddp;
+                        e.tp_comm = b.tp_comm;
+                        e.p2p = b.p2p;
+                        e.p2p_scatter_gather = b.p2p_scatter_gather;
+                      }};
     a["ddp"] = option_choice(&Experiment::ddp, parse_ddp_mode);
+    a["tp_comm"] = option_choice(&Experiment::tp_comm, parse_tp_comm);
+    a["p2p"] = option_choice(&Experiment::p2p, parse_p2p_mode);
+    a["p2p_scatter_gather"] = option(&Experiment::p2p_scatter_gather);
     a["flash_attention"] = option(&Experiment::flash_attention);
     a["compression"] = option_choice(&Experiment::compression, parse_compression);
     a["topk_ratio"] = top(&Experiment::topk_ratio);
@@ -457,6 +485,19 @@ const std::map<std::string, Access>& accessors() {
 }
 
 std::string number_text(double v) { return nlohmann::json(v).dump(); }
+
+}  // namespace
+
+std::optional<std::string> preset_text(const Experiment& e, const std::string& key) {
+  const FrameworkBehaviour b = framework_behaviour(e.framework.value_or(kNewestFramework));
+  if (key == "ddp") return std::string(to_string(b.ddp));
+  if (key == "tp_comm") return std::string(to_string(b.tp_comm));
+  if (key == "p2p") return std::string(to_string(b.p2p));
+  if (key == "p2p_scatter_gather") return b.p2p_scatter_gather ? "1" : "0";
+  return std::nullopt;
+}
+
+namespace {
 
 // A bound as people write it: 0, 1e+12, 0.5.
 std::string bound_text(double v) {

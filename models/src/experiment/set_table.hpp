@@ -31,6 +31,11 @@ std::optional<std::string> put_set_value(Experiment& e, const SetKey& key, const
 
 std::string format_set_value(const SetValue& value);
 
+// For an item of the framework presets (ddp, tp_comm, p2p, p2p_scatter_gather): its value as the
+// preset of `e` (the newest framework's when none is named) sets it, as format_set_value prints
+// it; nullopt for any other key. The JSON writes an item only where it differs.
+std::optional<std::string> preset_text(const Experiment& e, const std::string& key);
+
 }  // namespace detail
 }  // namespace models
 }  // namespace strata

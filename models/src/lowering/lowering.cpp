@@ -262,6 +262,9 @@ void check_lowered(const StrategyConfig& config) {
   rest.interleave = defaults.interleave;
   rest.offload = defaults.offload;
   rest.compression = defaults.compression;
+  rest.tp_comm = defaults.tp_comm;
+  rest.p2p = defaults.p2p;
+  rest.p2p_scatter_gather = defaults.p2p_scatter_gather;
   if (rest.schedule == PipelineSchedule::zb_h1) rest.schedule = defaults.schedule;
   if (const std::string option = memory_option_set(rest); !option.empty())
     throw InputError(option + ": not lowered to a Plan by this version of strata");
@@ -292,6 +295,9 @@ Plan lower(const Model& model, const StrategyConfig& config) {
                        : config.schedule == PipelineSchedule::one_f_one_b ? PlanSchedule::one_f_one_b
                        : config.schedule == PipelineSchedule::zb_h1       ? PlanSchedule::zb_h1
                                                                           : PlanSchedule::gpipe;
+  // Megatron-LM launches a worker's kernels and NCCL calls in program order, which the tasks'
+  // priorities are (their schedule positions): each stream runs them in that order.
+  plan.info.stream_order = StreamOrder::issue;
   plan.info.input_elements = static_cast<std::int64_t>(model.input_elems);
   plan.info.graph_nodes = model.family == "gcn" ? model.graph_nodes : 0;
   plan.info.optimizer = std::string(to_string(config.optimizer));

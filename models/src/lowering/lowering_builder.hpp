@@ -70,6 +70,9 @@ class PlanBuilder {
     // Sequence parallelism: all-gathers of a forward's (or re-run's) input, of a backward
     // data's output gradient, and of a backward weight's input.
     std::vector<TaskIndex> fwd_ag, rfwd_ag, bwd_ag, wgrad_ag;
+    // Scatter-gather (StrategyConfig::p2p_scatter_gather), per microbatch: the all-gathers of the
+    // activation and of the gradient each rank received 1/t of; kNoTask without.
+    std::vector<TaskIndex> recv_fwd_ag, recv_bwd_ag;
   };
 
   // ZeRO-3 parameter gathers of one (stage, tp rank) group, [j * units + u].
@@ -116,6 +119,13 @@ class PlanBuilder {
   // Adds the sends of (d, s, t) to stage r's ranks (send/fwd, send/bwd), each reading `buffer`.
   void add_sends(std::vector<TaskIndex>& out, const std::string& id, int d, int s, int t, int r, int it,
                  std::int64_t priority, double bytes, BufferIndex buffer);
+  // Whether the transfers between stages `from` and `to` are scatter-gathered: each of t ranks
+  // sends 1/t and the receiving stage all-gathers (StrategyConfig::p2p_scatter_gather; both
+  // stages of t > 1 ranks, no sequence parallelism).
+  bool scatter_gathered(int from, int to) const;
+  // What the forward of stage s's first layer waits for as its input (s > 0): the all-gather of
+  // the received activation, or the recv.
+  TaskIndex stage_input(int d, int s, int t, int j) const;
   // The backward of stage layer 0 that F(j) of stage s waits for (Stage::fwd_gate), or kNoTask.
   TaskIndex forward_gate(int d, int s, int t, int j) const;
   BufferIndex act(WorkerId rank, int j, int slot) const;

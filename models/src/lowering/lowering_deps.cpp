@@ -52,8 +52,13 @@ TaskIndex PlanBuilder::rerun_output_producer(int d, int s, int t, int j, int k) 
 
 TaskIndex PlanBuilder::output_grad_producer(int d, int s, int t, int j, int k) const {
   if (k + 1 < stage(s).size()) return input_grad_producer(d, s, t, j, k + 1);
-  if (s + 1 < layout_.stage_count())
-    return tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_bwd[static_cast<std::size_t>(j)];
+  if (s + 1 < layout_.stage_count()) {
+    const TaskIndex ag = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)]
+                             .recv_bwd_ag[static_cast<std::size_t>(j)];
+    return ag != kNoTask ? ag
+                         : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))]
+                               .recv_bwd[static_cast<std::size_t>(j)];
+  }
   return kNoTask;
 }
 
@@ -122,7 +127,7 @@ void PlanBuilder::wire_microbatch(int d, int s, int t, int j) {
     if (k > 0) {
       if (g.fwd_ag[cell] == kNoTask) plan_.add_data_dep(output_producer(d, s, t, j, k - 1), fwd);
     } else {
-      if (s > 0) plan_.add_data_dep(w.recv_fwd[mb], fwd);
+      if (s > 0) plan_.add_data_dep(stage_input(d, s, t, j), fwd);
       if (w.prev_opt != kNoTask) plan_.add_control_dep(w.prev_opt, fwd);
       if (const TaskIndex gate = forward_gate(d, s, t, j); gate != kNoTask) plan_.add_control_dep(gate, fwd);
     }

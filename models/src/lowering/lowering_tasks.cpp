@@ -23,7 +23,8 @@ TaskIndex PlanBuilder::add_p2p(TaskKind kind, std::string id, WorkerId rank, Wor
   Task task;
   task.id = std::move(id);
   task.kind = kind;
-  task.stream = Stream::comm;
+  // Blocking p2p (Megatron-LM before Megatron-Core): the compute stream waits for the transfer.
+  task.stream = layout_.config->p2p == P2pMode::blocking ? Stream::compute : Stream::comm;
   task.worker = layout_.worker(rank);
   task.peer = layout_.worker(peer);
   task.dtype = layout_.config->dtype;
@@ -125,8 +126,16 @@ void PlanBuilder::create_forward(int it, int d, int s, int t, int slot_index, in
               act(rank, j, n));
 }
 
+bool PlanBuilder::scatter_gathered(int from, int to) const {
+  const StrategyConfig& c = *layout_.config;
+  return c.p2p_scatter_gather && !c.sequence_parallel && layout_.tp_of(from) > 1 &&
+         layout_.tp_of(from) == layout_.tp_of(to);
+}
+
 void PlanBuilder::add_sends(std::vector<TaskIndex>& out, const std::string& id, int d, int s, int t, int r,
                             int it, std::int64_t priority, double bytes, BufferIndex buffer) {
+  // Scatter-gather: each rank sends its 1/t of the tensor; the receivers all-gather it.
+  if (scatter_gathered(s, r)) bytes /= layout_.tp_of(s);
   for (int u = t; u < layout_.tp_of(r); u += layout_.tp_of(s)) {
     out.push_back(add_p2p(TaskKind::send, id + receiver_suffix(s, r, u), layout_.rank(d, s, t),
                           layout_.rank(d, r, u), it, priority, bytes));

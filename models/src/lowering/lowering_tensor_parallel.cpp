@@ -38,6 +38,8 @@ TaskIndex PlanBuilder::add_tp_collective(std::string id, TaskKind kind, const st
                                         it, priority, bytes);
   Task& ref = plan_.mutable_task(task);
   ref.kind = kind;
+  // tp_comm=sync: on the compute stream, which waits for it (StrategyConfig::tp_comm).
+  if (layout_.config->tp_comm == TpComm::sync) ref.stream = Stream::compute;
   for (WorkerId rank : group) {
     const BufferIndex buf = activation ? act(rank, j, buffer_slot) : grad(rank, j, buffer_slot);
     ref.reads.push_back(buf);
@@ -52,6 +54,8 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
   GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   for (auto* table : {&g.fwd_ar, &g.bwd_ar, &g.rfwd_ar, &g.fwd_ag, &g.bwd_ag, &g.wgrad_ag, &g.rfwd_ag})
     table->assign(static_cast<std::size_t>(layout_.microbatches * n), kNoTask);
+  for (auto* table : {&g.recv_fwd_ag, &g.recv_bwd_ag})
+    table->assign(static_cast<std::size_t>(layout_.microbatches), kNoTask);
   if (st.tp == 1) return;
   std::vector<WorkerId> group;
   for (int t = 0; t < layout_.tp_of(s); ++t) group.push_back(layout_.rank(d, s, t));
@@ -65,6 +69,17 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
     const int j = slot.microbatch;
     const std::string mb = prefix + std::to_string(j) + "/";
     const auto prio = [&](int position) { return layout_.priority(it, st.positions[slot_index], position); };
+    // Scatter-gather: the received 1/t of the activation (or gradient) all-gathered over the
+    // stage's ranks, issued right after the recv (its priority, a later index), on the whole
+    // tensor (gather_split_1d_tensor in Megatron-LM's p2p_communication.py).
+    const bool first_stage = s == 0, last_stage = s + 1 == layout_.stage_count();
+    const auto j_index = static_cast<std::size_t>(j);
+    if (slot.forward && !first_stage && scatter_gathered(s - 1, s))
+      g.recv_fwd_ag[j_index] = add_tp_collective(mb + "recv/fwd" + chunk_suffix(s), kGather, group, dtype, it,
+                                                 prio(0), layer(st.first_layer - 1).out_bytes, j, 0, true);
+    if (!slot.forward && !last_stage && scatter_gathered(s + 1, s))
+      g.recv_bwd_ag[j_index] = add_tp_collective(mb + "recv/bwd" + chunk_suffix(s), kGather, group, dtype, it,
+                                                 prio(0), layer(st.end_layer - 1).out_bytes, j, n, false);
     for (int k = 0; k < n; ++k) {
       const std::string name = layer_name(st.first_layer + k);
       const LayerComm& c = layer(st.first_layer + k).comm;
@@ -106,13 +121,26 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
 // after it), recv/fwd for the stage's first layer; kNoTask for the model's first layer.
 TaskIndex PlanBuilder::input_producer(int d, int s, int t, int j, int k) const {
   if (k > 0) return output_producer(d, s, t, j, k - 1);
-  return s > 0 ? tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_fwd[static_cast<std::size_t>(j)]
-               : kNoTask;
+  return s > 0 ? stage_input(d, s, t, j) : kNoTask;
+}
+
+TaskIndex PlanBuilder::stage_input(int d, int s, int t, int j) const {
+  const TaskIndex ag = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)]
+                           .recv_fwd_ag[static_cast<std::size_t>(j)];
+  return ag != kNoTask
+             ? ag
+             : tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))].recv_fwd[static_cast<std::size_t>(j)];
 }
 
 void PlanBuilder::wire_tp_allreduces(int d, int s) {
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   const auto n = static_cast<std::size_t>(stage(s).size());
+  for (std::size_t j = 0; j < g.recv_fwd_ag.size(); ++j)
+    for (int t = 0; t < layout_.tp_of(s); ++t) {
+      const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
+      if (g.recv_fwd_ag[j] != kNoTask) plan_.add_data_dep(w.recv_fwd[j], g.recv_fwd_ag[j]);
+      if (g.recv_bwd_ag[j] != kNoTask) plan_.add_data_dep(w.recv_bwd[j], g.recv_bwd_ag[j]);
+    }
   for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
     for (int t = 0; t < layout_.tp_of(s); ++t) {
       const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];

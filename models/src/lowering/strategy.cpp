@@ -121,6 +121,54 @@ std::optional<Compression> parse_compression(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+constexpr std::array<std::string_view, 2> kTpCommNames = {"sync", "async"};
+constexpr std::array<std::string_view, 2> kP2pNames = {"blocking", "async"};
+constexpr std::array<std::string_view, 3> kFrameworkNames = {"megatron-2021", "megatron-2022",
+                                                             "megatron-core"};
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> enum_named(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  return std::nullopt;
+}
+}  // namespace
+
+std::string_view to_string(TpComm mode) { return kTpCommNames.at(static_cast<std::size_t>(mode)); }
+std::optional<TpComm> parse_tp_comm(std::string_view name) { return enum_named<TpComm>(kTpCommNames, name); }
+std::string_view to_string(P2pMode mode) { return kP2pNames.at(static_cast<std::size_t>(mode)); }
+std::optional<P2pMode> parse_p2p_mode(std::string_view name) { return enum_named<P2pMode>(kP2pNames, name); }
+std::string_view to_string(Framework framework) {
+  return kFrameworkNames.at(static_cast<std::size_t>(framework));
+}
+std::optional<Framework> parse_framework(std::string_view name) {
+  return enum_named<Framework>(kFrameworkNames, name);
+}
+
+// Each preset from the Megatron-LM sources (NVIDIA/Megatron-LM history):
+// - megatron-2021, tag v2.5: mpu/mappings.py all-reduces on the caller's stream in both
+//   directions (the column-parallel backward's after both GEMMs); p2p_communication.py
+//   _communicate: batch_isend_irecv, req.wait(), torch.cuda.synchronize(); scatter-gather on by
+//   default since 72e4230b (--no-scatter-gather-tensors-in-pipeline); model/distributed.py's
+//   local DDP all-reduces the gradients after the pipeline flush (the default --DDP-impl local;
+//   examples/sc21 chose torch DDP for its pp = 1 rows, which the published-runs file says per row).
+// - megatron-2022, d898a899: the asynchronous dX all-reduce (on by default since 3f652469), the
+//   same blocking p2p and scatter-gather, the same local DDP.
+// - megatron-core, from 4eeff55d (2023-10-12): --overlap-grad-reduce (2d5220a4) and
+//   --overlap-p2p-communication (f9283c5a) on by default, no scatter-gather.
+FrameworkBehaviour framework_behaviour(Framework framework) {
+  switch (framework) {
+    case Framework::megatron_2021:
+      return {TpComm::sync, P2pMode::blocking, true, DdpMode::after_flush};
+    case Framework::megatron_2022:
+      return {TpComm::async, P2pMode::blocking, true, DdpMode::after_flush};
+    case Framework::megatron_core:
+      break;
+  }
+  return {TpComm::async, P2pMode::async, false, DdpMode::overlap};
+}
+
 std::optional<DdpMode> parse_ddp_mode(std::string_view name) {
   if (name == "overlap") return DdpMode::overlap;
   if (name == "after_flush") return DdpMode::after_flush;
@@ -387,6 +435,9 @@ std::string memory_option_set(const StrategyConfig& c) {
   if (c.offload) return set("offload", "1");
   if (c.interleave != d.interleave) return set("interleave", std::to_string(c.interleave));
   if (c.ddp != d.ddp) return set("ddp", std::string(to_string(c.ddp)));
+  if (c.tp_comm != d.tp_comm) return set("tp_comm", std::string(to_string(c.tp_comm)));
+  if (c.p2p != d.p2p) return set("p2p", std::string(to_string(c.p2p)));
+  if (c.p2p_scatter_gather != d.p2p_scatter_gather) return set("p2p_scatter_gather", "1");
   if (c.flash_attention) return set("flash_attention", "1");
   if (c.compression != d.compression) return set("compression", std::string(to_string(c.compression)));
   if (c.schedule == PipelineSchedule::zb_h1) return "--schedule zb-h1";

@@ -43,9 +43,19 @@ void pin_to_core(int core) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort: a refusal is harmless
 }
 
+// The Dispatcher's communication streams: one per worker, as its threads, for a dataflow Plan; for
+// a Plan in issue order the replay's, one per communicator (a worker's comm thread then runs the
+// tasks its streams start in the order they start), so that both executors follow the same
+// per-stream order and a Plan the replay accepts never deadlocks here.
+CommStreams interpreter_comm_streams(const Plan& plan) {
+  return plan.info.stream_order == StreamOrder::issue ? CommStreams::per_group : CommStreams::one_per_worker;
+}
+
 // The order in which every process runs its workers' collectives: Kahn's algorithm over data
 // and control edges taking the lowest (priority, index) among ready tasks, so that collectives
-// follow the order the Dispatcher itself prefers. Deterministic: the same in every process.
+// follow the order the Dispatcher itself prefers. A Plan in issue order (StreamOrder::issue)
+// adds the edges of each stream's order (Dispatcher::issue_edges under the interpreter's stream
+// rule), so that the chains agree with it. Deterministic: the same in every process.
 std::vector<TaskIndex> priority_topological_order(const Plan& plan) {
   std::vector<std::uint32_t> pending(plan.size(), 0);
   std::vector<std::vector<TaskIndex>> successors(plan.size());
@@ -55,6 +65,11 @@ std::vector<TaskIndex> priority_topological_order(const Plan& plan) {
         successors[d].push_back(i);
         ++pending[i];
       }
+  if (plan.info.stream_order == StreamOrder::issue)
+    for (const auto& [a, b] : Dispatcher(plan, interpreter_comm_streams(plan)).issue_edges()) {
+      successors[a].push_back(b);
+      ++pending[b];
+    }
   using Key = std::pair<std::int64_t, TaskIndex>;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
   for (TaskIndex i = 0; i < plan.size(); ++i)
@@ -281,7 +296,7 @@ template <typename T>
 std::vector<TaskTiming> Interpreter<T>::run(double* wall_s) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    dispatcher_ = std::make_unique<Dispatcher>(share_.dispatch_plan());
+    dispatcher_ = std::make_unique<Dispatcher>(share_.dispatch_plan(), interpreter_comm_streams(plan_));
     timings_.assign(plan_.size(), TaskTiming{});
     error_ = nullptr;
     awaited_.resize(plan_.size());

@@ -19,7 +19,8 @@
 //    "strategy": {"dp","tp","pp","schedule","bucket_mb","dp_algo","tp_algo","replicas",
 //                 memory options where not default: "recompute","recompute_method",
 //                 "recompute_blocks","sequence_parallel","zero","offload","interleave","ddp",
-//                 "flash_attention", "compression", "topk_ratio", "powersgd_rank"},
+//                 "flash_attention", "compression", "topk_ratio", "powersgd_rank", "framework",
+//                 and where they differ from its preset "tp_comm", "p2p", "p2p_scatter_gather"},
 //    "solver": {"name":"backprop", <the keys of that solver>},
 //    "optimizer": {"kind","lr","momentum","beta1","beta2","eps"},
 //    "dtype", "global_batch", "microbatches", "iterations", "epochs", "seed"}
@@ -75,7 +76,15 @@ struct Experiment {
   std::optional<std::vector<std::int64_t>> stage_blocks;
   // Tensor-parallel degree per pipeline stage (StrategyConfig::stage_tp); unset: tp everywhere.
   std::optional<std::vector<std::int64_t>> stage_tp;
+  // The framework's behaviours (StrategyConfig has their meaning). `framework` is a preset: setting
+  // it sets the four below to framework_behaviour(*framework); a key given beside it overrides
+  // its item (apply_sets and the JSON reader apply the preset first). In the JSON each item only
+  // where it differs from the preset (the newest framework's when none is named).
+  std::optional<Framework> framework;
   DdpMode ddp = DdpMode::overlap;
+  TpComm tp_comm = TpComm::async;
+  P2pMode p2p = P2pMode::async;
+  bool p2p_scatter_gather = false;
   bool flash_attention = false;
   Compression compression = Compression::none;  // the DP gradients' codec (docs/compression.md)
   double topk_ratio = 0.01;
@@ -144,6 +153,9 @@ std::string key_scope(const SetKey& key);
 void apply_set(Experiment& e, const std::string& key, const std::string& value);
 // "key=value"; InputError for a pair without '='.
 void apply_set(Experiment& e, const std::string& pair);
+// Several "key=value" pairs: a `framework` preset first, then the others in their order, so that
+// an item given beside a preset overrides it wherever it stands in the list.
+void apply_sets(Experiment& e, const std::vector<std::string>& pairs);
 // The value of `key` in `e` as --set would write it, or "" when unset (for override messages).
 std::string set_value_text(const Experiment& e, const std::string& key);
 

@@ -2,8 +2,9 @@
 //
 // Definitions (all per iteration, averaged over the Plan's iterations):
 // - iteration time: first task start to last task end of one iteration;
-// - per worker: compute = time its compute stream is busy; comm = time its comm stream is busy
-//   (union of intervals); exposed comm = comm time during which its compute stream is idle;
+// - per worker: compute = time its compute tasks run (union of intervals); comm = time its
+//   communication tasks run, on whichever stream (a blocking one on the compute stream too);
+//   exposed comm = comm time during which no compute task runs;
 //   idle = iteration time - (compute + exposed comm);
 // - bubble fraction: mean over workers of idle / iteration time, the measured idle share of
 //   pipeline stages ((p-1)/(m+p-1) for a pipeline without communication);

@@ -22,6 +22,16 @@
 // share the links). The deadlock argument is unchanged: the smallest ready task heads all of its
 // streams.
 //
+// Stream order (PlanInfo::stream_order). The rule above is StreamOrder::ready: a stream picks the
+// most urgent of its *ready* tasks. Under StreamOrder::issue each stream runs all of its tasks in
+// (priority, index) order, one after another, whether or not the next one is ready: a task that
+// waits for a dependency holds its stream, as a kernel or NCCL call waits at the head of a CUDA
+// stream. A collective starts when it heads every member's stream (of the rule above) and is
+// ready. Such a Plan can deadlock where a dataflow cannot: the constructor refuses one whose
+// stream orders and dependencies form a cycle (InvalidPlanError naming a task on it), so a
+// Plan it accepts always finishes. Cost: O(n log n) once to sort each stream's tasks and O(n + e)
+// for the cycle check; then O(1) per start.
+//
 // Cost: O(log n) per queue operation; each task is pushed once per participant. `per_group`
 // adds, at construction, O(g log g) per collective of g ranks (its sorted group looked up among
 // the Plan's groups) and one hash lookup per participant of a communication task; dispatch then
@@ -34,7 +44,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <queue>
+#include <utility>
 #include <vector>
 
 #include "strata/traces/plan.hpp"
@@ -52,7 +64,8 @@ inline constexpr const char* kCommGroupAttr = "comm_group";
 
 class Dispatcher {
  public:
-  // REQUIRES: plan validated; plan outlives the Dispatcher.
+  // REQUIRES: plan validated; plan outlives the Dispatcher. Throws InvalidPlanError when the Plan's
+  // issue order (StreamOrder::issue) under `comm_streams` can deadlock.
   explicit Dispatcher(const Plan& plan, CommStreams comm_streams = CommStreams::one_per_worker);
 
   // The stream of the k-th participant of `task` (k indexes Task::participants()): a number in
@@ -62,6 +75,11 @@ class Dispatcher {
   std::size_t stream_count() const { return queues_.size(); }
   // Number of distinct streams the Plan's tasks use (compute and comm, all workers).
   std::size_t streams_used() const { return streams_used_; }
+
+  // StreamOrder::issue: every pair (a, b) where b is the task after a on one of the streams, each
+  // stream in turn; empty under StreamOrder::ready. With the dependencies they form an acyclic
+  // graph (checked by the constructor).
+  std::vector<std::pair<TaskIndex, TaskIndex>> issue_edges() const;
 
   // Tasks that start now, in (priority, index) order; they are marked running. The vector is
   // the Dispatcher's own and stays valid until the next call.
@@ -105,12 +123,19 @@ class Dispatcher {
     return stream_slot(t.participants()[k], t.stream);
   }
   void assign_comm_streams();
+  // StreamOrder::issue: each slot's tasks in (priority, index) order; throws when they deadlock.
+  void order_streams();
+  void check_issue_order_finishes() const;
   // waiting: pending or ready; elsewhere: see run_elsewhere().
   enum class State : std::uint8_t { waiting, elsewhere, running, done };
 
   void make_ready(TaskIndex task);
   void release_successors(TaskIndex task);
   void drop_stale_heads(std::size_t slot);
+  // StreamOrder::issue: the task slot s runs next (skipping those that will never start here), or
+  // kNone when it has run them all.
+  static constexpr TaskIndex kNone = std::numeric_limits<TaskIndex>::max();
+  TaskIndex issue_head(std::size_t slot);
   void try_start_head(std::size_t slot, std::vector<TaskIndex>& out);
 
   const Plan& plan_;
@@ -124,7 +149,12 @@ class Dispatcher {
   std::vector<std::size_t> comm_offsets_;
   std::vector<std::uint32_t> comm_slots_;
   std::size_t streams_used_ = 0;
-  std::vector<Queue> queues_;         // per stream slot
+  std::vector<Queue> queues_;  // per stream slot (StreamOrder::ready)
+  // StreamOrder::issue: slot s runs issue_[issue_offsets_[s] .. issue_offsets_[s + 1]) in order;
+  // cursor_[s] is the first of them not yet started (started, completed unstarted, elsewhere).
+  bool in_issue_order_ = false;
+  std::vector<std::size_t> issue_offsets_, cursor_;
+  std::vector<TaskIndex> issue_;
   std::vector<bool> busy_;            // per stream slot
   std::vector<std::size_t> dirty_;    // slots whose head may now start
   std::vector<std::size_t> slots_;    // scratch for take_startable

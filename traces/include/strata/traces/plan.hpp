@@ -8,7 +8,8 @@
 // - every worker, peer and group member is in [0, num_workers); sizes are finite and >= 0;
 //   bytes below 2^53 B, FLOPs below 1e24 FLOP, a fixed task's duration_s below 1e7 s (plan.cpp
 //   says why);
-// - communication kinds are on the comm stream, compute kinds on the compute stream;
+// - compute kinds are on the compute stream; communication kinds on the comm stream, or on the
+//   compute stream as a blocking call the compute waits for;
 // - every recv has exactly one matching send among its data dependencies (from its peer, to its
 //   worker; comm_bytes 0 or the send's), and every send exactly one recv;
 // - a task reading a non-persistent buffer that some task writes depends, directly or
@@ -56,6 +57,19 @@ constexpr bool is_admm(PlanSolver solver) {
 enum class PlanSchedule : std::uint8_t { none, gpipe, one_f_one_b, zb_h1 };
 std::string_view to_string(PlanSchedule schedule);  // none, gpipe, 1f1b, zb-h1
 std::optional<PlanSchedule> parse_plan_schedule(std::string_view name);
+
+// How each stream of a worker picks its next task (traces/dispatch.hpp).
+// ready: the most urgent of its ready tasks (priority, then index), a dataflow: a task that is not
+//   ready yet never holds up a later one. The order of a DAG that no framework issues (workflows,
+//   the solvers' asynchronous Plans), and of every Plan written before schema version 3.
+// issue: its tasks in the order the framework issues them, (priority, then index), one after
+//   another, as a CUDA stream runs kernels: a task that is not ready yet holds the stream, and
+//   only the dependencies between tasks of different streams (events) let streams overlap. The
+//   order the backprop lowering emits (Megatron-LM launches its kernels and NCCL calls in
+//   program order).
+enum class StreamOrder : std::uint8_t { ready, issue };
+std::string_view to_string(StreamOrder order);  // ready, issue
+std::optional<StreamOrder> parse_stream_order(std::string_view name);
 
 // The solver's parameters as the Plan was lowered with them (models/ SolverConfig). A field a
 // solver does not have stays 0 (none for the variant).
@@ -108,6 +122,7 @@ struct PlanInfo {
   std::string strategy;  // e.g. "dp=2,tp=2,pp=2"; a solver's Plan: its workers and parameters
   PlanSolver solver = PlanSolver::backprop;
   PlanSchedule schedule = PlanSchedule::none;
+  StreamOrder stream_order = StreamOrder::ready;
   SolverParameters parameters;
   std::string optimizer;  // sgd | adam
   DType dtype = DType::fp32;

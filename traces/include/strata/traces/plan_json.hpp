@@ -35,7 +35,7 @@
 namespace strata {
 inline namespace traces {
 
-inline constexpr int kPlanSchemaVersion = 2;
+inline constexpr int kPlanSchemaVersion = 3;        // 3: PlanInfo::stream_order
 inline constexpr int kOldestPlanSchemaVersion = 1;  // the oldest version read_plan reads
 
 // Reads and validates the plan file at `path`; errors name `path`. `allow_unplaced`: compute

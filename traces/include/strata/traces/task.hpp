@@ -17,7 +17,8 @@
 // and never parse ids again. Buffer ids follow the same grammar (e.g. `dp0/pp1/tp0/mb2/act/input`).
 //
 // `kind` is a closed set: executors dispatch on it (a real kernel per kind, a cost formula per
-// kind). Compute kinds run on a worker's compute stream, communication kinds on its comm stream.
+// kind). Compute kinds run on a worker's compute stream, communication kinds on its comm stream,
+// or on its compute stream as a blocking call (the compute waits for it).
 #pragma once
 
 #include <cstdint>

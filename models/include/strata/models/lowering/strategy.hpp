@@ -64,6 +64,45 @@ enum class DdpMode : std::uint8_t { overlap, after_flush };
 std::string_view to_string(DdpMode mode);  // overlap | after_flush
 std::optional<DdpMode> parse_ddp_mode(std::string_view name);
 
+// How the framework runs its communication beside the compute (docs/cost-model.md, "The framework
+// as an input"). A Plan's streams run in issue order (traces/plan.hpp StreamOrder::issue); these
+// choose each communication task's stream.
+// tp_comm: sync, every tensor-parallel collective on the compute stream, which waits for it
+// (Megatron-LM before September 2021: the backward all-reduce of dX runs after both GEMMs of the
+// column-parallel layer); async, on the tensor-parallel communicator's stream, so the backward
+// all-reduce of dX overlaps the weight-gradient GEMM (Megatron-LM commit 3f652469, 2021-09-02,
+// --no-async-tensor-model-parallel-allreduce to disable). The forward all-reduce blocks the next
+// GEMM either way (it reads the reduced activation).
+enum class TpComm : std::uint8_t { sync, async };
+std::string_view to_string(TpComm mode);  // sync | async
+std::optional<TpComm> parse_tp_comm(std::string_view name);
+// p2p: blocking, a pipeline send or receive on the compute stream, which waits until it has
+// completed (Megatron-LM 2021-2022: batch_isend_irecv, req.wait(), torch.cuda.synchronize());
+// async, on its own stream beside the compute (Megatron-Core's --overlap-p2p-communication,
+// commit f9283c5a, 2023-05-31).
+enum class P2pMode : std::uint8_t { blocking, async };
+std::string_view to_string(P2pMode mode);  // blocking | async
+std::optional<P2pMode> parse_p2p_mode(std::string_view name);
+
+// A framework's behaviours together (the --set framework= presets). Each names the Megatron-LM
+// code it describes; docs/cost-model.md has the table.
+enum class Framework : std::uint8_t {
+  megatron_2021,  // tag v2.5 (e269e200, 2021-08-10): the code of Narayanan et al., SC'21
+  megatron_2022,  // main at d898a899 (2022-05-25): the code of Korthikanti et al., MLSys'23
+  megatron_core,  // Megatron-Core from 2023-10 (4eeff55d): overlapped gradient reduce and p2p
+};
+std::string_view to_string(Framework framework);  // megatron-2021 | megatron-2022 | megatron-core
+std::optional<Framework> parse_framework(std::string_view name);
+struct FrameworkBehaviour {
+  TpComm tp_comm = TpComm::async;
+  P2pMode p2p = P2pMode::async;
+  bool p2p_scatter_gather = false;
+  DdpMode ddp = DdpMode::overlap;
+};
+// What `framework` does. Without a framework key strata behaves as the newest, megatron-core.
+FrameworkBehaviour framework_behaviour(Framework framework);
+inline constexpr Framework kNewestFramework = Framework::megatron_core;
+
 // Gradient compression of the data-parallel exchange (docs/compression.md), each lowered as
 // codec tasks (TaskKind::compress) around smaller transfers, with error feedback:
 // int8 / fp8, every message of a ring allreduce quantized with one scale per ring chunk (int8:
@@ -119,6 +158,13 @@ struct StrategyConfig {
   // stage_tp[s] workers of each replica. Empty: every stage runs on tp. With it, tp stays 1.
   std::vector<int> stage_tp;
   DdpMode ddp = DdpMode::overlap;
+  TpComm tp_comm = TpComm::async;  // FrameworkBehaviour: the newest framework's by default
+  P2pMode p2p = P2pMode::async;
+  // Megatron-LM's scatter-gather of pipeline transfers (Narayanan et al. 2021, section 4.1): each
+  // tensor-parallel rank sends 1/t of the activation, and the receiving stage all-gathers it
+  // over its tensor-parallel group. Only where both stages have t > 1 ranks and no sequence
+  // parallelism (which already splits the activation).
+  bool p2p_scatter_gather = false;
   bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
   // Bandwidth reduction: the DP gradients' codec (needs dp >= 2 and zero = 0).
   Compression compression = Compression::none;
