@@ -20,6 +20,7 @@ struct ValidatePublishedOptions {
   std::string data = std::string(STRATA_VALIDATION_DIR) + "/megatron-sc21-table1.json";
   std::string json, csv;
   double max_error = -1;  // < 0: no bound
+  int jobs = 2;           // rows replayed at once
 };
 
 int validate_published(const ValidatePublishedOptions& o) {
@@ -32,7 +33,7 @@ int validate_published(const ValidatePublishedOptions& o) {
         return resolve_platform(r.platform.empty() ? "selene-" + std::to_string(r.gpus) + ".xml"
                                                    : r.platform);
       },
-      replay_options(flags), 2);
+      replay_options(flags), o.jobs);
   std::cout << published_table(runs, results);
   const nlohmann::json doc = published_json(runs, results);
   if (!o.json.empty()) write_file_atomically(o.json, doc.dump(1) + "\n");
@@ -69,6 +70,8 @@ void add_validate_published_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-error", o->max_error,
                   "exit 1 when a row's iteration-time error exceeds PCT % (or a row is not simulated)")
       ->transform(real_number(0, 1e6));
+  cmd->add_option("--jobs", o->jobs, "rows replayed at once (each in a process of its own; default 2)")
+      ->transform(whole_number(1, 64));
   cmd->callback([&action, o] { action = [o] { return validate_published(*o); }; });
 }
 

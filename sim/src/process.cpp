@@ -161,5 +161,24 @@ std::vector<std::string> run_in_children(
   return results;
 }
 
+std::vector<ChildResult> run_in_children_each(const std::vector<std::function<std::string()>>& jobs,
+                                              int parallel) {
+  std::vector<ChildResult> results(jobs.size());
+  std::size_t next = 0;
+  while (next < jobs.size()) {
+    std::vector<std::pair<std::size_t, Child>> batch;
+    for (int p = 0; p < std::max(1, parallel) && next < jobs.size(); ++p, ++next)
+      batch.emplace_back(next, spawn(jobs[next]));
+    for (auto& [index, child] : batch) {  // every child of the batch is collected, failed or not
+      try {
+        results[index] = {true, collect(child)};
+      } catch (const InputError& e) {
+        results[index] = {false, e.what()};
+      }
+    }
+  }
+  return results;
+}
+
 }  // namespace sim
 }  // namespace strata

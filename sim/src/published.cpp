@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <new>
 
 #include "strata/sim/process.hpp"
 #include "strata/traces/error.hpp"
@@ -179,21 +180,35 @@ std::vector<PublishedResult> simulate_published(
     // In a child: the row's report as JSON, or {"not_simulated": <reason>} when the lowering
     // refuses an option it does not build yet.
     jobs.push_back([&runs, &r, &options, platform = x.platform] {
+      ReplayOptions quiet = options;
+      quiet.keep_trace = false;
+      quiet.progress = nullptr;
+      const auto skipped = [](const std::string& why) {
+        return nlohmann::json{{"not_simulated", why}}.dump();
+      };
       Plan plan;
       try {
         plan = lower(published_experiment(runs, r));
       } catch (const InputError& e) {
-        return nlohmann::json{{"not_simulated", e.what()}}.dump();
+        return skipped(e.what());
+      } catch (const std::bad_alloc&) {
+        return skipped("the Plan does not fit in the memory this machine has left");
       }
-      ReplayOptions quiet = options;
-      quiet.keep_trace = false;
-      quiet.progress = nullptr;
-      return report_to_json(replay(plan, platform, quiet).report).dump();
+      try {
+        return report_to_json(replay(plan, platform, quiet).report).dump();
+      } catch (const std::bad_alloc&) {
+        return skipped("the replay of its " + std::to_string(plan.size()) +
+                       " tasks does not fit in the memory this machine has left");
+      }
     });
   }
-  const std::vector<std::string> outputs = run_in_children(jobs, parallel);
+  const std::vector<ChildResult> outputs = run_in_children_each(jobs, parallel);
   for (std::size_t i = 0; i < results.size(); ++i) {
-    const nlohmann::json j = nlohmann::json::parse(outputs[i]);
+    if (!outputs[i].ok) {  // killed, most often by the kernel when the machine ran out of memory
+      results[i].not_simulated = outputs[i].text;
+      continue;
+    }
+    const nlohmann::json j = nlohmann::json::parse(outputs[i].text);
     if (j.contains("not_simulated"))
       results[i].not_simulated = j["not_simulated"].get<std::string>();
     else

@@ -27,5 +27,16 @@ std::vector<std::string> run_in_children(
     const std::vector<std::function<std::string()>>& jobs, int parallel,
     const std::function<void(std::size_t, const std::string&)>& on_done = {});
 
+// What one job of run_in_children_each gave: its result, or (ok false) the one-line reason its
+// child failed (its exception's message, or "simulation process killed by signal Killed").
+struct ChildResult {
+  bool ok = false;
+  std::string text;
+};
+// Like run_in_children, but a job whose child fails does not end the others: each job's result
+// or failure, in job order.
+std::vector<ChildResult> run_in_children_each(const std::vector<std::function<std::string()>>& jobs,
+                                              int parallel);
+
 }  // namespace sim
 }  // namespace strata
