@@ -149,7 +149,7 @@ void Dispatcher::assign_comm_streams() {
     comm_offsets_[i + 1] = comm_offsets_[i] + (t.stream == Stream::comm ? t.participants().size() : 0);
   }
   comm_slots_.resize(comm_offsets_.back());
-  enum : std::uint64_t { kByName = 0, kByGroup = 1, kByPeer = 2 };
+  constexpr std::uint64_t kByName = 0, kByGroup = 1, kByPeer = 2;  // the kind of key
   std::map<std::string, std::uint64_t> names;
   std::map<std::vector<WorkerId>, std::uint64_t> groups;
   std::unordered_map<std::uint64_t, std::uint32_t> slot_of_key;
