@@ -16,6 +16,7 @@
 namespace strata {
 namespace {
 
+using test::add_transfer;
 using test::comm_task;
 using test::fixed_task;
 
@@ -32,15 +33,7 @@ std::string flat4() { return test::platforms_dir() + "test-flat-4.xml"; }
 
 TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
   Plan plan(2);
-  Task send = comm_task("send", TaskKind::send, 1e9);
-  send.worker = 0;
-  send.peer = 1;
-  TaskIndex s = plan.add_task(send);
-  Task recv = comm_task("recv", TaskKind::recv, 1e9);
-  recv.worker = 1;
-  recv.peer = 0;
-  TaskIndex r = plan.add_task(recv);
-  plan.add_data_dep(s, r);
+  add_transfer(plan, 0, 1, 1e9);
   plan.validate();
   ReplayResult result = replay(plan, flat4(), default_options());
   EXPECT_NEAR(result.report.iteration_time_s, kAlpha + 1e9 / kBeta, 1e-12);
@@ -54,14 +47,7 @@ TEST(Replay, OneTransferIsLatencyPlusSizeOverBandwidth) {
 TEST(Replay, AStreamInIssueOrderRunsItsTasksInThatOrder) {
   Plan plan(2);
   const TaskIndex x = plan.add_task(fixed_task("x", 1, 3.0));
-  Task send = comm_task("send", TaskKind::send, 1e9);
-  send.worker = 1;
-  send.peer = 0;
-  const TaskIndex s = plan.add_task(send);
-  Task recv = comm_task("recv", TaskKind::recv, 1e9);
-  recv.worker = 0;
-  recv.peer = 1;
-  const TaskIndex r = plan.add_task(recv);
+  const auto [s, r] = add_transfer(plan, 1, 0, 1e9);
   Task a = fixed_task("a", 0, 1.0);
   a.priority = 0;
   const TaskIndex ai = plan.add_task(a);
@@ -69,7 +55,6 @@ TEST(Replay, AStreamInIssueOrderRunsItsTasksInThatOrder) {
   b.priority = 1;
   plan.add_task(b);
   plan.add_data_dep(x, s);
-  plan.add_data_dep(s, r);
   plan.add_data_dep(r, ai);
   plan.validate();
   const double transfer = kAlpha + 1e9 / kBeta;
@@ -248,14 +233,7 @@ TEST(Replay, WorkersOfAHostWithoutARouteToItselfCopyThroughMemory) {
       "<route src=\"alpha\" dst=\"beta\"><link_ctn id=\"l\"/></route>\n"
       "</zone></platform>\n");
   Plan plan(2);  // workers 0 and 1 both on alpha (natural placement)
-  Task send = comm_task("send", TaskKind::send, 1e9);
-  send.worker = 0;
-  send.peer = 1;
-  const TaskIndex s = plan.add_task(send);
-  Task recv = comm_task("recv", TaskKind::recv, 1e9);
-  recv.worker = 1;
-  recv.peer = 0;
-  plan.add_data_dep(s, plan.add_task(recv));
+  add_transfer(plan, 0, 1, 1e9);
   plan.validate();
   const ReplayResult result = replay(plan, platform, default_options());
   Task copy;

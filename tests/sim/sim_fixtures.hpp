@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "strata/models/zoo/zoo.hpp"
 #include "strata/traces/plan.hpp"
@@ -69,6 +70,21 @@ inline Task comm_task(const std::string& id, TaskKind kind, double bytes) {
   t.stream = Stream::comm;
   t.comm_bytes = bytes;
   return t;
+}
+
+// A send of `bytes` from worker `from` to `to` and its recv, the recv data-dependent on it;
+// returns {send, recv}.
+inline std::pair<TaskIndex, TaskIndex> add_transfer(Plan& plan, WorkerId from, WorkerId to, double bytes) {
+  Task send = comm_task("send", TaskKind::send, bytes);
+  send.worker = from;
+  send.peer = to;
+  const TaskIndex s = plan.add_task(send);
+  Task recv = comm_task("recv", TaskKind::recv, bytes);
+  recv.worker = to;
+  recv.peer = from;
+  const TaskIndex r = plan.add_task(recv);
+  plan.add_data_dep(s, r);
+  return {s, r};
 }
 
 inline Task fixed_task(const std::string& id, WorkerId worker, double seconds) {
