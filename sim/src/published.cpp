@@ -67,6 +67,16 @@ std::string strategy_text(const PublishedRow& r) {
   return "dp=" + std::to_string(r.dp()) + ",tp=" + std::to_string(r.tp) + ",pp=" + std::to_string(r.pp);
 }
 
+// The framework a row runs with: its own, or its file's ("" = strata's default).
+const std::string& row_framework(const PublishedRuns& runs, const PublishedRow& r) {
+  return r.framework.empty() ? runs.framework : r.framework;
+}
+
+// The published TFLOP/s per GPU, with the paper's FLOP count.
+double published_tflops(const PublishedResult& x) {
+  return x.flops / (x.published_s * static_cast<double>(x.row->gpus) * 1e12);
+}
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -112,7 +122,7 @@ double published_iteration_s(const PublishedRuns& runs, const PublishedRow& r) {
 std::vector<std::pair<std::string, std::string>> published_sets(const PublishedRuns& runs,
                                                                 const PublishedRow& r) {
   std::vector<std::pair<std::string, std::string>> sets;
-  const std::string& framework = r.framework.empty() ? runs.framework : r.framework;
+  const std::string& framework = row_framework(runs, r);
   if (!framework.empty()) sets.emplace_back("framework", framework);
   sets.emplace_back("layers", std::to_string(r.layers));
   sets.emplace_back("hidden", std::to_string(r.hidden));
@@ -126,7 +136,7 @@ std::vector<std::pair<std::string, std::string>> published_sets(const PublishedR
 }
 
 std::string published_configuration(const PublishedRuns& runs, const PublishedRow& r) {
-  const std::string& framework = r.framework.empty() ? runs.framework : r.framework;
+  const std::string& framework = row_framework(runs, r);
   std::string text = strategy_text(r) + " mbs=" + std::to_string(r.microbatch_size) +
                      " B=" + std::to_string(r.global_batch) + " recompute=" + r.recompute;
   if (r.interleave > 1) text += " v=" + std::to_string(r.interleave);
@@ -239,13 +249,12 @@ std::string published_table(const PublishedRuns& runs, const std::vector<Publish
   std::string notes;
   for (const PublishedResult& x : results) {
     const bool sim = x.report.has_value();
-    const double published_tflops = x.flops / (x.published_s * static_cast<double>(x.row->gpus) * 1e12);
     std::snprintf(line, sizeof line, "%3lld %6s %-72s %12s %12.3f %8s %14s %14.1f %4s %9s\n",
                   static_cast<long long>(x.row->row), x.row->params.c_str(),
                   published_configuration(runs, *x.row).c_str(),
                   sim ? fmt("%.3f", x.report->iteration_time_s).c_str() : "-", x.published_s,
                   sim ? fmt("%+.1f", x.error_pct()).c_str() : "-",
-                  sim ? fmt("%.1f", x.predicted_tflops()).c_str() : "-", published_tflops,
+                  sim ? fmt("%.1f", x.predicted_tflops()).c_str() : "-", published_tflops(x),
                   sim ? (x.report->fits ? "yes" : "no") : "-",
                   sim ? fmt("%.1f", x.report->peak_memory_bytes / kGiB).c_str() : "-");
     out += line;
@@ -259,21 +268,20 @@ std::string published_table(const PublishedRuns& runs, const std::vector<Publish
 nlohmann::json published_json(const PublishedRuns& runs, const std::vector<PublishedResult>& results) {
   nlohmann::json rows = nlohmann::json::array();
   for (const PublishedResult& x : results) {
-    nlohmann::json j = {
-        {"row", x.row->row},
-        {"params", x.row->params},
-        {"configuration", published_configuration(runs, *x.row)},
-        {"command", published_command(runs, *x.row, x.platform)},
-        {"flops_per_iteration", x.flops},
-        {"published_s", x.published_s},
-        {"published_tflops_per_gpu", x.flops / (x.published_s * static_cast<double>(x.row->gpus) * 1e12)},
-        {"simulated", x.report.has_value()},
-        {"not_simulated", x.not_simulated},
-        {"predicted_s", nullptr},
-        {"predicted_tflops_per_gpu", nullptr},
-        {"error_pct", nullptr},
-        {"fits", nullptr},
-        {"peak_memory_bytes", nullptr}};
+    nlohmann::json j = {{"row", x.row->row},
+                        {"params", x.row->params},
+                        {"configuration", published_configuration(runs, *x.row)},
+                        {"command", published_command(runs, *x.row, x.platform)},
+                        {"flops_per_iteration", x.flops},
+                        {"published_s", x.published_s},
+                        {"published_tflops_per_gpu", published_tflops(x)},
+                        {"simulated", x.report.has_value()},
+                        {"not_simulated", x.not_simulated},
+                        {"predicted_s", nullptr},
+                        {"predicted_tflops_per_gpu", nullptr},
+                        {"error_pct", nullptr},
+                        {"fits", nullptr},
+                        {"peak_memory_bytes", nullptr}};
     if (x.report) {
       j["predicted_s"] = x.report->iteration_time_s;
       j["predicted_tflops_per_gpu"] = x.predicted_tflops();
