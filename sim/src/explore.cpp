@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "strata/models/cost/bus_bandwidth.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/traces/error.hpp"
 #include "strata/traces/json_io.hpp"
@@ -24,12 +25,40 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A host's fabric across the process boundary: null (links at peak), a shipped fabric's name, or
+// a platform's curves with their resolved nominal.
+nlohmann::json fabric_to_json(const Fabric* f) {
+  if (f == nullptr) return nullptr;
+  if (f->name != "platform") return f->name;
+  nlohmann::json curves = nlohmann::json::array();
+  for (const BusCurve& c : f->curves) curves.push_back({c.bytes, c.busbw});
+  return {{"curves", curves}, {"nominal", f->nominal}, {"source", f->source}};
+}
+
+std::shared_ptr<const Fabric> fabric_from_json(const nlohmann::json& j) {
+  if (j.is_null()) return nullptr;
+  if (j.is_string()) {
+    const Fabric* shipped = shipped_fabric(j.get<std::string>());
+    STRATA_ASSERT(shipped != nullptr, "unknown shipped fabric " + j.dump());
+    return {std::shared_ptr<const Fabric>{}, shipped};  // static storage: not owned
+  }
+  auto f = std::make_shared<Fabric>();
+  f->name = "platform";
+  for (std::size_t c = 0; c < f->curves.size(); ++c) {
+    f->curves[c].bytes = j["curves"][c][0].get<std::vector<double>>();
+    f->curves[c].busbw = j["curves"][c][1].get<std::vector<double>>();
+  }
+  f->nominal = j["nominal"].get<double>();
+  f->source = j["source"].get<std::string>();
+  return f;
+}
+
 nlohmann::json summary_to_json(const PlatformSummary& p) {
   nlohmann::json hosts = nlohmann::json::array();
   for (const HostSpec& h : p.hosts)
     hosts.push_back({h.name, h.slots, h.flops_fp32, h.flops_bf16, h.flops_fp16, h.flops_fp64, h.mem_bw,
                      h.gpu_memory, h.price_per_hour, h.watts_idle, h.watts_busy, static_cast<int>(h.gpu),
-                     h.pcie_bw});
+                     h.pcie_bw, fabric_to_json(h.fabric_intra.get()), fabric_to_json(h.fabric_inter.get())});
   const NetworkSummary& n = p.network;
   return {{"path", p.path},
           {"hosts", hosts},
@@ -54,6 +83,8 @@ PlatformSummary summary_from_json(const nlohmann::json& j) {
     s.watts_busy = h[10].get<double>();
     s.gpu = static_cast<GpuType>(h[11].get<int>());  // the estimate prices GPU hosts as the replay does
     s.pcie_bw = h[12].get<double>();
+    s.fabric_intra = fabric_from_json(h[13]);  // collectives priced as the replay prices them
+    s.fabric_inter = fabric_from_json(h[14]);
     p.hosts.push_back(s);
   }
   const auto& n = j["network"];

@@ -15,10 +15,12 @@
 #include <sstream>
 
 #include "platform_check.hpp"
+#include "strata/models/cost/bus_bandwidth.hpp"
 #include "strata/models/cost/serverless.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
+#include "strata/traces/json_io.hpp"
 #include "strata/traces/outputs.hpp"
 
 namespace strata {
@@ -266,6 +268,15 @@ LoadedPlatform::LoadedPlatform(const std::string& path, const NetworkConfig& net
     net.inter_bw = net.intra_bw;
     net.inter_latency = net.intra_latency;
   }
+  // Bus-bandwidth curves a host's properties give are fractions of these links (bus_bandwidth.hpp).
+  for (HostSpec& spec : summary_.hosts)
+    for (const bool inter : {false, true}) {
+      std::shared_ptr<const Fabric>& fabric = inter ? spec.fabric_inter : spec.fabric_intra;
+      std::string problem;
+      fabric = resolve_platform_fabric(fabric, inter, inter ? net.inter_bw : net.intra_bw, problem);
+      if (!problem.empty())
+        throw InputError(input_error_message(path, "host " + quote_for_message(spec.name), problem));
+    }
   // After the workers' hosts: no worker is placed on them.
   auto append = [this](simgrid::s4u::Host* h, HostSpec spec, int& index) {
     if (h == nullptr) return;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "platform_units.hpp"
+#include "strata/models/cost/bus_bandwidth.hpp"
 #include "strata/models/cost/hardware.hpp"
 #include "strata/models/cost/serverless.hpp"
 #include "strata/traces/error.hpp"
@@ -112,6 +113,14 @@ std::string check_wattage(const std::string& value, std::size_t pstates) {
   return "";
 }
 
+// A models reader's complaint "host 'h': property 'key': problem" without what precedes the problem.
+std::string problem_of(const InputError& e, const std::string& key) {
+  const std::string what = e.what();
+  const std::string marker = "property '" + key + "': ";
+  const std::size_t at = what.find(marker);
+  return at == std::string::npos ? what : what.substr(at + marker.size());
+}
+
 // Reads one strata property alone with models' reader (the cost model's own parsing, units
 // included) and returns its value; `problem` gets the reader's complaint.
 double read_with_models(const std::string& key, const std::string& value, std::string& problem) {
@@ -128,10 +137,7 @@ double read_with_models(const std::string& key, const std::string& value, std::s
     return spec.price_per_hour;
   } catch (const InputError& e) {
     // "host 'h': property 'key': <problem>"
-    const std::string what = e.what();
-    const std::string marker = "property '" + key + "': ";
-    const std::size_t at = what.find(marker);
-    problem = at == std::string::npos ? what : what.substr(at + marker.size());
+    problem = problem_of(e, key);
     return 0;
   }
 }
@@ -162,10 +168,29 @@ std::string check_serverless_property(const std::string& key, const std::string&
       function_pool_from_properties("h", p, 1.0);
     }
   } catch (const InputError& e) {
-    const std::string what = e.what();
-    const std::string marker = "property '" + key + "': ";
-    const std::size_t at = what.find(marker);
-    return at == std::string::npos ? what : what.substr(at + marker.size());
+    return problem_of(e, key);
+  }
+  return "";
+}
+
+// The fabric properties (models/cost/bus_bandwidth.hpp), for near-miss hints.
+const std::vector<std::string>& fabric_property_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"fabric_intra", "fabric_inter"};
+    for (std::string_view c : {"allreduce", "allgather", "reduce_scatter", "sendrecv"})
+      for (std::string_view side : {"_intra", "_inter"})
+        n.push_back(std::string("busbw_").append(c).append(side));
+    return n;
+  }();
+  return names;
+}
+
+// A fabric property alone, read by models' reader; its complaint without the prefix.
+std::string check_fabric_property(const std::string& key, const std::string& value) {
+  try {
+    fabric_from_properties("h", {{key, value}}, GpuType::none, key.ends_with("_inter"));
+  } catch (const InputError& e) {
+    return problem_of(e, key);
   }
   return "";
 }
@@ -174,6 +199,7 @@ std::string check_serverless_property(const std::string& key, const std::string&
 
 std::string near_miss_hint(const std::string& key) {
   auto known = [&](std::string_view name) { return name == key; };
+  if (is_fabric_property(key)) return "";
   if (std::ranges::any_of(kStrataNames, known) || std::ranges::any_of(kSimGridNames, known) ||
       std::ranges::any_of(kAnnotations, known) || std::ranges::any_of(serverless_property_names(), known))
     return "";
@@ -195,6 +221,7 @@ std::string near_miss_hint(const std::string& key) {
   for (std::string_view name : kStrataNames) consider(name);
   for (std::string_view name : kSimGridNames) consider(name);
   for (std::string_view name : serverless_property_names()) consider(name);
+  for (std::string_view name : fabric_property_names()) consider(name);
   return best.empty() ? "" : "unknown property; did you mean '" + std::string(best) + "'?";
 }
 
@@ -208,6 +235,7 @@ std::string check_host_property(const std::string& key, const std::string& value
   }
   if (std::ranges::find(serverless_property_names(), key) != serverless_property_names().end())
     return check_serverless_property(key, value);
+  if (is_fabric_property(key)) return check_fabric_property(key, value);
   if (std::ranges::find(kStrataNames, key) == kStrataNames.end()) return near_miss_hint(key);
   std::string problem;
   const double parsed = read_with_models(key, value, problem);

@@ -19,7 +19,8 @@ namespace strata {
 inline namespace sim {
 namespace {
 
-constexpr double kMaxTransferBytes = 9007199254740992.0;  // 2^53
+constexpr double kMaxTransferBytes = 9007199254740992.0;    // 2^53
+constexpr double kMaxPayloadBytes = 4611686018427387904.0;  // 2^62
 
 class ReplayEngine {
  public:
@@ -107,6 +108,23 @@ class ReplayEngine {
   }
   sg::Host* host_of_worker(WorkerId w) const { return platform_.host(host_index(w)); }
 
+  // The bus-bandwidth curves of the links between two workers (hardware.hpp's fabrics): the
+  // source host's inside one host, its links to other hosts otherwise.
+  const Fabric* fabric_between(WorkerId src, WorkerId dst) const {
+    const HostSpec& spec = specs_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(src)])];
+    return host_of_[static_cast<std::size_t>(src)] == host_of_[static_cast<std::size_t>(dst)]
+               ? spec.fabric_intra.get()
+               : spec.fabric_inter.get();
+  }
+  // A collective's: inside a host when the whole group is on one, else between hosts.
+  const Fabric* group_fabric(const Task& task) const {
+    const WorkerId first = task.group.front();
+    for (WorkerId w : task.group)
+      if (host_of_[static_cast<std::size_t>(w)] != host_of_[static_cast<std::size_t>(first)])
+        return fabric_between(first, w);
+    return fabric_between(first, first);
+  }
+
   // Whether the platform routes host `h` to itself (a cluster's loopback, a declared route): asked
   // of SimGrid once per host, only for hosts with a transfer to themselves.
   bool has_self_route(int h) {
@@ -155,7 +173,9 @@ class ReplayEngine {
       start_collective(t);
     } else if (task.kind == TaskKind::send) {
       account_bytes(task.worker, task.peer, task.comm_bytes);
-      start_comm(t, -1, task.worker, task.peer, task.comm_bytes);
+      start_comm(t, -1, task.worker, task.peer,
+                 task.comm_bytes /
+                     bus_efficiency(fabric_between(task.worker, task.peer), task.kind, task.comm_bytes));
     } else if (task.kind == TaskKind::recv) {
       finish_task(t);  // the matching send carried the transfer
     } else {
@@ -216,11 +236,13 @@ class ReplayEngine {
       return;
     }
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
-    // check_transfer_sizes bounds a task's bytes by 2^53 and a flow carries at most twice its
-    // task's (an aggregated ring allreduce), so the conversion below is defined.
-    STRATA_ASSERT(bytes >= 0 && bytes <= 2 * kMaxTransferBytes, "flow of " + std::to_string(bytes) + " B");
+    // check_transfer_sizes bounds a task's bytes by 2^53; a flow carries at most twice its task's
+    // (an aggregated ring allreduce), over the fabric's efficiency (bus_bandwidth.hpp), which
+    // can be tiny for tiny messages: capped at 2^62 B so that the conversion below is defined.
+    STRATA_ASSERT(bytes >= 0, "flow of " + std::to_string(bytes) + " B");
+    const double payload = std::min(bytes, kMaxPayloadBytes);
     // At least one byte: concurrent zero-byte transfers serialise in SimGrid 3.32.
-    comm->set_payload_size(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bytes + 0.5)));
+    comm->set_payload_size(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(payload + 0.5)));
     track(comm, t, flow);
     comm->start();
   }
@@ -250,6 +272,13 @@ class ReplayEngine {
       state.pending[f] = static_cast<std::uint32_t>(state.flows[f].deps.size());
       for (std::uint32_t d : state.flows[f].deps) state.successors[d].push_back(f);
       account_bytes(state.flows[f].src, state.flows[f].dst, state.flows[f].bytes);
+    }
+    // The wire carries the bytes at the fabric's achieved bus bandwidth for this buffer size: each
+    // flow's payload over the efficiency (the accounting above keeps the true bytes).
+    if (!is_hub_algo(task.algo)) {
+      const double efficiency = bus_efficiency(group_fabric(task), task.kind, task.comm_bytes);
+      if (efficiency < 1)
+        for (Flow& flow : state.flows) flow.bytes /= efficiency;
     }
     auto& stored = collectives_[t] = std::move(state);
     for (std::uint32_t f = 0; f < stored.flows.size(); ++f)

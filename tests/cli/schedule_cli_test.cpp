@@ -102,15 +102,17 @@ TEST_F(ScheduleCli, PartitionBalancedRecordsTheCutAndRefusesWhatItCannotDo) {
       run("simulate --model gpt2-small --strategy pp=6 --set stage_blocks=2,2,2,2,2,3 --platform " +
           kPlatforms + "test-hetero-8.xml --report " + path("r.json")),
       "--set stage_blocks: the stages hold 13 blocks, gpt2-small has 12", path("r.json"));
-  // With tp > 1 on alike GPUs the degrees are chosen with the cut, recorded as stage_tp.
+  // With tp > 1 on alike GPUs the degrees are chosen with the cut, recorded as stage_tp: gpt2-small's
+  // 1.5 MB TP all-reduces run at about a tenth of NVLink (the A100 NVSwitch bus-bandwidth curve), so
+  // only the head's stage, whose logits GEMM dominates, gains from more ranks.
   r = run(
       "simulate --model gpt2-small --strategy tp=2,pp=12 --microbatches 24 --partition balanced --platform " +
       kPlatforms + "a100-cluster-64.xml --report " + path("joint.json"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.err.find("tensor-parallel degrees 2,1,1,1,1,1,1,1,1,1,1,6 (tp=2 each before)"),
+  EXPECT_NE(r.err.find("tensor-parallel degrees 1,1,1,1,1,1,1,1,1,1,1,6 (tp=2 each before)"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.out.find("strategy dp=1,tp=2+1+1+1+1+1+1+1+1+1+1+6,pp=12"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("strategy dp=1,tp=1+1+1+1+1+1+1+1+1+1+1+6,pp=12"), std::string::npos) << r.out;
   expect_one_line_error(run("simulate --model gpt2-small --strategy pp=2 --partition balanced --set "
                             "stage_tp=2,1 --platform " +
                             kPlatforms + "a100-node-8.xml --report " + path("r.json")),

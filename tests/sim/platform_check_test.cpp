@@ -75,10 +75,10 @@ TEST(PlatformCheck, TheLineIsTheAttributesOwnInATagOfSeveralLines) {
   std::ifstream in(test::platforms_dir() + "test-flat-4.xml");
   const std::string shipped((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(problem_of("flat.xml", replaced(shipped, "bw=\"100GBps\"", "bw=\"0Bps\"")),
-            "flat.xml:25: cluster 'test-flat-4' attribute bw: '0Bps' is zero; it must be positive");
+            "flat.xml:27: cluster 'test-flat-4' attribute bw: '0Bps' is zero; it must be positive");
   EXPECT_EQ(
       problem_of("flat-bb.xml", replaced(shipped, "bb_bw=\"1e18Bps\"", "bb_bw=\"1e19Bps\"")),
-      "flat-bb.xml:26: cluster 'test-flat-4' attribute bb_bw: '1e19Bps' = 1e+19 B/s is above 1e+18 B/s, the "
+      "flat-bb.xml:28: cluster 'test-flat-4' attribute bb_bw: '1e19Bps' = 1e+19 B/s is above 1e+18 B/s, the "
       "largest strata accepts");
 }
 

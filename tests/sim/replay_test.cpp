@@ -91,6 +91,43 @@ TEST(Replay, RingAllreduceStepMatchesAlphaBeta) {
               1e-12);
 }
 
+// A platform's bus-bandwidth curve (models/cost/bus_bandwidth.hpp) slows the wire to the busbw it
+// gives for the buffer's size: 50 GB/s on 100 GB/s links is half the bandwidth, so the ring of
+// Replay.RingAllreduceStepMatchesAlphaBeta takes 6 (2 µs + 1 GB / (4 x 50 GB/s)) = 30.012 ms, and
+// the bytes counted are still the buffer's.
+TEST(Replay, ACollectiveRunsAtThePlatformsBusBandwidth) {
+  const std::string platform = test::flat_cluster(
+      4, 1, 1e11, 1e-6, 1e18, 0, "<prop id=\"busbw_allreduce_inter\" value=\"1MB:50GBps\"/>");
+  Plan plan(4);
+  Task ar = comm_task("ar", TaskKind::allreduce, 1e9);
+  ar.algo = CollectiveAlgo::ring;
+  ar.group = {0, 1, 2, 3};
+  plan.add_task(ar);
+  plan.validate();
+  ReplayOptions options;
+  options.collectives = CollectiveMode::step;
+  const ReplayResult result = replay(plan, platform, options);
+  EXPECT_NEAR(result.report.iteration_time_s, 6 * (kAlpha + 1e9 / (4 * 5e10)), 1e-12);
+  EXPECT_DOUBLE_EQ(result.report.bytes_inter_host, 6 * 4 * 1e9 / 4);
+}
+
+TEST(Replay, ACurveAboveItsLinkIsRefused) {
+  const std::string platform = test::flat_cluster(
+      4, 1, 1e11, 1e-6, 1e18, 0, "<prop id=\"busbw_allreduce_inter\" value=\"1MiB:150GBps\"/>");
+  Plan plan(4);
+  add_transfer(plan, 0, 1, 1e9);
+  plan.validate();
+  try {
+    replay(plan, platform, default_options());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              platform +
+                  ": host 'node-0': property 'busbw_allreduce_inter': 150.00 GB/s at 1.00 MiB "
+                  "is above the link's 100.00 GB/s (between hosts)");
+  }
+}
+
 TEST(Replay, RingAllreduceAggregatedMatchesStepExactlyWithoutContention) {
   auto step = std::stod(
       run_in_child([] { return std::to_string(ring_allreduce_time(CollectiveMode::step, 4, 1e9)); }));

@@ -41,9 +41,13 @@ inline std::string write_temp(const std::string& name, const std::string& xml) {
 }
 
 // A flat cluster of `hosts` hosts with `slots` GPUs each; private links of `bw` B/s and `lat`
-// seconds (end-to-end latency 2·lat), an ideal backbone; intra-host loopback of `loop_bw`.
-inline std::string flat_cluster(int hosts, int slots, double bw, double lat, double loop_bw = 1e18,
-                                double loop_lat = 0) {
+// seconds (end-to-end latency 2·lat), an ideal backbone; intra-host loopback of `loop_bw`;
+// collectives at those links' figures (fabric "ideal", not a bus-bandwidth curve) unless `fabric`
+// gives the hosts' fabric properties (models/cost/bus_bandwidth.hpp).
+inline std::string flat_cluster(
+    int hosts, int slots, double bw, double lat, double loop_bw = 1e18, double loop_lat = 0,
+    const std::string& fabric =
+        "<prop id=\"fabric_intra\" value=\"ideal\"/><prop id=\"fabric_inter\" value=\"ideal\"/>") {
   std::string xml =
       "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
       "<platform version=\"4.1\">\n"
@@ -58,8 +62,8 @@ inline std::string flat_cluster(int hosts, int slots, double bw, double lat, dou
       std::to_string(slots) +
       "\"/>\n"
       "<prop id=\"flops_fp32\" value=\"1e12\"/><prop id=\"flops_bf16\" value=\"1e12\"/>\n"
-      "<prop id=\"mem_bw\" value=\"1e12\"/><prop id=\"gpu_memory\" value=\"80e9\"/>\n"
-      "</cluster>\n</platform>\n";
+      "<prop id=\"mem_bw\" value=\"1e12\"/><prop id=\"gpu_memory\" value=\"80e9\"/>\n" +
+      fabric + "\n</cluster>\n</platform>\n";
   return write_temp("flat-" + std::to_string(hosts) + "x" + std::to_string(slots) + ".xml", xml);
 }
 

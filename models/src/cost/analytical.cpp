@@ -45,11 +45,21 @@ struct Context {
   const std::vector<BlockCost>& blocks;  // LayerCostTable::blocks of this configuration
 };
 
-// The sum of `count` collectives whose buffers total `bytes`: every α-β cost here is affine in
-// its buffer, t(S) = t(0) + (t(S) - t(0)), so the sum is (count - 1) t(0) + t(bytes).
+// The sum of `count` collectives whose buffers total `bytes`, each priced at the average buffer:
+// exact for the α-β costs alone (affine in the buffer), and for the buffers summed here, which
+// are alike (a stage's tensor-parallel collectives; DDP's buckets but the last), also where a
+// fabric's efficiency depends on the size.
 template <class Time>
 double sum_of(const Time& time, double count, double bytes) {
-  return count > 0 ? (count - 1) * time(0.0) + time(bytes) : 0;
+  return count > 0 ? count * time(bytes / count) : 0;
+}
+
+// The bandwidth a collective of `kind` over a `bytes` buffer gets on `link`: its peak times the
+// fabric's bus efficiency at that size (bus_bandwidth.hpp), as the replay prices its flows. An
+// object store, cache or parameter server keeps the link's figure.
+double achieved_bw(const Link& link, TaskKind kind, CollectiveAlgo algo, double bytes) {
+  if (is_hub_algo(algo)) return link.bw;
+  return link.bw * bus_efficiency(link.fabric, kind, bytes);
 }
 
 // `count` tensor-parallel collectives of `elems` elements per sample in all (layer_costs.hpp:
@@ -63,11 +73,26 @@ double tp_collectives_s(const Context& cx, double count, double elems) {
   const Link l = cx.tp;
   auto one = [&](double b) {
     if (c.sequence_parallel)
-      return reduce_scatter_time(c.tp_algo, c.tp, b, l.bw, l.latency) +
-             allgather_time(c.tp_algo, c.tp, b, l.bw, l.latency);
-    return allreduce_time(c.tp_algo, c.tp, b, l.bw, l.latency);
+      return reduce_scatter_time(c.tp_algo, c.tp, b, achieved_bw(l, TaskKind::reduce_scatter, c.tp_algo, b),
+                                 l.latency) +
+             allgather_time(c.tp_algo, c.tp, b, achieved_bw(l, TaskKind::allgather, c.tp_algo, b), l.latency);
+    return allreduce_time(c.tp_algo, c.tp, b, achieved_bw(l, TaskKind::allreduce, c.tp_algo, b), l.latency);
   };
   return sum_of(one, count, bytes);
+}
+
+// With sequence parallelism a column-parallel linear keeps only its 1/t shard of the input, so
+// its weight gradient all-gathers the input again in backward (Megatron-LM's
+// LinearWithGradAccumulationAndAsyncCommunication.backward; the lowering's bwdw gathers):
+// `count` such gathers of `elems` elements per sample in all.
+double sp_wgrad_gathers_s(const Context& cx, double count, double elems) {
+  const StrategyConfig& c = cx.config;
+  if (c.tp <= 1 || count <= 0 || !c.sequence_parallel) return 0;
+  const Link l = cx.tp;
+  auto one = [&](double b) {
+    return allgather_time(c.tp_algo, c.tp, b, achieved_bw(l, TaskKind::allgather, c.tp_algo, b), l.latency);
+  };
+  return sum_of(one, count, elems * cx.microbatch * bytes_per_element(c.dtype));
 }
 
 // ZeRO-3 gathers every block's parameters (a unit, lowering_zero3.cpp) before its forward and
@@ -80,7 +105,9 @@ double zero3_gather_s(const Context& cx, const StageCost& sc, Link dp) {
   const double units = sc.grads->units;
   if (c.zero < 3 || c.dp <= 1 || units <= 0) return 0;
   // A layer's 16-bit (or fp32) weights are as large as its gradient.
-  const double g = allgather_time(c.dp_algo, c.dp, sc.grads->layer_bytes / units, dp.bw, dp.latency);
+  const double g = allgather_time(
+      c.dp_algo, c.dp, sc.grads->layer_bytes / units,
+      achieved_bw(dp, TaskKind::allgather, c.dp_algo, sc.grads->layer_bytes / units), dp.latency);
   auto exposed = [&](double compute) { return g + (units - 1) * std::max(0.0, g - compute / units); };
   return exposed(sc.fwd_s) + exposed(sc.bwd_s);
 }
@@ -93,7 +120,8 @@ StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage,
   const StrategyConfig& config = cx.config;
   StageCost sc;
   sc.grads = &grads;
-  double fwd_count = 0, fwd_elems = 0, bwd_count = 0, bwd_elems = 0;
+  double fwd_count = 0, fwd_elems = 0, bwd_count = 0, bwd_elems = 0, wgrad_count = 0, wgrad_elems = 0;
+  double overlap_s = 0;
   for (int c = stage; static_cast<std::size_t>(c) + 1 < cuts.size(); c += config.pp) {
     const int first = cuts[static_cast<std::size_t>(c)];
     for (int b = first; b < cuts[static_cast<std::size_t>(c) + 1]; ++b) {
@@ -106,6 +134,9 @@ StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage,
       fwd_elems += k.tp_fwd_elems;
       bwd_count += k.tp_bwd_count;
       bwd_elems += k.tp_bwd_elems;
+      wgrad_count += k.tp_bwd_count;
+      wgrad_elems += k.tp_bwd_elems;
+      overlap_s += k.tp_bwd_overlap_s;
       if (config.recompute == Recompute::selective) {
         sc.bwd_s += k.attention_fwd_s;
         sc.flops += k.attention_flops;
@@ -122,7 +153,9 @@ StageCost stage_cost(const Context& cx, const std::vector<int>& cuts, int stage,
     }
   }
   sc.tp_fwd_s = tp_collectives_s(cx, fwd_count, fwd_elems);
-  sc.tp_bwd_s = tp_collectives_s(cx, bwd_count, bwd_elems);
+  sc.tp_bwd_s = tp_collectives_s(cx, bwd_count, bwd_elems) + sp_wgrad_gathers_s(cx, wgrad_count, wgrad_elems);
+  if (tp_dx_overlaps_wgrad(config))  // the dX all-reduces run beside the weight-gradient GEMMs
+    sc.tp_bwd_s -= std::min(tp_collectives_s(cx, wgrad_count, wgrad_elems), overlap_s);
   return sc;
 }
 
@@ -188,25 +221,34 @@ double compressed_exchange_s(const Context& cx, const Estimator::StageGrads& g, 
     case Compression::int8:
     case Compression::fp8:
       return cx.cost.compute_time(codec, cx.cluster.host) +
-             allreduce_time(c.dp_algo, c.dp, s + 4 * n, link.bw, link.latency);
+             allreduce_time(c.dp_algo, c.dp, s + 4 * n,
+                            achieved_bw(link, TaskKind::allreduce, c.dp_algo, s + 4 * n), link.latency);
     case Compression::topk: {
       const double k = std::ceil(c.topk_ratio * s);
       return 2 * cx.cost.compute_time(codec, cx.cluster.host) +
-             allgather_time(c.dp_algo, c.dp, n * k * (elem + 4), link.bw, link.latency);
+             allgather_time(c.dp_algo, c.dp, n * k * (elem + 4),
+                            achieved_bw(link, TaskKind::allgather, c.dp_algo, n * k * (elem + 4)),
+                            link.latency);
     }
     case Compression::powersgd: {
       const double values = g.params > 0 ? s / g.params : 0;  // this bucket's share of the stage
       const double r = c.powersgd_rank;
       codec.flops = 2 * r * s;  // P = M Q, Q = M^T P, P Q^T: one each of encode, project, decode
       return 3 * cx.cost.compute_time(codec, cx.cluster.host) +
-             allreduce_time(c.dp_algo, c.dp, values * (r * g.matrix_rows + g.matrix_rest) * elem, link.bw,
+             allreduce_time(c.dp_algo, c.dp, values * (r * g.matrix_rows + g.matrix_rest) * elem,
+                            achieved_bw(link, TaskKind::allreduce, c.dp_algo,
+                                        values * (r * g.matrix_rows + g.matrix_rest) * elem),
                             link.latency) +
-             allreduce_time(c.dp_algo, c.dp, values * r * g.matrix_cols * elem, link.bw, link.latency);
+             allreduce_time(
+                 c.dp_algo, c.dp, values * r * g.matrix_cols * elem,
+                 achieved_bw(link, TaskKind::allreduce, c.dp_algo, values * r * g.matrix_cols * elem),
+                 link.latency);
     }
     case Compression::none:
       break;
   }
-  return allreduce_time(c.dp_algo, c.dp, b, link.bw, link.latency);
+  return allreduce_time(c.dp_algo, c.dp, b, achieved_bw(link, TaskKind::allreduce, c.dp_algo, b),
+                        link.latency);
 }
 
 struct DpCost {
@@ -231,8 +273,11 @@ DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   if (c.dp <= 1 || g.buckets <= 0) return dp;
   auto one = [&](double b) {
     if (c.compression != Compression::none) return compressed_exchange_s(cx, g, b, link);
-    return c.zero >= 1 ? reduce_scatter_time(c.dp_algo, c.dp, b, link.bw, link.latency)
-                       : allreduce_time(c.dp_algo, c.dp, b, link.bw, link.latency);
+    return c.zero >= 1
+               ? reduce_scatter_time(c.dp_algo, c.dp, b,
+                                     achieved_bw(link, TaskKind::reduce_scatter, c.dp_algo, b), link.latency)
+               : allreduce_time(c.dp_algo, c.dp, b, achieved_bw(link, TaskKind::allreduce, c.dp_algo, b),
+                                link.latency);
   };
   dp.total_s = sum_of(one, g.buckets, g.bucket_bytes);
   const double overlappable = sum_of(one, g.buckets - 1, g.bucket_bytes - g.last_bucket);
@@ -260,7 +305,9 @@ double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
                              cx.cluster.host);
   }
   if (config.zero >= 1 && config.zero <= 2)  // the updated parameter shards gathered back
-    t += allgather_time(config.dp_algo, config.dp, params * per_param.params, dp.bw, dp.latency);
+    t += allgather_time(config.dp_algo, config.dp, params * per_param.params,
+                        achieved_bw(dp, TaskKind::allgather, config.dp_algo, params * per_param.params),
+                        dp.latency);
   return t;
 }
 
@@ -424,9 +471,16 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
       const bool split =
           config.p2p_scatter_gather && !config.sequence_parallel && config.tp > 1 && config.stage_tp.empty();
       const double transfer =
-          split ? p2p_time(sc.boundary_bytes / config.tp, pp.bw, pp.latency) +
-                      allgather_time(config.tp_algo, config.tp, sc.boundary_bytes, cx.tp.bw, cx.tp.latency)
-                : p2p_time(sc.boundary_bytes, pp.bw, pp.latency);
+          split
+              ? p2p_time(sc.boundary_bytes / config.tp,
+                         achieved_bw(pp, TaskKind::send, CollectiveAlgo::ring, sc.boundary_bytes / config.tp),
+                         pp.latency) +
+                    allgather_time(config.tp_algo, config.tp, sc.boundary_bytes,
+                                   achieved_bw(cx.tp, TaskKind::allgather, config.tp_algo, sc.boundary_bytes),
+                                   cx.tp.latency)
+              : p2p_time(sc.boundary_bytes,
+                         achieved_bw(pp, TaskKind::send, CollectiveAlgo::ring, sc.boundary_bytes),
+                         pp.latency);
       e.pp_comm_s += 2 * config.interleave * transfer;
       slowest_transfer = std::max(slowest_transfer, transfer);
     }
@@ -446,6 +500,11 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
   e.fits = cluster.host.gpu_memory <= 0 || e.peak_memory_bytes <= cluster.host.gpu_memory;
   set_throughput(cx, stages, e);
   return e;
+}
+
+bool tp_dx_overlaps_wgrad(const StrategyConfig& config) {
+  return config.tp > 1 && config.tp_comm == TpComm::async && !config.sequence_parallel &&
+         config.schedule != PipelineSchedule::zb_h1;
 }
 
 void price_estimate(Estimate& e, int workers, const std::vector<HostSpec>& hosts) {

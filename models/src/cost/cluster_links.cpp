@@ -20,7 +20,7 @@ bool same_host(long a, long b, int slots) { return a / slots == b / slots; }
 Link crossing_link(const ClusterSpec& c, long flows, bool intra_hops) {
   const int slots = c.host.slots;
   const auto sharing = static_cast<double>(std::clamp<long>(flows, 1, slots));
-  Link link{c.inter_bw * slots / sharing, c.inter_latency};
+  Link link{c.inter_bw * slots / sharing, c.inter_latency, c.host.fabric_inter.get()};
   if (intra_hops) {
     link.bw = std::min(link.bw, c.intra_bw);
     link.latency = std::max(link.latency, c.intra_latency);
@@ -28,7 +28,7 @@ Link crossing_link(const ClusterSpec& c, long flows, bool intra_hops) {
   return link;
 }
 
-Link intra(const ClusterSpec& c) { return {c.intra_bw, c.intra_latency}; }
+Link intra(const ClusterSpec& c) { return {c.intra_bw, c.intra_latency, c.host.fabric_intra.get()}; }
 
 }  // namespace
 

@@ -15,8 +15,9 @@ inline namespace models {
 namespace links {
 
 struct Link {
-  double bw;       // B/s per flow
-  double latency;  // s
+  double bw;                       // B/s per flow
+  double latency;                  // s
+  const Fabric* fabric = nullptr;  // its bus-bandwidth curves (bus_bandwidth.hpp); null: at peak
 };
 
 // A tp group is ranks [k tp, (k + 1) tp): crossing if any group straddles two hosts; its ring

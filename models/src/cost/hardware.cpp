@@ -178,6 +178,11 @@ void read_wattage(const PropertyReader& reader, HostSpec& spec) {
 
 }  // namespace
 
+std::optional<double> parse_size_text(std::string_view text) { return parse_quantity(text, Quantity::size); }
+std::optional<double> parse_bandwidth_text(std::string_view text) {
+  return parse_quantity(text, Quantity::bandwidth);
+}
+
 // Thresholds between the datasheet figures (A100: 312 TFLOP/s bf16, 40 or 80 GB; H100: 989 SXM,
 // 756 PCIe, 80 GB), so a rounded or unit-converted property still lands on its part.
 GpuType infer_gpu_type(double flops_bf16, double gpu_memory) {
@@ -216,6 +221,8 @@ HostSpec host_spec_from_properties(const std::string& host,
   read_wattage(reader, spec);
   if (reader.properties().contains("gpus"))
     spec.gpu = infer_gpu_type(spec.peak_flops(DType::bf16), spec.gpu_memory);
+  spec.fabric_intra = fabric_from_properties(host, properties, spec.gpu, false);
+  spec.fabric_inter = fabric_from_properties(host, properties, spec.gpu, true);
   return spec;
 }
 

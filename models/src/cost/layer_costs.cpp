@@ -38,6 +38,7 @@ void add_to_block(const Model& model, const Layer& layer, const LayerCost& c, Bl
   const bool has_tp = c.tp_elems > 0;
   (c.tp_forward ? block.tp_fwd_count : block.tp_bwd_count) += has_tp ? 1 : 0;
   (c.tp_forward ? block.tp_fwd_elems : block.tp_bwd_elems) += c.tp_elems;
+  if (!c.tp_forward && has_tp) block.tp_bwd_overlap_s += c.bwdw_s;
   if (in_checkpointed_block(model, layer)) {
     block.checkpointed_fwd_s += c.fwd_s;
     block.checkpointed_flops += c.fwd_flops;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "strata/models/cost/analytical.hpp"
+#include "strata/models/cost/bus_bandwidth.hpp"
 #include "strata/models/cost/layer_costs.hpp"
 #include "strata/models/cost/memory_model.hpp"
 #include "strata/traces/error.hpp"
@@ -27,10 +28,14 @@ PartitionProblem problem_at(const Model& model, StrategyConfig config, int degre
       table.blocks(microbatch, degree, config.dtype, layer_task_options(config));
   const std::vector<BlockMemory> memory = block_memory(model, config);
   const double per_param = bytes_per_param(config.optimizer, config.dtype).total();
+  // At the host's fabric's achieved bus bandwidth for the buffer (bus_bandwidth.hpp), as the
+  // replay and the closed form price them.
   auto collectives = [&](double count, double elems) {
     if (degree <= 1 || count <= 0) return 0.0;
-    return count * allreduce_time(config.tp_algo, degree, elems / count * microbatch * element,
-                                  platform.local_bandwidth, platform.local_latency);
+    const double bytes = elems / count * microbatch * element;
+    const double bw =
+        platform.local_bandwidth * bus_efficiency(host.fabric_intra.get(), TaskKind::allreduce, bytes);
+    return count * allreduce_time(config.tp_algo, degree, bytes, bw, platform.local_latency);
   };
   PartitionProblem problem;
   const int blocks = model.num_blocks_or_layers();
@@ -39,8 +44,9 @@ PartitionProblem problem_at(const Model& model, StrategyConfig config, int degre
     PartitionLayer layer;
     if (i < costs.size()) {
       const BlockCost& b = costs[i];
-      layer.time_s = b.fwd_s + b.bwd_s + collectives(b.tp_fwd_count, b.tp_fwd_elems) +
-                     collectives(b.tp_bwd_count, b.tp_bwd_elems);
+      const double bwd_collectives = collectives(b.tp_bwd_count, b.tp_bwd_elems);
+      layer.time_s = b.fwd_s + b.bwd_s + collectives(b.tp_fwd_count, b.tp_fwd_elems) + bwd_collectives -
+                     (tp_dx_overlaps_wgrad(config) ? std::min(bwd_collectives, b.tp_bwd_overlap_s) : 0);
       layer.transfer_s = transfer_latency + b.out_elems * microbatch * element / transfer_bandwidth;
     }
     if (i < memory.size()) {

@@ -118,6 +118,12 @@ double p2p_time(double bytes, double bw, double latency);
 Estimate estimate(const Model& model, const StrategyConfig& config, const ClusterSpec& cluster,
                   const CostModel& cost);
 
+// Whether the backward all-reduces of dX run beside the weight-gradient GEMMs, hidden up to their
+// length (BlockCost::tp_bwd_overlap_s), as the lowering's TP stream runs them: tp_comm=async,
+// without sequence parallelism (whose weight gradient first gathers its input again) and
+// without ZB-H1 (which defers the weight gradients).
+bool tp_dx_overlaps_wgrad(const StrategyConfig& config);
+
 // `e`'s energy and money per iteration on `hosts` (a platform's, in natural order): the workers
 // fill the hosts in order; each host used draws its idle power plus (busy - idle) times its
 // slots' busy share (the estimate's compute time over its iteration, on the slots the workers

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "strata/models/cost/bus_bandwidth.hpp"
 #include "strata/traces/task.hpp"
 
 namespace strata {
@@ -39,9 +41,18 @@ struct HostSpec {
   double watts_idle = 0;        // W per host
   double watts_busy = 0;        // W per host, all slots busy
   GpuType gpu = GpuType::none;  // none: CPU host, priced by the roofline alone
+  // The bus-bandwidth curves of its links inside the host and to other hosts
+  // (bus_bandwidth.hpp); null: links at peak.
+  std::shared_ptr<const Fabric> fabric_intra, fabric_inter;
 
   double peak_flops(DType dtype) const;
 };
+
+// A size ("64KiB", "1e6B", "8Mb") or a bandwidth ("300GBps", "200Gbps") written as host
+// properties are: a number with an optional unit (SI or binary prefixes; bits become bytes);
+// nullopt when malformed, not finite, or of another quantity.
+std::optional<double> parse_size_text(std::string_view text);
+std::optional<double> parse_bandwidth_text(std::string_view text);
 
 // Builds a HostSpec from properties; `speed` is SimGrid's per-core speed (flop/s), used when a
 // flops_* property is absent; `cores` its core count. Throws InputError naming the host and the

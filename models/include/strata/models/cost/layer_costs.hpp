@@ -42,6 +42,10 @@ struct BlockCost {
   double checkpointed_flops = 0;
   double tp_fwd_count = 0, tp_fwd_elems = 0;  // TP collectives and their elements per sample
   double tp_bwd_count = 0, tp_bwd_elems = 0;
+  // s of weight-gradient GEMMs of the layers whose TP collective is in backward (column-split
+  // linears): what tp_comm=async hides their dX all-reduces behind (Megatron-LM's
+  // LinearWithGradAccumulationAndAsyncCommunication).
+  double tp_bwd_overlap_s = 0;
   double checkpointed_tp_count = 0, checkpointed_tp_elems = 0;  // forward ones of checkpointed layers
   double out_elems = 0;                                         // the block's last layer's output
 };
