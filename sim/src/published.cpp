@@ -261,8 +261,25 @@ std::string published_table(const PublishedRuns& runs, const std::vector<Publish
     if (!sim) notes += "row " + std::to_string(x.row->row) + " not simulated: " + x.not_simulated + "\n";
   }
   const auto [mae, n] = published_mean_abs_error(results);
-  return out + notes + "mean absolute error of the iteration time: " + (n > 0 ? fmt("%.1f %%", mae) : "-") +
+  out += notes + "mean absolute error of the iteration time: " + (n > 0 ? fmt("%.1f %%", mae) : "-") +
          " over " + std::to_string(n) + " of " + std::to_string(results.size()) + " rows\n";
+  if (n == 0) return out;
+  // Where each predicted iteration goes (Report::breakdown), s per iteration, mean per GPU.
+  std::snprintf(line, sizeof line,
+                "\npredicted iteration by part (s per iteration, mean per GPU; exposed: not under "
+                "compute)\n%3s %9s %9s %9s %9s %9s %9s %9s %9s\n",
+                "row", "GEMM", "attention", "mem-bound", "optimizer", "exp. TP", "exp. PP", "exp. DP",
+                "bubble");
+  out += line;
+  for (const PublishedResult& x : results) {
+    if (!x.report) continue;
+    const Breakdown& b = x.report->breakdown;
+    std::snprintf(line, sizeof line, "%3lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n",
+                  static_cast<long long>(x.row->row), b.gemm_s, b.attention_s, b.memory_bound_s,
+                  b.optimizer_s, b.exposed_tp_s, b.exposed_pp_s, b.exposed_dp_s, b.idle_s);
+    out += line;
+  }
+  return out;
 }
 
 nlohmann::json published_json(const PublishedRuns& runs, const std::vector<PublishedResult>& results) {
@@ -281,13 +298,15 @@ nlohmann::json published_json(const PublishedRuns& runs, const std::vector<Publi
                         {"predicted_tflops_per_gpu", nullptr},
                         {"error_pct", nullptr},
                         {"fits", nullptr},
-                        {"peak_memory_bytes", nullptr}};
+                        {"peak_memory_bytes", nullptr},
+                        {"breakdown", nullptr}};
     if (x.report) {
       j["predicted_s"] = x.report->iteration_time_s;
       j["predicted_tflops_per_gpu"] = x.predicted_tflops();
       j["error_pct"] = x.error_pct();
       j["fits"] = x.report->fits;
       j["peak_memory_bytes"] = x.report->peak_memory_bytes;
+      j["breakdown"] = breakdown_to_json(x.report->breakdown);
     }
     rows.push_back(j);
   }
@@ -312,6 +331,14 @@ std::string published_csv(const nlohmann::json& doc) {
                                          "published_tflops_per_gpu",
                                          "fits",
                                          "peak_memory_bytes",
+                                         "gemm_s",
+                                         "attention_s",
+                                         "memory_bound_s",
+                                         "optimizer_s",
+                                         "exposed_tp_s",
+                                         "exposed_pp_s",
+                                         "exposed_dp_s",
+                                         "bubble_s",
                                          "not_simulated"};
   std::string s;
   for (const char* c : kColumns) s += (s.empty() ? "" : ",") + std::string(c);
@@ -319,7 +346,11 @@ std::string published_csv(const nlohmann::json& doc) {
   for (const auto& row : doc["rows"]) {
     std::string line;
     for (const char* c : kColumns) {
-      const nlohmann::json& v = row[c];
+      // The breakdown's columns come from the row's "breakdown" object (null when not simulated).
+      const nlohmann::json& breakdown = row.at("breakdown");
+      const nlohmann::json v = row.contains(c)         ? row.at(c)
+                               : breakdown.is_object() ? breakdown.at(c)
+                                                       : nlohmann::json();
       std::string cell = v.is_null()      ? ""
                          : v.is_boolean() ? (v.get<bool>() ? "yes" : "no")
                          : v.is_string()  ? v.get<std::string>()

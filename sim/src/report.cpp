@@ -4,8 +4,10 @@
 #include "strata/traces/units.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -94,6 +96,42 @@ void check_utilization(const Report& r, const Plan& plan) {
           fmt("%.1f %%", 100 * r.mfu) + "): give the model FLOPs its tasks execute, without recomputation"));
 }
 
+// The breakdown's parts (Breakdown).
+enum ComputePart : std::uint8_t { kGemm, kAttention, kOptimizer, kMemoryBound, kComputeParts };
+enum CommPart : std::uint8_t { kTp, kPp, kDp, kCommParts };
+
+ComputePart compute_part(TaskKind kind) {
+  if (is_linear(kind) || is_conv(kind)) return kGemm;
+  if (kind == TaskKind::attention_fwd || kind == TaskKind::attention_bwd) return kAttention;
+  if (kind == TaskKind::optimizer_step) return kOptimizer;
+  return kMemoryBound;
+}
+
+// The data-parallel replicas of a backprop Plan: PlanInfo::dp_replicas where the lowering set it,
+// else the "dp=N" of its strategy (what a Plan file records); 0 when neither says.
+std::size_t data_parallel_replicas(const Plan& plan) {
+  if (plan.info.dp_replicas > 0) return static_cast<std::size_t>(plan.info.dp_replicas);
+  const std::string& s = plan.info.strategy;
+  for (std::size_t at = s.find("dp="); at != std::string::npos; at = s.find("dp=", at + 1)) {
+    if (at > 0 && s[at - 1] != ',') continue;
+    char* end = nullptr;
+    const long dp = std::strtol(s.c_str() + at + 3, &end, 10);
+    if (dp > 0 && (*end == ',' || *end == '\0')) return static_cast<std::size_t>(dp);
+  }
+  return 0;
+}
+
+// Sends and receives: the pipeline's; a collective inside one replica of `replica_size` workers:
+// tensor-parallel; across replicas, or in a Plan without replicas (replica_size 0): data-parallel.
+CommPart comm_part(const Task& task, std::size_t replica_size) {
+  if (!is_collective(task.kind)) return kPp;
+  if (replica_size == 0) return kDp;
+  const auto replica = [&](WorkerId w) { return static_cast<std::size_t>(w) / replica_size; };
+  for (WorkerId w : task.group)
+    if (replica(w) != replica(task.group.front())) return kDp;
+  return kTp;
+}
+
 }  // namespace
 
 Trace make_trace(const Plan& plan, const std::vector<Span>& spans, const PlatformSummary& platform,
@@ -169,6 +207,11 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
       {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
   const auto workers = static_cast<std::size_t>(r.workers);
   std::vector<std::vector<Interval>> compute(workers), comm(workers);
+  // The breakdown's parts per worker: compute seconds by kind, communication intervals by group.
+  std::vector<std::array<double, kComputeParts>> part_s(workers, std::array<double, kComputeParts>{});
+  std::vector<std::array<std::vector<Interval>, kCommParts>> part_comm(workers);
+  const std::size_t replicas = data_parallel_replicas(plan);
+  const std::size_t replica_size = replicas > 0 ? std::max<std::size_t>(1, workers / replicas) : 0;
   for (const Span& span : spans) {
     const Task& task = plan.task(span.task);
     auto& w = window[static_cast<std::size_t>(task.iteration)];
@@ -177,8 +220,14 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     if (span.end <= span.start) continue;
     // By kind: a communication task on the compute stream (a blocking call) is communication,
     // exposed since the compute stream waits for it.
-    (is_communication(task.kind) ? comm : compute)[static_cast<std::size_t>(span.worker)].push_back(
-        {span.start, span.end});
+    const auto worker = static_cast<std::size_t>(span.worker);
+    if (is_communication(task.kind)) {
+      comm[worker].push_back({span.start, span.end});
+      part_comm[worker][comm_part(task, replica_size)].push_back({span.start, span.end});
+    } else {
+      compute[worker].push_back({span.start, span.end});
+      part_s[worker][compute_part(task.kind)] += span.end - span.start;
+    }
   }
   // The run starts at 0: the first iteration includes what delays its first task (a cold start).
   if (!window.empty() && window[0].second >= window[0].first)
@@ -228,6 +277,11 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
     wr.comm_s = total(m) / n_it;
     wr.exposed_comm_s = (total(m) - overlap(c, m)) / n_it;
     wr.idle_s = std::max(0.0, r.iteration_time_s - wr.compute_s - wr.exposed_comm_s);
+    std::array<double, kCommParts> exposed{};
+    for (std::size_t p = 0; p < kCommParts; ++p) {
+      const auto part = merged(std::move(part_comm[w][p]));
+      exposed[p] = (total(part) - overlap(c, part)) / n_it;
+    }
     wr.peak_memory_bytes =
         persistent[w] + (w < facts.peak_dynamic_memory.size() ? facts.peak_dynamic_memory[w] : 0);
     persistent_peak = std::max(persistent_peak, wr.peak_memory_bytes);
@@ -238,6 +292,14 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
       r.comm_s += wr.comm_s;
       r.exposed_comm_s += wr.exposed_comm_s;
       r.idle_s += wr.idle_s;
+      Breakdown& b = r.breakdown;
+      b.gemm_s += part_s[w][kGemm] / n_it;
+      b.attention_s += part_s[w][kAttention] / n_it;
+      b.optimizer_s += part_s[w][kOptimizer] / n_it;
+      b.memory_bound_s += part_s[w][kMemoryBound] / n_it;
+      b.exposed_tp_s += exposed[kTp];
+      b.exposed_pp_s += exposed[kPp];
+      b.exposed_dp_s += exposed[kDp];
       ++active;
     }
     r.per_worker.push_back(wr);
@@ -247,6 +309,11 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   r.comm_s /= nw;
   r.exposed_comm_s /= nw;
   r.idle_s /= nw;
+  for (double* part :
+       {&r.breakdown.gemm_s, &r.breakdown.attention_s, &r.breakdown.optimizer_s, &r.breakdown.memory_bound_s,
+        &r.breakdown.exposed_tp_s, &r.breakdown.exposed_pp_s, &r.breakdown.exposed_dp_s})
+    *part /= nw;
+  r.breakdown.idle_s = r.idle_s;
   r.bubble_fraction = r.iteration_time_s > 0 ? r.idle_s / r.iteration_time_s : 0;
   r.bytes_intra_host = facts.bytes_intra_host * byte_scale / n_it;
   r.bytes_inter_host = facts.bytes_inter_host * byte_scale / n_it;
@@ -276,6 +343,30 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   set_hardware_flops_utilization(r, plan, platform, facts.host_of_worker, active);
   check_utilization(r, plan);
   return r;
+}
+
+nlohmann::json breakdown_to_json(const Breakdown& b) {
+  return {{"gemm_s", b.gemm_s},
+          {"attention_s", b.attention_s},
+          {"memory_bound_s", b.memory_bound_s},
+          {"optimizer_s", b.optimizer_s},
+          {"exposed_tp_s", b.exposed_tp_s},
+          {"exposed_pp_s", b.exposed_pp_s},
+          {"exposed_dp_s", b.exposed_dp_s},
+          {"bubble_s", b.idle_s}};
+}
+
+Breakdown breakdown_from_json(const nlohmann::json& j) {
+  Breakdown b;
+  b.gemm_s = j.value("gemm_s", 0.0);
+  b.attention_s = j.value("attention_s", 0.0);
+  b.memory_bound_s = j.value("memory_bound_s", 0.0);
+  b.optimizer_s = j.value("optimizer_s", 0.0);
+  b.exposed_tp_s = j.value("exposed_tp_s", 0.0);
+  b.exposed_pp_s = j.value("exposed_pp_s", 0.0);
+  b.exposed_dp_s = j.value("exposed_dp_s", 0.0);
+  b.idle_s = j.value("bubble_s", 0.0);
+  return b;
 }
 
 nlohmann::json report_to_json(const Report& r) {
@@ -309,6 +400,7 @@ nlohmann::json report_to_json(const Report& r) {
   j["exposed_comm_s"] = r.exposed_comm_s;
   j["idle_s"] = r.idle_s;
   j["bubble_fraction"] = r.bubble_fraction;
+  j["breakdown"] = breakdown_to_json(r.breakdown);
   j["bytes_intra_host"] = r.bytes_intra_host;
   j["bytes_inter_host"] = r.bytes_inter_host;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
@@ -379,6 +471,8 @@ Report report_from_json(const nlohmann::json& j) {
   r.exposed_comm_s = j.value("exposed_comm_s", 0.0);
   r.idle_s = j.value("idle_s", 0.0);
   r.bubble_fraction = j.value("bubble_fraction", 0.0);
+  if (const auto b = j.find("breakdown"); b != j.end() && b->is_object())
+    r.breakdown = breakdown_from_json(*b);
   r.bytes_intra_host = j.value("bytes_intra_host", 0.0);
   r.bytes_inter_host = j.value("bytes_inter_host", 0.0);
   r.peak_memory_bytes = j.value("peak_memory_bytes", 0.0);
@@ -447,6 +541,11 @@ std::string format_report(const Report& r) {
        "\n";
   s += "idle per worker     " + format_seconds(r.idle_s) + ", bubble " +
        fmt("%.1f %%", 100 * r.bubble_fraction) + "\n";
+  const Breakdown& b = r.breakdown;
+  s += "by part per worker  GEMM " + format_seconds(b.gemm_s) + ", attention core " +
+       format_seconds(b.attention_s) + ", memory-bound " + format_seconds(b.memory_bound_s) + ", optimizer " +
+       format_seconds(b.optimizer_s) + "; exposed TP " + format_seconds(b.exposed_tp_s) + ", PP " +
+       format_seconds(b.exposed_pp_s) + ", DP " + format_seconds(b.exposed_dp_s) + "\n";
   s += "bytes per iteration " + format_si(r.bytes_intra_host, "B") + " intra-host, " +
        format_si(r.bytes_inter_host, "B") + " inter-host\n";
   s += "peak memory         " + format_bytes(r.peak_memory_bytes) + " per worker" +

@@ -3,12 +3,15 @@
 // (gtest_discover_tests); tests needing two replays run them in children (process.hpp).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "sim_fixtures.hpp"
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/hardware.hpp"
 #include "strata/models/lowering/strategy.hpp"
+#include "strata/models/zoo/zoo.hpp"
 #include "strata/sim/process.hpp"
 #include "strata/sim/replay.hpp"
 #include "strata/traces/error.hpp"
@@ -126,6 +129,50 @@ TEST(Replay, ACurveAboveItsLinkIsRefused) {
                   ": host 'node-0': property 'busbw_allreduce_inter': 150.00 GB/s at 1.00 MiB "
                   "is above the link's 100.00 GB/s (between hosts)");
   }
+}
+
+// The report's breakdown and MFU are what the trace says: a small GPT with dp 2, tp 2 on
+// test-flat-4 (one GPU per host: the TP all-reduces cross hosts too; the DP all-reduce after the
+// flush), its compute records summed
+// by kind per worker and averaged, and its model FLOPs over the iteration times the peak.
+TEST(Replay, TheReportsBreakdownAndMfuAreTheTracesSums) {
+  StrategyConfig config;
+  config.dp = 2;
+  config.tp = 2;
+  config.microbatches = 2;
+  config.global_batch = 4;
+  config.dtype = DType::bf16;
+  config.ddp = DdpMode::after_flush;  // the gradients' all-reduce after the flush: exposed
+  Plan plan = lower(
+      make_model("gpt3-175b",
+                 {{"layers", "2"}, {"hidden", "256"}, {"heads", "4"}, {"seq", "128"}, {"vocab", "1000"}}),
+      config);
+  plan.validate();
+  const ReplayResult result = replay(plan, flat4(), default_options());
+  const Report& r = result.report;
+  std::array<double, 4> parts{};  // GEMM, attention core, memory-bound, optimizer
+  for (const TraceRecord& record : result.trace.records) {
+    if (is_communication(record.kind)) continue;
+    const std::size_t part =
+        is_linear(record.kind)                                                             ? 0
+        : record.kind == TaskKind::attention_fwd || record.kind == TaskKind::attention_bwd ? 1
+        : record.kind == TaskKind::optimizer_step                                          ? 3
+                                                                                           : 2;
+    parts[part] += (record.end - record.start) / 4;  // every worker computes
+  }
+  EXPECT_GT(parts[0], 0);
+  EXPECT_GT(parts[1], 0);
+  EXPECT_GT(parts[2], 0);
+  EXPECT_GT(parts[3], 0);
+  EXPECT_NEAR(r.breakdown.gemm_s, parts[0], 1e-12);
+  EXPECT_NEAR(r.breakdown.attention_s, parts[1], 1e-12);
+  EXPECT_NEAR(r.breakdown.memory_bound_s, parts[2], 1e-12);
+  EXPECT_NEAR(r.breakdown.optimizer_s, parts[3], 1e-12);
+  EXPECT_NEAR(r.compute_s, parts[0] + parts[1] + parts[2] + parts[3], 1e-12);
+  EXPECT_GT(r.breakdown.exposed_tp_s, 0);
+  EXPECT_GT(r.breakdown.exposed_dp_s, 0);
+  EXPECT_DOUBLE_EQ(r.breakdown.exposed_pp_s, 0);
+  EXPECT_NEAR(r.mfu, plan.info.model_flops_per_iteration / (r.iteration_time_s * 4 * 312e12), 1e-12);
 }
 
 TEST(Replay, RingAllreduceAggregatedMatchesStepExactlyWithoutContention) {

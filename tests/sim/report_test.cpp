@@ -83,6 +83,66 @@ TEST(Report, PlanDeclaringMoreModelFlopsThanItRunsIsRefusedInOneLine) {
   }
 }
 
+// Two replicas of two workers (dp_replicas 2). Worker 0: a linear [0, 2], an attention core
+// [2, 3], a norm [3, 4], an optimizer step [9, 10]; a TP all-reduce with worker 1 [4, 6]; a send
+// to worker 2 [5, 7]; a DP all-reduce with worker 2 [6, 9]. The other workers compute nothing
+// (not averaged). Exposed (not under compute): TP 2 s, PP 2 s, DP 3 s, their union 5 s; idle
+// 10 - 5 (compute) - 5 = 0.
+TEST(Report, TheBreakdownSplitsComputeByKindAndExposedCommunicationByGroup) {
+  Plan plan(4);
+  plan.info.dp_replicas = 2;
+  std::vector<Span> spans;
+  auto add = [&](const char* id, TaskKind kind, std::vector<WorkerId> group, double start, double end) {
+    Task task;
+    task.id = id;
+    task.kind = kind;
+    task.worker = group.front();
+    if (is_collective(kind)) {
+      task.group = group;
+      task.stream = Stream::comm;
+      task.comm_bytes = 1;
+    } else if (kind == TaskKind::send) {
+      task.peer = group.back();
+      task.stream = Stream::comm;
+      task.comm_bytes = 1;
+    }
+    const TaskIndex t = plan.add_task(task);
+    for (WorkerId w : is_collective(kind) ? group : std::vector<WorkerId>{group.front()})
+      spans.push_back({t, w, start, end});
+  };
+  add("gemm", TaskKind::linear_fwd, {0}, 0, 2);
+  add("attention", TaskKind::attention_fwd, {0}, 2, 3);
+  add("norm", TaskKind::norm_fwd, {0}, 3, 4);
+  add("optimizer", TaskKind::optimizer_step, {0}, 9, 10);
+  add("tp", TaskKind::allreduce, {0, 1}, 4, 6);
+  add("pp", TaskKind::send, {0, 2}, 5, 7);
+  add("dp", TaskKind::allreduce, {0, 2}, 6, 9);
+  ReplayFacts facts;
+  facts.host_of_worker = {0, 0, 0, 0};
+  PlatformSummary platform = one_host();
+  platform.hosts[0].slots = 4;
+  const Report r = make_report(plan, spans, platform, facts);
+  const Breakdown& b = r.breakdown;
+  EXPECT_DOUBLE_EQ(b.gemm_s, 2);
+  EXPECT_DOUBLE_EQ(b.attention_s, 1);
+  EXPECT_DOUBLE_EQ(b.memory_bound_s, 1);
+  EXPECT_DOUBLE_EQ(b.optimizer_s, 1);
+  EXPECT_DOUBLE_EQ(b.gemm_s + b.attention_s + b.memory_bound_s + b.optimizer_s, r.compute_s);
+  EXPECT_DOUBLE_EQ(b.exposed_tp_s, 2);
+  EXPECT_DOUBLE_EQ(b.exposed_pp_s, 2);
+  EXPECT_DOUBLE_EQ(b.exposed_dp_s, 3);
+  EXPECT_DOUBLE_EQ(r.exposed_comm_s, 5);
+  EXPECT_DOUBLE_EQ(b.idle_s, 0);
+  const Report back = report_from_json(report_to_json(r));
+  EXPECT_DOUBLE_EQ(back.breakdown.exposed_dp_s, 3);
+  EXPECT_DOUBLE_EQ(back.breakdown.memory_bound_s, 1);
+  EXPECT_NE(
+      format_report(r).find("by part per worker  GEMM 2.000 s, attention core 1.000 s, memory-bound 1.000 s, "
+                            "optimizer 1.000 s; exposed TP 2.000 s, PP 2.000 s, DP 3.000 s"),
+      std::string::npos)
+      << format_report(r);
+}
+
 TEST(Report, HardwareUtilisationAbovePeakIsAnInternalError) {
   // 2e12 FLOP per worker in 1 s at 1e12 FLOP/s: 200 %, a task priced faster than peak.
   EXPECT_THROW(report_of(recompute_plan(0), 1), std::logic_error);

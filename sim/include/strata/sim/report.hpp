@@ -58,6 +58,29 @@ struct PlacementReport {
   double policy_run_time_s = 0;  // wall time (not part of any comparison of outputs)
 };
 
+// Where an iteration goes, per worker (s per iteration, mean over the workers that compute): the
+// compute stream's time by kind, each communicator's time not under compute, and the idle time.
+// The compute parts sum to Report::compute_s. Communication: sends and receives are the pipeline's
+// (pp); a collective within one data-parallel replica (PlanInfo::dp_replicas) is tensor-parallel
+// (tp), one across replicas data-parallel (dp; all collectives of a Plan without replicas). The
+// three exposed parts are each measured against compute alone, so where two communicators are
+// exposed at once their sum exceeds exposed_comm_s.
+struct Breakdown {
+  double gemm_s = 0;          // linear_* and conv_* tasks
+  double attention_s = 0;     // attention_fwd and attention_bwd (the attention core)
+  double optimizer_s = 0;     // optimizer_step
+  double memory_bound_s = 0;  // every other compute task (norms, activations, residuals, loss, ...)
+  double exposed_tp_s = 0;
+  double exposed_pp_s = 0;
+  double exposed_dp_s = 0;
+  double idle_s = 0;  // the bubble: neither compute nor exposed communication
+};
+
+// A breakdown as JSON: gemm_s, attention_s, memory_bound_s, optimizer_s, exposed_tp_s,
+// exposed_pp_s, exposed_dp_s, bubble_s (the idle time); and back (absent keys read as 0).
+nlohmann::json breakdown_to_json(const Breakdown& b);
+Breakdown breakdown_from_json(const nlohmann::json& j);
+
 struct Report {
   static constexpr int kSchemaVersion = 1;
   std::string model, strategy, schedule, platform, collectives, network;
@@ -83,6 +106,7 @@ struct Report {
   double exposed_comm_s = 0;
   double idle_s = 0;
   double bubble_fraction = 0;
+  Breakdown breakdown;
   double bytes_intra_host = 0;  // per iteration
   double bytes_inter_host = 0;
   double peak_memory_bytes = 0;  // max over workers
