@@ -97,10 +97,10 @@ void check_utilization(const Report& r, const Plan& plan) {
 }
 
 // The breakdown's parts (Breakdown).
-enum ComputePart : std::uint8_t { kGemm, kAttention, kOptimizer, kMemoryBound, kComputeParts };
-enum CommPart : std::uint8_t { kTp, kPp, kDp, kCommParts };
+constexpr std::size_t kGemm = 0, kAttention = 1, kOptimizer = 2, kMemoryBound = 3, kComputeParts = 4;
+constexpr std::size_t kTp = 0, kPp = 1, kDp = 2, kCommParts = 3;
 
-ComputePart compute_part(TaskKind kind) {
+std::size_t compute_part(TaskKind kind) {
   if (is_linear(kind) || is_conv(kind)) return kGemm;
   if (kind == TaskKind::attention_fwd || kind == TaskKind::attention_bwd) return kAttention;
   if (kind == TaskKind::optimizer_step) return kOptimizer;
@@ -123,7 +123,7 @@ std::size_t data_parallel_replicas(const Plan& plan) {
 
 // Sends and receives: the pipeline's; a collective inside one replica of `replica_size` workers:
 // tensor-parallel; across replicas, or in a Plan without replicas (replica_size 0): data-parallel.
-CommPart comm_part(const Task& task, std::size_t replica_size) {
+std::size_t comm_part(const Task& task, std::size_t replica_size) {
   if (!is_collective(task.kind)) return kPp;
   if (replica_size == 0) return kDp;
   const auto replica = [&](WorkerId w) { return static_cast<std::size_t>(w) / replica_size; };
