@@ -130,12 +130,7 @@ TEST(Analytical, DataParallelRingIsFullyExposedWithoutBackward) {
   // dp = 4 on one host at 1 GB/s, 10 µs: 2(n-1)(α + S/(nB)) = 6 (10 µs + 1 ms) = 6.06 ms.
   // Optimizer step: 1e6 x (4 + 8 read + 4 written) B (fp32 Adam) at 16 GB/s x 0.8 = 1.25 ms.
   // Not "synthetic": synthetic models' optimizer steps cost nothing (layer_tasks.hpp).
-  Model model = fixed_model(1, 1e-3, 0, 1e6);
-  model.family = "custom";
-  ClusterSpec cluster = free_cluster();
-  cluster.host.mem_bw = 16e9;
-  cluster.intra_bw = 1e9;
-  cluster.intra_latency = 1e-5;
+  auto [model, cluster] = dp_ring_case();
   const Estimate e = estimate(model, config_with(4, 1, 1, 0, 4), cluster, CostModel());
   EXPECT_DOUBLE_EQ(e.dp_comm_s, 6.06e-3);
   EXPECT_DOUBLE_EQ(e.exposed_comm_s, 6.06e-3);

@@ -129,12 +129,7 @@ TEST(BusCurve, TheClosedFormRunsCollectivesAtTheFabricsEfficiency) {
   // As Analytical.DataParallelRingIsFullyExposedWithoutBackward: dp = 4 on one host at 1 GB/s,
   // 10 µs, S = 4 MB. A platform curve of 0.5 GB/s at every size halves the bandwidth:
   // 6 (10 µs + 4 MB / (4 x 0.5 GB/s)) = 12.06 ms instead of 6.06 ms.
-  Model model = fixed_model(1, 1e-3, 0, 1e6);
-  model.family = "custom";
-  ClusterSpec cluster = free_cluster();
-  cluster.host.mem_bw = 16e9;
-  cluster.intra_bw = 1e9;
-  cluster.intra_latency = 1e-5;
+  auto [model, cluster] = dp_ring_case();
   std::string problem;
   cluster.host.fabric_intra = resolve_platform_fabric(
       fabric_from_properties("h", {{"busbw_allreduce_intra", "1MB:0.5GBps"}}, GpuType::none, false), false,

@@ -69,4 +69,20 @@ inline ClusterSpec free_cluster() {
   return cluster;
 }
 
+// Analytical.DataParallelRingIsFullyExposedWithoutBackward's case: one fixed layer (1 ms forward,
+// 0 backward) of 1e6 fp32 parameters ("custom": its optimizer step is priced), on one host at
+// 1 GB/s and 10 µs between slots, 16 GB/s of memory bandwidth.
+struct DpRingCase {
+  Model model;
+  ClusterSpec cluster;
+};
+inline DpRingCase dp_ring_case() {
+  DpRingCase c{fixed_model(1, 1e-3, 0, 1e6), free_cluster()};
+  c.model.family = "custom";
+  c.cluster.host.mem_bw = 16e9;
+  c.cluster.intra_bw = 1e9;
+  c.cluster.intra_latency = 1e-5;
+  return c;
+}
+
 }  // namespace strata::estimate_test
