@@ -76,6 +76,7 @@ StrategyConfig strategy_of(const Experiment& e, const Model& model) {
   c.tp_comm = e.tp_comm;
   c.p2p = e.p2p;
   c.p2p_scatter_gather = e.p2p_scatter_gather;
+  c.framework = e.framework.value_or(kNewestFramework);
   c.flash_attention = e.flash_attention;
   c.compression = e.compression;
   c.topk_ratio = e.topk_ratio;

@@ -101,7 +101,9 @@ TEST(AnalyticalOptions, SelectiveRecomputationReRunsTheAttentionCores) {
   double attention_fwd = 0;
   for (const Layer& layer : model.layers)
     if (layer.op == LayerOp::attention)
-      attention_fwd += cost.compute_time(layer_task(layer, Phase::forward, 4, 1, DType::bf16), cluster.host);
+      attention_fwd += cost.compute_time(
+          layer_task(layer, Phase::forward, 4, 1, DType::bf16, layer_task_options(config, model)),
+          cluster.host);
   const Estimate plain = estimate(model, config, cluster, cost);
   config.recompute = Recompute::selective;
   const Estimate selective = estimate(model, config, cluster, cost);

@@ -250,14 +250,15 @@ TEST(Analytical, GptComputeIsTheSumOfItsLayerTasks) {
   StrategyConfig config = config_with(1, 1, 1, 2, 8);
   config.dtype = DType::bf16;
   const CostModel cost;
+  // A GPT's tasks count Megatron-LM's kernels (the newest framework's, without --set framework).
+  const LayerTaskOptions options = layer_task_options(config, model);
+  EXPECT_EQ(options.kernels, KernelSet::megatron_2022);
   double per_microbatch = 0;
   for (const Layer& layer : model.layers) {
-    per_microbatch += cost.compute_time(layer_task(layer, Phase::forward, 4, 1, DType::bf16), cluster.host);
-    per_microbatch +=
-        cost.compute_time(layer_task(layer, Phase::backward_data, 4, 1, DType::bf16), cluster.host);
-    if (backward_weight_kind(layer.op))
-      per_microbatch +=
-          cost.compute_time(layer_task(layer, Phase::backward_weight, 4, 1, DType::bf16), cluster.host);
+    for (Phase phase : {Phase::forward, Phase::backward_data, Phase::backward_weight})
+      if (phase != Phase::backward_weight || backward_weight_kind(layer.op))
+        per_microbatch +=
+            cost.compute_time(layer_task(layer, phase, 4, 1, DType::bf16, options), cluster.host);
   }
   const Estimate e = estimate(model, config, cluster, CostModel());
   EXPECT_NEAR(e.compute_s, 2 * per_microbatch, 1e-9 * e.compute_s);

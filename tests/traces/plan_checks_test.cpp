@@ -85,6 +85,31 @@ TEST(PlanBounds, BytesFlopsAndDurationsAboveTheirBoundsAreRefusedNamingTheTask) 
   nan_duration.add_task(d);
   EXPECT_EQ(message(nan_duration), "p.json: /tasks/0/attrs/duration_s: not a finite number");
 
+  // A framework's passes and kernels (gpu_kernels.hpp): bytes bounded, counts whole numbers.
+  Task g = compute("it0/bwdw/l1", 0);
+  g.attrs["pass_bytes"] = -1.0;
+  Plan negative_pass(1);
+  negative_pass.add_task(g);
+  EXPECT_EQ(message(negative_pass), "p.json: /tasks/0/attrs/pass_bytes: negative value -1.000000");
+  g.attrs["pass_bytes"] = 1e6;
+  g.attrs["passes"] = 1.5;
+  Plan fractional(1);
+  fractional.add_task(g);
+  EXPECT_EQ(
+      message(fractional),
+      "p.json: /tasks/0/attrs/passes: task 'it0/bwdw/l1': passes must be a whole number in [0, 1000000]");
+  g.attrs.erase("passes");
+  g.attrs["kernels"] = std::int64_t{0};
+  Plan no_kernel(1);
+  no_kernel.add_task(g);
+  EXPECT_EQ(
+      message(no_kernel),
+      "p.json: /tasks/0/attrs/kernels: task 'it0/bwdw/l1': kernels must be a whole number in [1, 1000000]");
+  g.attrs["kernels"] = std::int64_t{3};
+  Plan fine(1);
+  fine.add_task(g);
+  EXPECT_NO_THROW(fine.validate());
+
   Plan buffer(1);
   buffer.add_buffer(Buffer{"dp0/w", 0, 1e20, DType::fp32, true});
   EXPECT_EQ(message(buffer),

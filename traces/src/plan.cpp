@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <new>
+#include <string_view>
 
 #include "plan_checks.hpp"
 #include "strata/traces/error.hpp"
@@ -33,6 +34,8 @@ std::string pointer(std::size_t index, const char* field) {
 constexpr double kMaxBytes = 9007199254740992.0;  // 2^53
 constexpr double kMaxFlops = 1e24;
 constexpr double kMaxFixedSeconds = 1e7;
+// - a task's kernels or passes <= 1e6: a layer's task launches tens of kernels.
+constexpr std::int64_t kMaxKernels = 1000000;
 
 std::string number(double value) {
   char text[32];
@@ -73,6 +76,23 @@ void check_task_bounds(const Task& t, const std::string& source, std::size_t i) 
   if (t.kind == TaskKind::fixed)
     if (const std::optional<double> seconds = t.attr_real("duration_s"))
       check_bound(source, i, "attrs/duration_s", *seconds, t.id, kMaxFixedSeconds, "s", "1e7 s");
+  // A framework's kernels and passes (models/cost/gpu_kernels.hpp): counts are whole numbers.
+  if (t.attrs.contains("pass_bytes")) {
+    const std::optional<double> bytes = t.attr_real("pass_bytes");
+    if (!bytes)
+      throw InvalidPlanError(input_error_message(source, pointer(i, "attrs/pass_bytes"), "not a number"));
+    check_bound(source, i, "attrs/pass_bytes", *bytes, t.id);
+  }
+  for (const char* key : {"kernels", "passes"}) {
+    if (!t.attrs.contains(key)) continue;
+    const std::optional<std::int64_t> count = t.attr_int(key);
+    const std::int64_t least = std::string_view(key) == "kernels" ? 1 : 0;
+    if (!count || *count < least || *count > kMaxKernels)
+      throw InvalidPlanError(input_error_message(source, pointer(i, (std::string("attrs/") + key).c_str()),
+                                                 "task " + quote_for_message(t.id) + ": " + key +
+                                                     " must be a whole number in [" + std::to_string(least) +
+                                                     ", " + std::to_string(kMaxKernels) + "]"));
+  }
 }
 
 void check_worker(const std::string& source, std::size_t index, const std::string& field, WorkerId worker,

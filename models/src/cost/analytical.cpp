@@ -301,7 +301,8 @@ double optimizer_s(const Context& cx, const StageCost& sc, Link dp) {
     t = shard * (per_param.grads + per_param.params) / pcie +
         shard * kHostAdamBytesPerParam / kHostMemBwPerGpu;
   } else {
-    t = cx.cost.compute_time(optimizer_step_task(cx.model, shard, config.optimizer, config.dtype),
+    t = cx.cost.compute_time(optimizer_step_task(cx.model, shard, config.optimizer, config.dtype,
+                                                 layer_task_options(config, cx.model).kernels),
                              cx.cluster.host);
   }
   if (config.zero >= 1 && config.zero <= 2)  // the updated parameter shards gathered back
@@ -437,7 +438,7 @@ Estimate Estimator::operator()(const StrategyConfig& config) {
                    cost_,
                    microbatch,
                    links::tp_link(config, cluster),
-                   layers_.blocks(microbatch, config.tp, config.dtype, layer_task_options(config))};
+                   layers_.blocks(microbatch, config.tp, config.dtype, layer_task_options(config, model))};
   const std::vector<int>& cuts = cuts_for(config);
   const std::vector<StageGrads>& grads = grads_for(config, cuts);
   std::vector<StageCost> stages;

@@ -155,6 +155,9 @@ CostModel::CostModel(Calibration calibration) : calibration_(std::move(calibrati
             measured_kind_[static_cast<std::size_t>(*kind) * kDTypes + d] = true;
       }
   }
+  // GPU kernels stream at their GPU type's measured efficiency (gpu_kernels.hpp) unless the
+  // calibration sets a memory efficiency of its own.
+  gpu_mem_efficiency_ = c.default_mem_efficiency != Calibration::defaults().default_mem_efficiency;
   for (int k = 0; k < kTaskKindCount; ++k)
     for (DType d : {DType::fp32, DType::bf16, DType::fp16, DType::fp64})
       for (std::size_t cls = 0; cls < kClasses; ++cls) {
@@ -235,7 +238,8 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
     const bool gridded = !grid.empty() && is_linear(task.kind);
     if (gridded ||
         !measured_kind_[static_cast<std::size_t>(task.kind) * kDTypes + static_cast<std::size_t>(task.dtype)])
-      return gpu_task_time(task, host, mem_eff, flops_eff, gridded ? &grid : nullptr);
+      return gpu_task_time(task, host, gpu_mem_efficiency_ ? mem_eff : 0, flops_eff,
+                           gridded ? &grid : nullptr);
   }
   double compute = 0;
   if (task.flops > 0) {
@@ -245,7 +249,12 @@ double CostModel::compute_time(const Task& task, const HostSpec& host) const {
   }
   double memory = 0;
   if (bytes > 0 && host.mem_bw > 0) memory = bytes / (host.mem_bw * mem_eff);
-  return overhead + std::max(compute, memory);
+  // A framework's memory-bound passes beside the task (gpu_kernels.hpp) stream after it.
+  double passes = 0;
+  if (host.mem_bw > 0)
+    if (const std::optional<double> pass_bytes = task.attr_real("pass_bytes"); pass_bytes && *pass_bytes > 0)
+      passes = *pass_bytes / (host.mem_bw * mem_eff);
+  return overhead + std::max(compute, memory) + passes;
 }
 
 }  // namespace models

@@ -32,21 +32,34 @@ namespace {
 //   theoretical maximum in the forward pass and up to 63 % in the backward pass; on H100 up to
 //   335 TFLOP/s forward (33.9 % of 989; the backward is taken at the same 63/73 ratio as on
 //   A100: 29.2 %).
-// - launch_s: A. Gray, "Getting Started with CUDA Graphs" (NVIDIA Technical Blog, 2019): a
-//   2.9 us kernel launched back to back into one stream takes 3.8 us per kernel, about 1 us of
-//   launch gap per kernel.
+// - launch_s: the fixed cost of one kernel launched back to back into a stream, fitted as
+//   T = a + V / b to a streaming kernel's time over sizes by D. Ernst, te42kyfo/gpu-benches
+//   `gpu-small-kernels` (repeated-stream.svg, commit 1c36d509): a = 2555 ns on an A100 80 GB,
+//   2433 ns on an H200 (taken for the H100: the same Hopper launch path).
+//   validation/sources/streaming-kernel-bandwidth.json.
+// - stream_efficiency: the DRAM plateau of the same streaming kernel (A[i] = 0.25 B[i], one read
+//   and one write) over the datasheet bandwidth: 1742 GB/s at 986 MB on an A100 80 GB, of
+//   2039 GB/s (gpu-benches gpu-small-kernels/a100_80.txt, commit 11f5daa3; BabelStream Triad on
+//   Azure ND A100 v4 gives 1.70 TB/s); the A100 40 GB is taken at the same fraction (same memory
+//   system, HBM2 for HBM2e). H100 SXM: BabelStream Mul (one read, one write) 2.90 TB/s of
+//   3.35 TB/s on Azure ND H100 v5 (Azure/AI-benchmarking-guide, ND_H100_v5_results.md). With a,
+//   the time of a kernel of V bytes is a + V / (bw x stream_efficiency): 1587 GB/s at 45 MB and
+//   1666 GB/s at 98 MB on the A100 80 GB, against 1585 and 1655 GB/s measured.
 constexpr double kA100Gemm = 267.9 / 312;
 constexpr double kH100Gemm = 792.1 / 989;
 constexpr double kA100FlashFwd = 0.73;
 constexpr double kA100FlashBwd = 0.63;
 constexpr double kH100FlashFwd = 335.0 / 989;
 constexpr double kH100FlashBwd = kH100FlashFwd * 0.63 / 0.73;
-constexpr double kLaunchS = 1e-6;
+constexpr double kA100LaunchS = 2.555e-6;
+constexpr double kHopperLaunchS = 2.433e-6;
+constexpr double kA100Stream = 1742.0 / 2039;
+constexpr double kH100Stream = 2.90 / 3.35;
 
 constexpr std::array<GpuProfile, 3> kProfiles = {{
-    {GpuType::a100_40gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kLaunchS},
-    {GpuType::a100_80gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kLaunchS},
-    {GpuType::h100_sxm, 132, 256, 128, kH100Gemm, kH100FlashFwd, kH100FlashBwd, kLaunchS,
+    {GpuType::a100_40gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kA100LaunchS, kA100Stream},
+    {GpuType::a100_80gb, 108, 256, 128, kA100Gemm, kA100FlashFwd, kA100FlashBwd, kA100LaunchS, kA100Stream},
+    {GpuType::h100_sxm, 132, 256, 128, kH100Gemm, kH100FlashFwd, kH100FlashBwd, kHopperLaunchS, kH100Stream,
      &h100_sxm_gemm_efficiency},
 }};
 
@@ -109,6 +122,11 @@ double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double 
   return std::min(1.0, gpu.measured_gemm(m, n, k) * beyond(kGemmTableMax));
 }
 
+double memory_kernel_efficiency(const GpuProfile& gpu, double bytes, double bw) {
+  STRATA_ASSERT(bytes > 0 && bw > 0, "memory_kernel_efficiency: bytes and bw > 0");
+  return bytes / (bw * (gpu.launch_s + bytes / (bw * gpu.stream_efficiency)));
+}
+
 double kernel_time(const GpuProfile& gpu, double flops, double peak, double efficiency, double bytes,
                    double bw, double mem_efficiency) {
   const double compute = flops > 0 && peak > 0 ? flops / (peak * efficiency) : 0;
@@ -132,6 +150,7 @@ struct GpuContext {
   double mem_eff;        // achieved fraction of bw
   double elem;           // B per element
   const GemmGrid* grid;  // the calibration's GEMM rates of the task's dtype, or nullptr
+  double flops_eff;      // memory-bound kinds' fraction of the fp32 peak
 };
 
 // One GEMM producing rows x cols per batch.
@@ -185,28 +204,33 @@ double attention_time(const GpuContext& c, const Task& task) {
   const double scores = e * b * s * s;  // one s x s tensor of every head (B)
   const double rows = e * b * s * d;    // one s x d tensor of every head (B)
   const double mask = b * s * s;        // the dropout mask, 1 B per element
+  // A causal softmax (attr causal = 1: Megatron-LM's scaled_upper_triang_masked_softmax) reads
+  // only the lower triangle of each row and writes whole rows, zeros above the diagonal.
+  const double read = task.attr_int("causal").value_or(0) != 0 ? 0.5 : 1;
   if (forward) {
     const double f = task.flops / 2;
     return gemm(c, f, 2 * rows + scores, s, s, b)     // S = Q K^T
-           + memory_kernel(c, 2 * scores)             // P = softmax(scale·S + mask)
+           + memory_kernel(c, (1 + read) * scores)    // P = softmax(scale·S + mask)
            + memory_kernel(c, 2 * scores + mask)      // dropout(P), writing its mask
            + gemm(c, f, scores + 2 * rows, s, d, b);  // O = dropout(P) V
   }
   const double f = task.flops / 4;
-  return gemm(c, f, scores + 2 * rows, s, d, b)     // dV = P^T dO
-         + gemm(c, f, 2 * rows + scores, s, s, b)   // dP = dO V^T
-         + memory_kernel(c, 2 * scores + mask)      // dropout backward
-         + memory_kernel(c, 3 * scores)             // softmax backward: y, dy -> dx
-         + gemm(c, f, scores + 2 * rows, s, d, b)   // dQ = dS K
-         + gemm(c, f, scores + 2 * rows, s, d, b);  // dK = dS^T Q
+  return gemm(c, f, scores + 2 * rows, s, d, b)       // dV = P^T dO
+         + gemm(c, f, 2 * rows + scores, s, s, b)     // dP = dO V^T
+         + memory_kernel(c, 2 * scores + mask)        // dropout backward
+         + memory_kernel(c, (1 + 2 * read) * scores)  // softmax backward: y, dy -> dx
+         + gemm(c, f, scores + 2 * rows, s, d, b)     // dQ = dS K
+         + gemm(c, f, scores + 2 * rows, s, d, b);    // dK = dS^T Q
 }
 
 // The bytes a memory-bound kernel moves. A layer task's backward counts dY read and dX written;
 // the backward kernels of a layer norm (mean and variance from x), of GeLU (its derivative at x)
 // and of the softmax cross-entropy (the saved probabilities) also read the saved forward tensor,
-// the size of dX: once more the bytes written.
+// the size of dX: once more the bytes written. A task with a `kernels` attribute counts every
+// byte its kernels move already.
 double memory_kernel_bytes(const Task& task) {
   const double bytes = task.bytes_read + task.bytes_written;
+  if (task.attrs.contains("kernels")) return bytes;
   switch (task.kind) {
     case TaskKind::norm_bwd:
     case TaskKind::activation_bwd:
@@ -217,20 +241,7 @@ double memory_kernel_bytes(const Task& task) {
   }
 }
 
-}  // namespace
-
-double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency,
-                     const GemmGrid* gemm) {
-  STRATA_ASSERT(host.gpu != GpuType::none, "gpu_task_time on a host without a GPU type: " + host.name);
-  const GpuContext c{gpu_profile(host.gpu),
-                     host.peak_flops(task.dtype),
-                     host.mem_bw,
-                     mem_efficiency,
-                     static_cast<double>(bytes_per_element(task.dtype)),
-                     gemm};
-  STRATA_ASSERT(c.peak > 0, "host '" + host.name + "' has no FLOP/s for task " + task.id);
-  // A task without work launches nothing (a synthetic model's optimizer step, layer_tasks.hpp).
-  if (task.flops <= 0 && task.bytes_read + task.bytes_written <= 0) return 0;
+double own_kernels_time(const GpuContext& c, const Task& task, const HostSpec& host) {
   switch (task.kind) {
     case TaskKind::linear_fwd:
     case TaskKind::linear_bwd_data:
@@ -244,11 +255,42 @@ double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficien
     case TaskKind::conv_bwd_weight:
       return kernel_time(c.gpu, task.flops, c.peak, c.gpu.gemm_efficiency,
                          task.bytes_read + task.bytes_written, c.bw, c.mem_eff);
-    default:
-      // Elementwise work runs on the CUDA cores, at the fp32 (non-tensor) rate.
-      return kernel_time(c.gpu, task.flops, host.flops_fp32 > 0 ? host.flops_fp32 : c.peak, flops_efficiency,
+    default: {
+      // Elementwise work runs on the CUDA cores, at the fp32 (non-tensor) rate; `kernels`
+      // kernels launch, sharing the task's bytes and FLOPs.
+      const double kernels =
+          static_cast<double>(std::max<std::int64_t>(1, task.attr_int("kernels").value_or(1)));
+      return (kernels - 1) * c.gpu.launch_s +
+             kernel_time(c.gpu, task.flops, host.flops_fp32 > 0 ? host.flops_fp32 : c.peak, c.flops_eff,
                          memory_kernel_bytes(task), c.bw, c.mem_eff);
+    }
   }
+}
+
+double passes_time(const GpuContext& c, const Task& task) {
+  const std::int64_t passes = std::max<std::int64_t>(0, task.attr_int("passes").value_or(0));
+  const double bytes = std::max(0.0, task.attr_real("pass_bytes").value_or(0));
+  const double memory = bytes > 0 && c.bw > 0 ? bytes / (c.bw * c.mem_eff) : 0;
+  return static_cast<double>(passes) * c.gpu.launch_s + memory;
+}
+
+}  // namespace
+
+double gpu_task_time(const Task& task, const HostSpec& host, double mem_efficiency, double flops_efficiency,
+                     const GemmGrid* gemm) {
+  STRATA_ASSERT(host.gpu != GpuType::none, "gpu_task_time on a host without a GPU type: " + host.name);
+  const GpuProfile& gpu = gpu_profile(host.gpu);
+  const GpuContext c{gpu,
+                     host.peak_flops(task.dtype),
+                     host.mem_bw,
+                     mem_efficiency > 0 ? mem_efficiency : gpu.stream_efficiency,
+                     static_cast<double>(bytes_per_element(task.dtype)),
+                     gemm,
+                     flops_efficiency};
+  STRATA_ASSERT(c.peak > 0, "host '" + host.name + "' has no FLOP/s for task " + task.id);
+  // A task without work launches nothing (a synthetic model's optimizer step, layer_tasks.hpp).
+  if (task.flops <= 0 && task.bytes_read + task.bytes_written <= 0) return 0;
+  return own_kernels_time(c, task, host) + passes_time(c, task);
 }
 
 }  // namespace models

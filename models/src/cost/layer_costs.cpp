@@ -54,7 +54,7 @@ void add_to_block(const Model& model, const Layer& layer, const LayerCost& c, Bl
 
 LayerCostTable::Entry& LayerCostTable::entry(double microbatch, int tp, DType dtype,
                                              const LayerTaskOptions& options) {
-  const Key key{microbatch, tp, dtype, options.sequence_parallel, options.flash_attention};
+  const Key key{microbatch, tp, dtype, options.sequence_parallel, options.flash_attention, options.kernels};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   if (cache_.size() >= kMaxKeys) cache_.clear();
   Entry e;

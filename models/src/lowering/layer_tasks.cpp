@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "framework_kernels.hpp"
 #include "strata/traces/error.hpp"
 
 namespace strata {
@@ -304,12 +305,20 @@ GradMatrix grad_matrix(const Layer& layer, int tp) {
   return g;
 }
 
-LayerTaskOptions layer_task_options(const StrategyConfig& config) {
-  return {config.sequence_parallel, config.flash_attention};
+KernelSet kernel_set(Framework framework) {
+  return framework == Framework::megatron_2021 ? KernelSet::megatron_2021 : KernelSet::megatron_2022;
 }
 
-Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
-                     const LayerTaskOptions& options) {
+LayerTaskOptions layer_task_options(const StrategyConfig& config, const Model& model) {
+  return {config.sequence_parallel, config.flash_attention,
+          model.family == "gpt" ? kernel_set(config.framework) : KernelSet::generic};
+}
+
+namespace {
+
+// layer_cost_task without the framework's kernels.
+Task generic_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                       const LayerTaskOptions& options) {
   STRATA_ASSERT(microbatch > 0 && tp >= 1, "layer_task: microbatch > 0 and tp >= 1");
   Task task;
   task.stream = Stream::compute;
@@ -356,10 +365,27 @@ Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp,
   return task;
 }
 
+void apply_kernels(Task& task, const Layer& layer, Phase phase, double microbatch, int tp,
+                   const LayerTaskOptions& options) {
+  if (options.kernels == KernelSet::generic) return;
+  const Footprint f = footprint(layer, microbatch, tp, options);
+  apply_framework_kernels(task, layer, phase, {f.input, f.output, f.weights}, tp, options);
+}
+
+}  // namespace
+
+Task layer_cost_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
+                     const LayerTaskOptions& options) {
+  Task task = generic_cost_task(layer, phase, microbatch, tp, dtype, options);
+  apply_kernels(task, layer, phase, microbatch, tp, options);
+  return task;
+}
+
 Task layer_task(const Layer& layer, Phase phase, double microbatch, int tp, DType dtype,
                 const LayerTaskOptions& options) {
-  Task task = layer_cost_task(layer, phase, microbatch, tp, dtype, options);
+  Task task = generic_cost_task(layer, phase, microbatch, tp, dtype, options);
   task.attrs = task_attrs(layer, phase, microbatch, tp, options);
+  apply_kernels(task, layer, phase, microbatch, tp, options);
   return task;
 }
 
@@ -401,7 +427,8 @@ double flash_statistics_bytes_per_sample(const Layer& layer) {
   return 4 * shape_real(layer.shape, "heads").value_or(0) * shape_real(layer.shape, "seq").value_or(0);
 }
 
-Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype) {
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype,
+                         KernelSet kernels) {
   const double elem = bytes_per_element(dtype);
   const double cost_params = model.family == "synthetic" ? 0.0 : params;
   Task task;
@@ -413,6 +440,11 @@ Task optimizer_step_task(const Model& model, double params, Optimizer optimizer,
   task.bytes_written = cost_params * elem;
   task.attrs["params"] = params;
   task.attrs["optimizer"] = std::string(to_string(optimizer));
+  if (kernels != KernelSet::generic && optimizer == Optimizer::adam && cost_params > 0) {
+    task.bytes_read = 24 * cost_params;
+    task.bytes_written = (16 + elem) * cost_params;
+    task.attrs["kernels"] = std::int64_t{4};
+  }
   return task;
 }
 

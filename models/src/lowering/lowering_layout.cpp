@@ -86,7 +86,7 @@ LayerPlan plan_layer(const Model& model, std::size_t i, const Layout& layout, DT
   out.params = layer.params / tp;
   out.weight_bytes = out.params * elem;
   const bool sp = layout.config->sequence_parallel && degree > 1;
-  const LayerTaskOptions options = layer_task_options(*layout.config);
+  const LayerTaskOptions options = layer_task_options(*layout.config, *layout.model);
   // FlashAttention keeps Q, K, V and its softmax statistics instead of the s x s scores
   // (layer_tasks.hpp, saved_elems_per_sample); attention is split by heads.
   const double saved = layer.op == LayerOp::attention && options.flash_attention

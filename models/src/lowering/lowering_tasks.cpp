@@ -250,7 +250,8 @@ void PlanBuilder::create_optimizer(int it, int d, int s, int t) {
   if (config.offload)
     return create_offloaded_optimizer(it, d, s, t,
                                       worker_prefix(it, d, layout_.device(s), t) + "opt" + chunk_suffix(s));
-  Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype);
+  Task task = optimizer_step_task(*layout_.model, st.params / shards(1), config.optimizer, config.dtype,
+                                  layer_task_options(config, *layout_.model).kernels);
   task.id = worker_prefix(it, d, layout_.device(s), t) + "opt" + chunk_suffix(s);
   task.worker = layout_.worker(rank);
   task.iteration = it;

@@ -25,7 +25,7 @@ PartitionProblem problem_at(const Model& model, StrategyConfig config, int degre
   const double element = bytes_per_element(config.dtype);
   LayerCostTable table(model, host, cost);
   const std::vector<BlockCost>& costs =
-      table.blocks(microbatch, degree, config.dtype, layer_task_options(config));
+      table.blocks(microbatch, degree, config.dtype, layer_task_options(config, model));
   const std::vector<BlockMemory> memory = block_memory(model, config);
   const double per_param = bytes_per_param(config.optimizer, config.dtype).total();
   // At the host's fabric's achieved bus bandwidth for the buffer (bus_bandwidth.hpp), as the
@@ -122,7 +122,7 @@ PipelineCut balanced_pipeline_cut(const Model& model, const StrategyConfig& conf
   for (std::size_t h = 0; h < platform.hosts.size(); ++h)
     for (int k = 0; k < platform.hosts[h].slots; ++k) host_of_slot.push_back(h);
   const double microbatch = microbatch_size(model, config);
-  const LayerTaskOptions options = layer_task_options(config);
+  const LayerTaskOptions options = layer_task_options(config, model);
   // Per class of alike hosts: the blocks' forward + backward of one microbatch there.
   std::size_t classes = 0;
   const std::vector<std::size_t> class_of_host = host_classes(platform.hosts, classes);

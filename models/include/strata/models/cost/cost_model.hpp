@@ -5,7 +5,8 @@
 // achieved fraction of HBM bandwidth, a launch overhead per kernel (gpu_kernels.hpp,
 // docs/cost-model.md). Precedence there: a calibration read from a file (`source` other than
 // "defaults") that names the task's kind in any of its tables prices that kind by the roofline
-// below; the calibration's memory efficiency (default 0.8) applies to the kernels' bytes. On
+// below; the kernels' bytes stream at the GPU type's measured efficiency (gpu_kernels.hpp), or at
+// the calibration's default memory efficiency where it sets one other than 0.8. On
 // every other host (CPU hosts, a HostSpec without a GPU type) the roofline below prices every
 // task, as it always has:
 //
@@ -136,6 +137,9 @@ class CostModel {
   // kind x kDTypes + dtype: the roofline prices them on GPU hosts too. A key naming a dtype
   // names that dtype only; one without names every dtype.
   std::array<bool, kTaskKindCount * kDTypes> measured_kind_{};
+  // Whether the calibration's default memory efficiency (not the built-in 0.8) prices GPU
+  // kernels; false: each GPU type's measured streaming efficiency does.
+  bool gpu_mem_efficiency_ = false;
   // The calibration resolved per (kind, dtype, class) once: a replay asks for every task.
   std::vector<double> flops_efficiency_ = std::vector<double>(kSlots);
   std::vector<double> mem_efficiency_ = std::vector<double>(kSlots);

@@ -8,9 +8,12 @@
 //     the wave quantisation of the output tiles over the streaming multiprocessors (NVIDIA,
 //     "Matrix Multiplication Background User's Guide", sections 2.3 and 3.2), and bounded below
 //     by the bytes the GEMM moves over the achieved HBM bandwidth;
-//   - memory-bound kernels: bytes read and written over the achieved HBM bandwidth;
-//   - a fixed launch overhead per kernel; a task made of several kernels (the unfused attention
-//     core: GEMM, softmax, dropout, GEMM) costs the sum of its kernels.
+//   - memory-bound kernels: a fixed cost per kernel plus the bytes read and written over the
+//     bandwidth a streaming kernel sustains, so a small kernel reaches a smaller fraction of HBM
+//     bandwidth than a large one (memory_kernel_efficiency);
+//   - the same fixed cost for every kernel; a task made of several kernels (the unfused
+//     attention core: GEMM, softmax, dropout, GEMM; a framework's passes around a GEMM, the
+//     `passes` and `pass_bytes` attributes) costs the sum of its kernels.
 // Hosts without a GPU type (CPU hosts, HostSpecs built in code) keep the roofline of
 // cost_model.hpp unchanged.
 #pragma once
@@ -30,6 +33,7 @@ struct GpuProfile {
   double flash_fwd_efficiency = 0;  // fused attention forward, fraction of dense peak
   double flash_bwd_efficiency = 0;  // fused attention backward
   double launch_s = 0;              // fixed cost per kernel (s)
+  double stream_efficiency = 0;     // a large streaming kernel's fraction of HBM bandwidth
   // A measured table of one GEMM's efficiency by shape (m x n output, inner k), where the GPU
   // type has one (H100 SXM: gemm_table.cpp), else nullptr.
   double (*measured_gemm)(double m, double n, double k) = nullptr;
@@ -65,6 +69,12 @@ double linear_gemm_efficiency(const GpuProfile& gpu, double m, double n, double 
 double kernel_time(const GpuProfile& gpu, double flops, double peak, double efficiency, double bytes,
                    double bw, double mem_efficiency);
 
+// The fraction of `bw` a memory-bound kernel moving `bytes` reaches, its fixed cost included:
+// bytes / (bw x (launch_s + bytes / (bw x stream_efficiency))). Small kernels do not reach
+// streaming bandwidth: on an A100 80 GB (2.039 TB/s) 1 MB reaches 0.16, 100 MB 0.82, 1 GB 0.85.
+// REQUIRES: bytes > 0, bw > 0.
+double memory_kernel_efficiency(const GpuProfile& gpu, double bytes, double bw);
+
 // Seconds of a compute task on a GPU host, as the sum of the kernels it runs (docs/cost-model.md):
 //   linear_*           one GEMM of the phase's shape (attrs m, n, k; forward m x n, inner k;
 //                      backward data m x k, inner n; backward weight k x n, inner m);
@@ -73,10 +83,16 @@ double kernel_time(const GpuProfile& gpu, double flops, double peak, double effi
 //   attention_bwd      four GEMMs (dV, dP, dQ, dK), dropout and softmax backward, or one fused
 //                      kernel when flash = 1;
 //   conv_*             one GEMM-like kernel at gemm_efficiency;
-//   every other kind   one memory-bound kernel: its bytes over mem_bw x mem_efficiency (its
-//                      FLOPs at `flops_efficiency` of the fp32 peak, never binding in practice);
-//                      norm_bwd, activation_bwd and loss_bwd also read their saved forward
-//                      tensor (the size of what they write).
+//   every other kind   one memory-bound kernel (attr `kernels`: that many, the task's bytes
+//                      being every kernel's traffic): its bytes over mem_bw x mem_efficiency
+//                      (its FLOPs at `flops_efficiency` of the fp32 peak, never binding in
+//                      practice); without `kernels`, norm_bwd, activation_bwd and loss_bwd
+//                      also read their saved forward tensor (the size of what they write).
+// Attributes `passes` and `pass_bytes` on any task: the memory-bound kernels a framework runs
+// beside the task's own (layer_tasks.hpp, framework kernels), `passes` launches and
+// `pass_bytes` at mem_efficiency; passes = 0 is traffic in the epilogue of the task's kernel
+// (the fp32 gradient accumulation of a weight-gradient GEMM), which does not overlap it.
+// `mem_efficiency`: the calibration's figure, or 0 for the GPU type's stream_efficiency.
 // A task without its shape attributes is priced as one kernel at gemm_efficiency; a task without
 // FLOPs or bytes launches nothing and takes 0 s. `gemm`, where given, is the calibration's
 // measured grid of the task's dtype: the linear GEMMs' efficiency comes from it.

@@ -64,7 +64,7 @@ class LayerCostTable {
                                        const LayerTaskOptions& options);
 
  private:
-  using Key = std::tuple<double, int, DType, bool, bool>;
+  using Key = std::tuple<double, int, DType, bool, bool, KernelSet>;
   struct Entry {
     std::vector<LayerCost> layers;
     std::vector<BlockCost> blocks;

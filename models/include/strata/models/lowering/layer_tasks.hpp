@@ -57,12 +57,27 @@ bool has_backward_weight(const Layer& layer);
 //   2.5 x forward (it recomputes QK^T), reading Q, K, V instead of the s x s scores, and keeping
 //   no s x s activation (saved_elems_per_sample).
 // Both default off, today's tasks.
+// - kernels: the memory-bound kernels a task counts. generic: one read of each input and one
+//   write of each output of the layer's op. megatron_2021 / megatron_2022: the kernels
+//   Megatron-LM runs for that layer of a GPT block, its embedding, final norm, head and loss
+//   (tag v2.5 / main at d898a899; framework_kernels.cpp lists each with its source): a
+//   memory-bound task's bytes become its kernels' (attribute `kernels`, how many), a GEMM or
+//   attention task gains the passes the framework runs beside it (attributes `passes`,
+//   `pass_bytes`: bias adds and bias-gradient reductions, the attention context's permute, the
+//   dQ and dK scaling and their concatenation, the fp32 accumulation of weight gradients), and
+//   the attention core's softmax is causal (attribute `causal`).
+enum class KernelSet : std::uint8_t { generic, megatron_2021, megatron_2022 };
 struct LayerTaskOptions {
   bool sequence_parallel = false;
   bool flash_attention = false;
+  KernelSet kernels = KernelSet::generic;
   bool operator==(const LayerTaskOptions&) const = default;
 };
-LayerTaskOptions layer_task_options(const StrategyConfig& config);
+// The kernels of `config.framework` for a GPT model (family "gpt"), generic for every other.
+// megatron-core counts megatron-2022's kernels (its local transformer layer runs the same fused
+// kernels; not checked kernel by kernel).
+KernelSet kernel_set(Framework framework);
+LayerTaskOptions layer_task_options(const StrategyConfig& config, const Model& model);
 
 // The Task of `layer` in `phase` for a microbatch of `microbatch` samples on one of `tp` tensor
 // ranks, in `dtype`. Fills kind, stream (compute), dtype, flops, bytes_read, bytes_written and
@@ -166,7 +181,15 @@ double flash_statistics_bytes_per_sample(const Layer& layer);
 // parameter for Adam and 2 for SGD. Synthetic models (family "synthetic", e.g. anchor-96) give
 // layer durations only, as ASTRA-sim's workload files do: their update costs nothing more.
 // Fills kind, stream, dtype, flops, bytes and the "params"/"optimizer" attributes.
-Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype);
+// With a Megatron kernel set (and Adam), the step is what Megatron-LM's mixed-precision optimizer
+// runs on fp32 main gradients and weights once per iteration (optimizer/optimizer.py
+// Float16OptimizerWithFloat16Params.step at d898a899, the same at v2.5): zeroing the gradient
+// buffer (4 B per parameter written), the gradient norm for clipping (4 B read), fused Adam
+// (weight, gradient, two moments read, 16 B; weight and moments written, 12 B) and the copy of
+// the fp32 weights to the model's (4 B read, one element written): 24 B read and 16 B + one
+// element written per parameter, four kernels (attribute `kernels`).
+Task optimizer_step_task(const Model& model, double params, Optimizer optimizer, DType dtype,
+                         KernelSet kernels = KernelSet::generic);
 
 }  // namespace models
 }  // namespace strata

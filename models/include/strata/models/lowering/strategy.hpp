@@ -165,6 +165,9 @@ struct StrategyConfig {
   // over its tensor-parallel group. Only where both stages have t > 1 ranks and no sequence
   // parallelism (which already splits the activation).
   bool p2p_scatter_gather = false;
+  // The framework whose kernels a GPT layer's tasks count (layer_tasks.hpp, KernelSet): the
+  // --set framework= preset, the newest without one.
+  Framework framework = kNewestFramework;
   bool flash_attention = false;  // FlashAttention (Dao et al. 2022): fused, O(s) activations
   // Bandwidth reduction: the DP gradients' codec (needs dp >= 2 and zero = 0).
   Compression compression = Compression::none;
