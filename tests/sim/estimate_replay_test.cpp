@@ -114,7 +114,7 @@ Compared compare(const StrategyConfig& config) {
 }
 
 // Measured (selene-64, 8 blocks of hidden 4096, dp=2,tp=4,pp=2, 8 microbatches of 2): the
-// estimate is within 1.1 % of the replay for every option but ZB-H1 (-5.9 %); the
+// estimate is within 1 % of the replay for every option but ZB-H1 (-3.7 %); the
 // peak memory 0.5 to 1.3 % below (the replay also holds the gradient tensors of the backward in
 // progress, which the lowering counts and the memory model leaves out; ZeRO-3's prefetched
 // gathers, interleaving's per-chunk warm-up).
@@ -129,9 +129,10 @@ TEST(EstimateVsReplay, EveryMemoryOptionAgreesWithinFivePercent) {
     std::fflush(stdout);  // before the next child is forked with this buffer
     // Collectives run at the A100 NVSwitch bus-bandwidth curve (bus_bandwidth.hpp: a 33 MB TP
     // all-reduce at 0.45 of NVLink), so what hides behind compute matters: measured within
-    // 1.1 % for every option but ZB-H1, -5.9 % (its deferred weight gradients, which the replay
-    // runs where the schedule puts them and the closed form spreads over the bubble).
-    EXPECT_LE(std::abs(error), c.config.schedule == PipelineSchedule::zb_h1 ? 0.07 : 0.05) << c.label;
+    // 1 % for every option but ZB-H1, -3.7 % (its deferred weight gradients, which the replay
+    // runs where the schedule puts them and the closed form spreads over the bubble; the last
+    // weight-gradient pass alone hides the data-parallel buckets).
+    EXPECT_LE(std::abs(error), 0.05) << c.label;
     // The memory model counts what the lowering allocates, but for the gradients in flight,
     // ZeRO-3's prefetched parameter gathers and the interleaved warm-up's chunk mix (within 2 %).
     // ZB-H1: the replay runs each stage's deferred weight-gradient tasks where the schedule puts

@@ -265,7 +265,7 @@ struct DpCost {
 // allreduce, 2 (n - 1) (α + S / (n B))). Earlier microbatches' backwards are not counted as
 // overlap: DDP (no_sync) and Megatron reduce gradients once, after the last microbatch. With
 // ddp=after_flush nothing overlaps. ZeRO >= 1 reduce-scatters the gradients instead (each rank
-// keeps the shard it updates).
+// keeps the shard it updates). Under ZB-H1 the window is the last weight-gradient pass alone.
 DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   DpCost dp;
   const StrategyConfig& c = cx.config;
@@ -281,7 +281,10 @@ DpCost dp_cost(const Context& cx, const StageCost& sc, Link link) {
   };
   dp.total_s = sum_of(one, g.buckets, g.bucket_bytes);
   const double overlappable = sum_of(one, g.buckets - 1, g.bucket_bytes - g.last_bucket);
-  dp.exposed_s = std::max(0.0, overlappable - sc.backward()) + one(g.last_bucket);
+  // ZB-H1 (Qi et al. 2024) runs the last microbatch's weight gradients, which produce the
+  // buckets, as a pass of their own after its input gradients: only that pass hides them.
+  const double window = c.schedule == PipelineSchedule::zb_h1 ? sc.bwdw_s : sc.backward();
+  dp.exposed_s = std::max(0.0, overlappable - window) + one(g.last_bucket);
   if (c.ddp == DdpMode::after_flush) dp.exposed_s = dp.total_s;
   return dp;
 }
