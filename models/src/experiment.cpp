@@ -96,10 +96,13 @@ OptimizerSettings optimizer_of(const Experiment& e) {
 
 Plan lower(const Experiment& e) { return lower(e, 0); }
 
-Plan lower(const Experiment& e, int symmetric_replicas) {
+Plan lower(const Experiment& e, int symmetric_replicas, int symmetric_tp) {
   const Model model = model_of(e);
   SolverConfig solver = e.solver;
-  Plan plan = lower_solver(model, with_symmetric_replicas(strategy_of(e, model), symmetric_replicas), solver);
+  Plan plan = lower_solver(
+      model,
+      with_symmetric_tp(with_symmetric_replicas(strategy_of(e, model), symmetric_replicas), symmetric_tp),
+      solver);
   plan.info.experiment_hash = experiment_hash(e);
   return plan;
 }

@@ -45,6 +45,9 @@ class ReplayEngine {
         ready_at_.push_back(cold_start_s(*platform.pool(), static_cast<std::uint64_t>(plan.info.seed),
                                          static_cast<std::uint64_t>(w)));
     specs_ = platform.summary().hosts;
+    if (plan.info.symmetric_tp > 0)
+      inter_host_copies_ =
+          static_cast<double>(plan.info.tp_ranks) / static_cast<double>(plan.info.symmetric_tp);
     // On a host whose speed never changes and that has a core for each worker placed on it,
     // a worker's kernels (one at a time) each get one core at full speed: a kernel takes
     // exactly the cost model's time, so it is an engine timer instead of an Exec (same result,
@@ -235,6 +238,10 @@ class ReplayEngine {
       sg_compat::at(sg::Engine::get_clock() + seconds, [this, t, flow] { timer_done(t, flow); });
       return;
     }
+    // A tensor-parallel symmetry reduction: a flow between hosts stands for inter_host_copies_
+    // alike flows of the ranks left out, which share its links as one flow of their bytes does
+    // (max-min sharing scales with them); inside a host (links no flow shares) it is one.
+    if (inter_host_copies_ > 1 && host_index(src) != host_index(dst)) bytes *= inter_host_copies_;
     sg::CommPtr comm = sg::Comm::sendto_init(host_of_worker(src), host_of_worker(dst));
     // check_transfer_sizes bounds a task's bytes by 2^53; a flow carries at most twice its task's
     // (an aggregated ring allreduce), over the fabric's efficiency (bus_bandwidth.hpp), which
@@ -376,6 +383,7 @@ class ReplayEngine {
   std::vector<Span> spans_;
   double bytes_intra_ = 0;
   double bytes_inter_ = 0;
+  double inter_host_copies_ = 1;  // flows a flow between hosts stands for (PlanInfo::symmetric_tp)
   std::size_t flows_ = 0;
   std::function<void(std::size_t, std::size_t, double)> progress_;
   std::size_t next_progress_ = 0;
@@ -450,7 +458,8 @@ CollectiveFidelity choose_fidelity(const Plan& plan, const ReplayOptions& option
   const std::size_t scale =
       plan.info.symmetric_replicas > 0
           ? static_cast<std::size_t>(plan.info.dp_replicas / plan.info.symmetric_replicas)
-          : 1;
+      : plan.info.symmetric_tp > 0 ? static_cast<std::size_t>(plan.info.tp_ranks / plan.info.symmetric_tp)
+                                   : 1;
   std::size_t flows = 0;
   for (const Task& t : plan.tasks())
     if (is_collective(t.kind)) {
@@ -571,33 +580,48 @@ SymmetryMode parse_symmetry_mode(const std::string& text) {
 
 namespace {
 
-// The replay of a configuration's Plan, `lower_with(symmetric replicas)` (0: the whole Plan), with
-// a symmetry reduction where options, `refused` (what the configuration alone rules out) and the
-// platform allow one.
-ReplayResult replay_reducible(const std::function<Plan(int)>& lower_with, const std::string& refused, int dp,
-                              int workers, const std::string& platform_path, const ReplayOptions& options) {
-  const std::string why = options.symmetry == SymmetryMode::off ? "--symmetry off"
+// The replay of a configuration's Plan, `lower_with(symmetric replicas, symmetric tp ranks)` (0,
+// 0: the whole Plan), with a symmetry reduction where options, what the configuration alone rules
+// out (`refused`: of its replicas, `tp_refused`: of its tensor-parallel ranks) and the platform
+// allow one: of the replicas first, else of the ranks.
+ReplayResult replay_reducible(const std::function<Plan(int, int)>& lower_with, const std::string& refused,
+                              const std::string& tp_refused, int dp, int tp, int workers,
+                              const std::string& platform_path, const ReplayOptions& options) {
+  const std::string off = options.symmetry == SymmetryMode::off ? "--symmetry off"
                           : !options.placement.empty()          ? "an explicit placement"
-                                                                : refused;
-  if (!why.empty()) {
-    const Plan plan = lower_with(0);
+                                                                : "";
+  const std::string why = off.empty() ? refused : off;
+  const std::string why_tp = off.empty() ? tp_refused : off;
+  auto unreduced = [&](const std::string& reason) {
+    return dp > 1 ? "none (" + reason + "): every replica replayed" : std::string();
+  };
+  if (!why.empty() && !why_tp.empty()) {
+    const Plan plan = lower_with(0, 0);
     ReplayResult result = replay(plan, platform_path, options);
-    if (dp > 1) result.report.symmetry = "none (" + why + "): every replica replayed";
+    result.report.symmetry = unreduced(why);
     return result;
   }
   // The platform is loaded once per process: the choice and the replay share it.
   LoadedPlatform platform(platform_path, network_config(options.network), LoadedPlatform::Verify::yes, 0);
   std::vector<int> host_of = place_workers(platform.summary(), workers);
-  const SymmetryChoice choice = choose_symmetry(dp, platform, host_of);
-  const Plan plan = lower_with(choice.replicas);
+  SymmetryChoice choice;
+  choice.reason = why;
+  if (why.empty()) choice = choose_symmetry(dp, platform, host_of);
+  SymmetryChoice tp_choice;
+  if (choice.replicas == 0 && why_tp.empty()) tp_choice = choose_tp_symmetry(tp, platform, host_of);
+  const Plan plan = lower_with(choice.replicas, tp_choice.replicas);
   check_transfer_sizes(plan);
   ReplayResult result = replay_placed(plan, platform, platform_path, options, std::move(host_of));
   if (choice.replicas > 0)
     result.report.symmetry = std::to_string(choice.replicas) + " of " + std::to_string(dp) +
                              " data-parallel replicas replayed, each standing for " +
                              std::to_string(dp / choice.replicas);
+  else if (tp_choice.replicas > 0)
+    result.report.symmetry = std::to_string(tp_choice.replicas) + " of " + std::to_string(tp) +
+                             " tensor-parallel ranks of each stage replayed, each standing for " +
+                             std::to_string(tp / tp_choice.replicas);
   else
-    result.report.symmetry = "none (" + choice.reason + "): every replica replayed";
+    result.report.symmetry = unreduced(choice.reason);
   return result;
 }
 
@@ -607,22 +631,24 @@ ReplayResult replay_experiment(const Experiment& experiment, const std::string& 
                                const ReplayOptions& options) {
   const Model model = model_of(experiment);
   const StrategyConfig config = strategy_of(experiment, model);
-  return replay_reducible([&](int replicas) { return lower(experiment, replicas); },
-                          symmetry_refused(model, config, experiment.solver.solver), config.dp,
+  return replay_reducible([&](int replicas, int ranks) { return lower(experiment, replicas, ranks); },
+                          symmetry_refused(model, config, experiment.solver.solver),
+                          tp_symmetry_refused(config, experiment.solver.solver), config.dp, config.tp,
                           config.workers(), platform_path, options);
 }
 
 ReplayResult replay_strategy(const Model& model, const StrategyConfig& config,
                              const std::string& platform_path, const ReplayOptions& options) {
   return replay_reducible(
-      [&](int replicas) {
+      [&](int replicas, int ranks) {
         try {
-          return lower(model, with_symmetric_replicas(config, replicas));
+          return lower(model, with_symmetric_tp(with_symmetric_replicas(config, replicas), ranks));
         } catch (const InputError& e) {
           throw LoweringRefused(e.what());
         }
       },
-      symmetry_refused(model, config, Solver::backprop), config.dp, config.workers(), platform_path, options);
+      symmetry_refused(model, config, Solver::backprop), tp_symmetry_refused(config, Solver::backprop),
+      config.dp, config.tp, config.workers(), platform_path, options);
 }
 
 }  // namespace sim

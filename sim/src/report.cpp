@@ -247,21 +247,23 @@ Report make_report(const Plan& plan, const std::vector<Span>& spans, const Platf
   std::vector<double> persistent(workers, 0);
   for (const Buffer& b : plan.buffers())
     if (b.persistent && !b.on_host) persistent[static_cast<std::size_t>(b.worker)] += b.bytes;
-  // A symmetry reduction replayed the first `replayed` workers (whole replicas); worker w of the
-  // whole run does what worker w % replayed did, and the links carry dp / symmetric replicas
-  // times the bytes the replayed ones did.
-  const bool reduced = plan.info.symmetric_replicas > 0;
-  const std::size_t replayed = reduced ? workers / static_cast<std::size_t>(plan.info.dp_replicas) *
-                                             static_cast<std::size_t>(plan.info.symmetric_replicas)
-                                       : workers;
-  const double byte_scale =
-      reduced ? static_cast<double>(plan.info.dp_replicas) / static_cast<double>(plan.info.symmetric_replicas)
-              : 1;
+  // A symmetry reduction replayed representatives (the first replicas, or the first
+  // tensor-parallel ranks of each stage); worker w of the whole run does what its representative
+  // did (PlanInfo::representative, which comes first), and the links carry dp / symmetric
+  // replicas (tp / symmetric ranks) times the bytes the replayed ones did.
+  double byte_scale = 1;
+  if (plan.info.symmetric_replicas > 0)
+    byte_scale =
+        static_cast<double>(plan.info.dp_replicas) / static_cast<double>(plan.info.symmetric_replicas);
+  if (plan.info.symmetric_tp > 0)
+    byte_scale = static_cast<double>(plan.info.tp_ranks) / static_cast<double>(plan.info.symmetric_tp);
   std::size_t active = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     const int h = facts.host_of_worker[w];
-    if (w >= replayed) {
-      WorkerReport copy = r.per_worker[w % replayed];
+    const auto rep = static_cast<std::size_t>(
+        plan.info.representative(static_cast<WorkerId>(w), static_cast<int>(workers)));
+    if (rep != w) {
+      WorkerReport copy = r.per_worker[rep];
       copy.worker = static_cast<WorkerId>(w);
       copy.host = platform.hosts[static_cast<std::size_t>(h)].name;
       busy_by_host[h] += copy.compute_s;

@@ -137,6 +137,56 @@ std::string symmetry_refused(const Model& model, const StrategyConfig& config, S
   return "";
 }
 
+std::string tp_symmetry_refused(const StrategyConfig& config, Solver solver) {
+  if (config.tp < 4 || config.tp % 2 != 0) return "tensor parallelism of fewer than 4 ranks, or odd";
+  if (!config.stage_tp.empty()) return "per-stage tensor-parallel degrees";
+  if (solver != Solver::backprop)
+    return "solver " + std::string(to_string(solver)) + " (only backprop's ranks are reduced)";
+  if (config.tp_algo != CollectiveAlgo::ring) return "tp_algo " + std::string(to_string(config.tp_algo));
+  if (config.dp > 1 && config.dp_algo != CollectiveAlgo::ring)
+    return "dp_algo " + std::string(to_string(config.dp_algo));
+  if (config.compression != Compression::none) return "gradient compression";
+  if (config.lowered_replicas != 0) return "a forced replica reduction";
+  return "";
+}
+
+SymmetryChoice choose_tp_symmetry(int tp, const LoadedPlatform& platform, const std::vector<int>& host_of) {
+  SymmetryChoice none;
+  if (platform.has_host_profiles()) {
+    none.reason = "the platform has speed or state profiles";
+    return none;
+  }
+  if (platform.pool()) {
+    none.reason = "the workers run in functions";
+    return none;
+  }
+  std::map<int, int> workers_on;
+  for (std::size_t w = 0; w < host_of.size(); ++w) {
+    ++workers_on[host_of[w]];
+    if (host_of[w] != host_of[w - w % static_cast<std::size_t>(tp)]) {
+      none.reason = "a stage's " + std::to_string(tp) + " tensor-parallel ranks span hosts";
+      return none;
+    }
+  }
+  for (const auto& [h, count] : workers_on) {
+    const simgrid::s4u::Host* host = platform.host(h);
+    if (host->get_core_count() < count) {
+      none.reason = "host " + host->get_name() + " shares its cores among its workers";
+      return none;
+    }
+    std::vector<Link*> links;
+    double latency = 0;
+    host->route_to(host, links, &latency);
+    for (const Link* l : links)
+      if (!is_fatpipe(l)) {
+        none.reason = platform.summary().path + ": host " + host->get_name() +
+                      "'s route to itself crosses link '" + l->get_cname() + "', which is not FATPIPE";
+        return none;
+      }
+  }
+  return SymmetryChoice{2, ""};
+}
+
 SymmetryChoice choose_symmetry(int dp, const LoadedPlatform& platform, const std::vector<int>& host_of) {
   SymmetryChoice none;
   if (platform.has_host_profiles()) {

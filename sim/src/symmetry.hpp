@@ -45,5 +45,23 @@ std::string symmetry_refused(const Model& model, const StrategyConfig& config, S
 // `host_of` (place_workers' natural placement of all dp replicas).
 SymmetryChoice choose_symmetry(int dp, const LoadedPlatform& platform, const std::vector<int>& host_of);
 
+// Tensor-parallel symmetry reduction (StrategyConfig::symmetric_tp): the tasks of two of each
+// stage's tp ranks, each standing for tp / 2; a flow between hosts stands for tp / 2 alike flows
+// of the ranks left out, which cross the same links at the same times (every worker of a stage
+// does the same, on the same host). Exact when, besides the configuration (an even tp of 4 or
+// more for every stage, ring collectives, backprop, no gradient compression, no replica
+// reduction):
+// - every stage's tp ranks are on one host;
+// - a flow inside a host shares no link with another flow: the host's route to itself is FATPIPE
+//   links only (or there is none: a memory copy), so fewer flows there change nothing;
+// - between hosts every flow is a representative's, scaled alike: max-min sharing gives a flow of
+//   c times the bytes c times the rate of one, so every link carries what the whole run's do;
+// - the hosts' compute is not shared (no speed or state profiles, a core per worker), no
+//   function pool.
+// What the configuration alone allows: "" when it may be reduced, else why not.
+std::string tp_symmetry_refused(const StrategyConfig& config, Solver solver);
+// The ranks to lower (2), or 0 and the reason, on `platform` with the workers on `host_of`.
+SymmetryChoice choose_tp_symmetry(int tp, const LoadedPlatform& platform, const std::vector<int>& host_of);
+
 }  // namespace sim
 }  // namespace strata

@@ -202,6 +202,79 @@ TEST(Symmetry, ExploresReplaysReduceAsSimulateDoesAndALoweringRefusalIsItsOwn) {
   EXPECT_EQ(refused, "refused: tensor parallelism needs a transformer model (gpt*)");
 }
 
+// Tensor-parallel symmetry: two ranks of each stage stand for all of them.
+Experiment gpt_tp(int dp, int tp, int pp) {
+  Experiment e;
+  e.model = "gpt2-small";
+  e.dp = dp, e.tp = tp, e.pp = pp;
+  e.microbatches = 4;
+  e.global_batch = 4 * dp;
+  e.dtype = DType::bf16;
+  return e;
+}
+
+TEST(Symmetry, TensorParallelRanksOfAStageAreTheFullReplayFromTwo) {
+  // gpt2-small tp 4, pp 2 on 2 hosts of 4: each stage on a host; the pipeline's sends cross the
+  // hosts' link, four at a time in the whole run, two of four times the bytes reduced.
+  const std::string platform = test::flat_cluster(2, 4, 25e9, 1e-6, 300e9);
+  for (const char* framework : {"megatron-2021", "megatron-2022"}) {
+    Experiment e = gpt_tp(1, 4, 2);
+    apply_set(e, "framework", framework);  // scatter-gather sends, blocking p2p
+    apply_set(e, "recompute", "full");
+    const nlohmann::json reduced = replayed(e, platform, SymmetryMode::automatic);
+    const nlohmann::json full = replayed(e, platform, SymmetryMode::off);
+    EXPECT_EQ(reduced.at("symmetry"),
+              "2 of 4 tensor-parallel ranks of each stage replayed, each standing for 2")
+        << framework;
+    EXPECT_FALSE(full.contains("symmetry"));
+    expect_same(reduced, full);
+    EXPECT_LT(reduced.at("tasks").get<std::size_t>(), full.at("tasks").get<std::size_t>() * 3 / 4);
+  }
+}
+
+TEST(Symmetry, TensorParallelReductionWithReplicasAndSequenceParallelismIsTheFullReplay) {
+  // dp 2 (two replicas cannot reduce: they are the period), tp 4, pp 2 on 4 hosts of 4: the
+  // data-parallel rings and the pipeline's sends cross hosts, sequence parallelism's
+  // reduce-scatters and all-gathers stay inside them; 8 representatives of 16 workers.
+  const std::string platform = test::flat_cluster(4, 4, 25e9, 1e-6, 300e9);
+  Experiment e = gpt_tp(2, 4, 2);
+  apply_set(e, "sequence_parallel", "1");
+  e.dp_algo = CollectiveAlgo::ring;
+  const nlohmann::json reduced = replayed(e, platform, SymmetryMode::automatic);
+  const nlohmann::json full = replayed(e, platform, SymmetryMode::off);
+  EXPECT_EQ(reduced.at("symmetry"),
+            "2 of 4 tensor-parallel ranks of each stage replayed, each standing for 2");
+  expect_same(reduced, full);
+  // A Selene node: tp 8 of one stage per DGX, over the A100 NVSwitch and HDR bus-bandwidth curves.
+  Experiment g = gpt_tp(1, 8, 2);
+  apply_set(g, "heads", "16");
+  apply_set(g, "framework", "megatron-2022");
+  const std::string selene = test::platforms_dir() + "selene-32.xml";
+  const nlohmann::json selene_reduced = replayed(g, selene, SymmetryMode::automatic);
+  EXPECT_EQ(selene_reduced.at("symmetry"),
+            "2 of 8 tensor-parallel ranks of each stage replayed, each standing for 4");
+  expect_same(selene_reduced, replayed(g, selene, SymmetryMode::off));
+}
+
+TEST(Symmetry, TensorParallelRanksAcrossHostsAreReplayedWholeAndSayWhy) {
+  // tp 4 on hosts of 2: a stage's ranks span two hosts, whose link the TP collectives share.
+  Experiment e = gpt_tp(2, 4, 1);
+  e.dp_algo = CollectiveAlgo::ring;
+  const nlohmann::json r = replayed(e, test::flat_cluster(4, 2, 25e9, 1e-6, 300e9), SymmetryMode::automatic);
+  EXPECT_EQ(r.at("symmetry"),
+            "none (dp 2 is not a multiple of the 2 replicas that make two hosts' period, above "
+            "them): every replica replayed");
+  EXPECT_EQ(r.at("tasks"),
+            replayed(e, test::flat_cluster(4, 2, 25e9, 1e-6, 300e9), SymmetryMode::off).at("tasks"));
+  // The strategy's check of a reduction it cannot lower.
+  StrategyConfig c;
+  c.tp = 4;
+  c.symmetric_tp = 3;
+  EXPECT_EQ(test::error_of([&] { check_strategy(make_model("gpt2-small"), c); }),
+            "symmetric tensor-parallel ranks must be in [2, tp) and divide tp (got 3), with one degree for "
+            "every stage, ring collectives, no replica reduction and no gradient compression");
+}
+
 TEST(Symmetry, AnUnknownModeIsOneLine) {
   EXPECT_EQ(parse_symmetry_mode("auto"), SymmetryMode::automatic);
   EXPECT_EQ(parse_symmetry_mode("off"), SymmetryMode::off);

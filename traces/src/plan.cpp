@@ -209,6 +209,20 @@ std::string PlanInfo::schedule_label() const {
   return std::string(solver == PlanSolver::backprop ? to_string(schedule) : to_string(solver));
 }
 
+// Replicas are contiguous blocks of workers and a stage's tensor-parallel ranks consecutive
+// workers (models/lowering: worker = (replica·pp + device)·tp + t).
+WorkerId PlanInfo::representative(WorkerId w, int num_workers) const {
+  if (symmetric_tp > 0 && tp_ranks > 0) {
+    const WorkerId t = w % tp_ranks;
+    return w - t + t % symmetric_tp;
+  }
+  if (symmetric_replicas > 0 && dp_replicas > 0) {
+    const WorkerId replayed = num_workers / dp_replicas * symmetric_replicas;
+    return w % replayed;
+  }
+  return w;
+}
+
 namespace {
 
 // Bytes of memory per task of a lowered Plan: the Task, its id (beyond the short string buffer),

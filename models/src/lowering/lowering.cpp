@@ -113,7 +113,7 @@ void PlanBuilder::add_buffers() {
   const double opt_per_param = optimizer_state_bytes_per_param(layout_.config->optimizer, dtype);
   for (int d = 0; d < layout_.group_replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp_of(s); ++t) {
+      for (int t = 0; t < layout_.lowered_tp(s); ++t) {
         const WorkerId rank = layout_.rank(d, s, t);
         const WorkerId worker = layout_.worker(rank);
         const Stage& st = stage(s);
@@ -166,12 +166,12 @@ void PlanBuilder::add_iteration(int iteration) {
   std::swap(prev_gathers_, gathers_);
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s) {
-      for (int t = 0; t < layout_.tp_of(s); ++t) create_worker_tasks(iteration, d, s, t);
+      for (int t = 0; t < layout_.lowered_tp(s); ++t) create_worker_tasks(iteration, d, s, t);
       create_tp_allreduces(iteration, d, s);
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp_of(s); ++t) {
+      for (int t = 0; t < layout_.lowered_tp(s); ++t) {
         create_bucket_allreduces(iteration, s, t);
         create_param_gathers(iteration, s, t);
         create_codec_tasks(iteration, s, t);
@@ -180,11 +180,11 @@ void PlanBuilder::add_iteration(int iteration) {
   for (int d = 0; d < layout_.replicas; ++d)
     for (int s = 0; s < layout_.stage_count(); ++s) {
       wire_tp_allreduces(d, s);
-      for (int t = 0; t < layout_.tp_of(s); ++t) wire_worker(d, s, t);
+      for (int t = 0; t < layout_.lowered_tp(s); ++t) wire_worker(d, s, t);
     }
   if (layout_.dp > 1)
     for (int s = 0; s < layout_.stage_count(); ++s)
-      for (int t = 0; t < layout_.tp_of(s); ++t) {
+      for (int t = 0; t < layout_.lowered_tp(s); ++t) {
         wire_bucket_allreduces(s, t);
         wire_param_gathers(s, t);
         wire_codec_tasks(s, t);
@@ -208,7 +208,12 @@ void PlanBuilder::account_gradient_buffers(TaskIndex first) {
   const auto holders = std::min(buffers_.size(), static_cast<std::size_t>(layout_.group_replicas) *
                                                      static_cast<std::size_t>(layout_.replica_ranks()));
   for (std::size_t rank = 0; rank < holders; ++rank) {
-    const int n = stage(layout_.stage_of(static_cast<WorkerId>(rank))).size();
+    const int s = layout_.stage_of(static_cast<WorkerId>(rank));
+    // A tensor-parallel symmetry reduction's ranks left out hold no buffers.
+    const auto t = static_cast<int>(rank % static_cast<std::size_t>(layout_.replica_ranks())) -
+                   layout_.stage_first[static_cast<std::size_t>(s)];
+    if (t >= layout_.lowered_tp(s)) continue;
+    const int n = stage(s).size();
     for (int j = 0; j < layout_.microbatches; ++j)
       for (int slot = 0; slot <= n; ++slot) is_grad[grad(static_cast<WorkerId>(rank), j, slot)] = 1;
     const WorkerBuffers& b = buffers_[rank];
@@ -311,6 +316,10 @@ Plan lower(const Model& model, const StrategyConfig& config) {
   if (config.symmetric_replicas > 0) {
     plan.info.symmetric_replicas = config.symmetric_replicas;
     plan.info.dp_replicas = config.dp;
+  }
+  if (config.symmetric_tp > 0) {
+    plan.info.symmetric_tp = config.symmetric_tp;
+    plan.info.tp_ranks = config.tp;
   }
 
   // Upper bound of the task count: per worker, microbatch and layer a forward, a backward, a

@@ -161,6 +161,9 @@ struct Layout {
   std::vector<int> stage_tp, stage_first, stage_of_rank;
 
   int stage_count() const { return pp * interleave; }
+  // The tensor-parallel ranks of stage s whose tasks are lowered: the symmetric representatives
+  // (StrategyConfig::symmetric_tp), else all.
+  int lowered_tp(int s) const { return config->symmetric_tp > 0 ? config->symmetric_tp : tp_of(s); }
   int device(int s) const { return s % pp; }  // the pipeline rank that runs stage s
   int tp_of(int s) const { return stage_tp[static_cast<std::size_t>(s)]; }
   int replica_ranks() const { return stage_first.back(); }

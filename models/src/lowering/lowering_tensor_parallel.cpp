@@ -38,6 +38,9 @@ TaskIndex PlanBuilder::add_tp_collective(std::string id, TaskKind kind, const st
                                         it, priority, bytes);
   Task& ref = plan_.mutable_task(task);
   ref.kind = kind;
+  // A tensor-parallel symmetry reduction's collective runs over the representatives with the
+  // whole group's chunks and steps (sim/collectives.hpp).
+  if (layout_.config->symmetric_tp > 0) ref.attrs["group_size"] = std::int64_t{layout_.config->tp};
   // tp_comm=sync: on the compute stream, which waits for it (StrategyConfig::tp_comm).
   if (layout_.config->tp_comm == TpComm::sync) ref.stream = Stream::compute;
   for (WorkerId rank : group) {
@@ -58,7 +61,7 @@ void PlanBuilder::create_tp_allreduces(int it, int d, int s) {
     table->assign(static_cast<std::size_t>(layout_.microbatches), kNoTask);
   if (st.tp == 1) return;
   std::vector<WorkerId> group;
-  for (int t = 0; t < layout_.tp_of(s); ++t) group.push_back(layout_.rank(d, s, t));
+  for (int t = 0; t < layout_.lowered_tp(s); ++t) group.push_back(layout_.rank(d, s, t));
   const std::string prefix = "it" + std::to_string(it) + "/dp" + std::to_string(d) + "/pp" +
                              std::to_string(layout_.device(s)) + "/mb";
   const DType dtype = layout_.config->dtype;
@@ -136,13 +139,13 @@ void PlanBuilder::wire_tp_allreduces(int d, int s) {
   const GroupTasks& g = groups_[static_cast<std::size_t>(d * layout_.stage_count() + s)];
   const auto n = static_cast<std::size_t>(stage(s).size());
   for (std::size_t j = 0; j < g.recv_fwd_ag.size(); ++j)
-    for (int t = 0; t < layout_.tp_of(s); ++t) {
+    for (int t = 0; t < layout_.lowered_tp(s); ++t) {
       const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
       if (g.recv_fwd_ag[j] != kNoTask) plan_.add_data_dep(w.recv_fwd[j], g.recv_fwd_ag[j]);
       if (g.recv_bwd_ag[j] != kNoTask) plan_.add_data_dep(w.recv_bwd[j], g.recv_bwd_ag[j]);
     }
   for (std::size_t cell = 0; cell < g.fwd_ar.size(); ++cell)
-    for (int t = 0; t < layout_.tp_of(s); ++t) {
+    for (int t = 0; t < layout_.lowered_tp(s); ++t) {
       const WorkerTasks& w = tasks_[static_cast<std::size_t>(layout_.rank(d, s, t))];
       const int j = static_cast<int>(cell / n);
       const int k = static_cast<int>(cell % n);

@@ -471,6 +471,11 @@ StrategyConfig with_symmetric_replicas(StrategyConfig config, int replicas) {
   return config;
 }
 
+StrategyConfig with_symmetric_tp(StrategyConfig config, int ranks) {
+  if (ranks > 0) config.symmetric_tp = ranks;
+  return config;
+}
+
 void check_strategy(const Model& model, const StrategyConfig& config) {
   require_positive("dp", config.dp);
   require_positive("tp", config.tp);
@@ -492,6 +497,15 @@ void check_strategy(const Model& model, const StrategyConfig& config) {
     throw InputError("symmetric replicas must be in [2, dp] (got " +
                      std::to_string(config.symmetric_replicas) +
                      "), without lowered replicas or gradient compression");
+  if (config.symmetric_tp != 0 &&
+      (config.symmetric_tp < 2 || config.symmetric_tp >= config.tp || config.tp % config.symmetric_tp != 0 ||
+       !config.stage_tp.empty() || config.symmetric_replicas != 0 || config.lowered_replicas != 0 ||
+       config.compression != Compression::none || config.tp_algo != CollectiveAlgo::ring ||
+       (config.dp > 1 && config.dp_algo != CollectiveAlgo::ring)))
+    throw InputError("symmetric tensor-parallel ranks must be in [2, tp) and divide tp (got " +
+                     std::to_string(config.symmetric_tp) +
+                     "), with one degree for every stage, ring collectives, no replica reduction and no "
+                     "gradient compression");
   if (model.layers.empty()) throw InputError("model " + model.name + " has no layers");
   check_blocks_contiguous(model);
 

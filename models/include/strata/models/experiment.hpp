@@ -184,8 +184,9 @@ OptimizerSettings optimizer_of(const Experiment& e);  // learning rate defaulted
 // plan.info.experiment_hash set. Throws InputError.
 Plan lower(const Experiment& e);
 // The same with a symmetry reduction: the tasks of only `symmetric_replicas` data-parallel
-// replicas (StrategyConfig::symmetric_replicas; sim/ decides when that is exact); 0: lower(e).
-Plan lower(const Experiment& e, int symmetric_replicas);
+// replicas, or of only `symmetric_tp` tensor-parallel ranks of each stage
+// (StrategyConfig::symmetric_replicas, symmetric_tp; sim/ decides when that is exact); 0: none.
+Plan lower(const Experiment& e, int symmetric_replicas, int symmetric_tp = 0);
 
 }  // namespace models
 }  // namespace strata

@@ -142,6 +142,16 @@ struct PlanInfo {
   // Not part of the Plan format: a reduced Plan exists only inside a replay.
   int symmetric_replicas = 0;
   int dp_replicas = 0;
+  // A tensor-parallel symmetry reduction: > 0 when the Plan holds the tasks of only the first
+  // `symmetric_tp` of every stage's `tp_ranks` tensor-parallel ranks, each standing for
+  // tp_ranks / symmetric_tp alike ones (a worker w stands in for the workers w + i·symmetric_tp
+  // of its stage), and a flow between two hosts for that many alike flows. Not in the format.
+  int symmetric_tp = 0;
+  int tp_ranks = 0;
+
+  // The worker whose tasks a worker of the whole run repeats under a symmetry reduction (itself
+  // without one). REQUIRES: w < num_workers.
+  WorkerId representative(WorkerId w, int num_workers) const;
 
   // The label reports have always printed as "schedule": the solver's name, or for backprop the
   // pipeline schedule (none, gpipe, 1f1b, zb-h1).

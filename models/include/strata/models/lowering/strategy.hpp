@@ -140,6 +140,14 @@ struct StrategyConfig {
   // placement repeat every `symmetric_replicas` replicas (sim/symmetry.hpp decides); 0: off.
   // Needs 2 <= symmetric_replicas <= dp, no lowered_replicas and no gradient compression.
   int symmetric_replicas = 0;
+  // Tensor-parallel symmetry reduction (docs/simulator.md "Symmetry reduction"): > 0 lowers the
+  // tasks and buffers of only the first `symmetric_tp` tensor-parallel ranks of every stage, each
+  // tensor-parallel collective over just them, marked with the whole group's size, and a flow
+  // between two hosts stands for tp / symmetric_tp alike flows (sim/ decides when that is
+  // exact: every stage's ranks on one host, whose route to itself shares no link). Needs
+  // 2 <= symmetric_tp < tp dividing tp, one degree for every stage, ring collectives and no
+  // replica reduction or gradient compression; 0: off.
+  int symmetric_tp = 0;
   // Memory reduction (docs/memory.md). The defaults are plain Megatron-LM 3D parallelism without
   // any of them.
   Recompute recompute = Recompute::none;
@@ -199,6 +207,8 @@ void check_strategy(const Model& model, const StrategyConfig& config);
 // `config` as a symmetry reduction of `replicas` replicas (symmetric_replicas), which replaces a
 // forced reduction (lowered_replicas); `replicas` 0: `config` as it is.
 StrategyConfig with_symmetric_replicas(StrategyConfig config, int replicas);
+// `config` as a tensor-parallel symmetry reduction of `ranks` ranks per stage; 0: as it is.
+StrategyConfig with_symmetric_tp(StrategyConfig config, int ranks);
 
 // The first memory option of `config` that differs from its default, as "--set key=value" (the
 // schedule as "--schedule zb-h1"), or "" when none does: solvers other than backprop take none.
