@@ -299,9 +299,11 @@ void add_replay_flags(CLI::App& app, ReplayFlags& flags) {
                  "per-group: one comm stream per communicator (DP, TP, PP peer) per worker, as NCCL; "
                  "one-per-worker: a single comm stream per worker (the rule before issue 15)")
       ->check(CLI::IsMember({"per-group", "one-per-worker"}));
-  app.add_option("--symmetry", flags.symmetry,
-                 "auto: replay representative data-parallel replicas where that is exact (flat network, "
-                 "identical hosts; docs/simulator.md), every replica elsewhere; off: every replica")
+  app.add_option(
+         "--symmetry", flags.symmetry,
+         "auto: replay representative data-parallel replicas (flat network, identical hosts), else two "
+         "tensor-parallel ranks of each stage (a stage's ranks on one host), where that is exact "
+         "(docs/simulator.md), every worker elsewhere; off: every worker")
       ->check(CLI::IsMember({"auto", "off"}));
 }
 

@@ -123,6 +123,13 @@ std::string flat_network_refusal(const std::vector<simgrid::s4u::Host*>& hosts) 
   return "";
 }
 
+// Why the hosts do not run alike workers alike (speed or state profiles, functions), or "".
+std::string varying_hosts(const LoadedPlatform& platform) {
+  if (platform.has_host_profiles()) return "the platform has speed or state profiles";
+  if (platform.pool()) return "the workers run in functions";
+  return "";
+}
+
 }  // namespace
 
 std::string symmetry_refused(const Model& model, const StrategyConfig& config, Solver solver) {
@@ -152,14 +159,8 @@ std::string tp_symmetry_refused(const StrategyConfig& config, Solver solver) {
 
 SymmetryChoice choose_tp_symmetry(int tp, const LoadedPlatform& platform, const std::vector<int>& host_of) {
   SymmetryChoice none;
-  if (platform.has_host_profiles()) {
-    none.reason = "the platform has speed or state profiles";
-    return none;
-  }
-  if (platform.pool()) {
-    none.reason = "the workers run in functions";
-    return none;
-  }
+  none.reason = varying_hosts(platform);
+  if (!none.reason.empty()) return none;
   std::map<int, int> workers_on;
   for (std::size_t w = 0; w < host_of.size(); ++w) {
     ++workers_on[host_of[w]];
@@ -189,14 +190,8 @@ SymmetryChoice choose_tp_symmetry(int tp, const LoadedPlatform& platform, const 
 
 SymmetryChoice choose_symmetry(int dp, const LoadedPlatform& platform, const std::vector<int>& host_of) {
   SymmetryChoice none;
-  if (platform.has_host_profiles()) {
-    none.reason = "the platform has speed or state profiles";
-    return none;
-  }
-  if (platform.pool()) {
-    none.reason = "the workers run in functions";
-    return none;
-  }
+  none.reason = varying_hosts(platform);
+  if (!none.reason.empty()) return none;
   const auto workers = static_cast<int>(host_of.size());
   const int per_replica = workers / dp;
   // The natural placement fills hosts in order: the hosts used, and the workers on each.

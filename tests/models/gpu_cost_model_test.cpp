@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "strata/models/cost/cost_model.hpp"
 #include "strata/models/cost/gpu_kernels.hpp"
@@ -51,6 +52,17 @@ Task attention(TaskKind kind, std::int64_t heads, std::int64_t seq, std::int64_t
   task.flops = per_gemm * (kind == TaskKind::attention_fwd ? 2 : flash ? 5 : 4);
   task.attrs = {{"batch", std::int64_t{1}}, {"heads", heads}, {"seq", seq}, {"head_dim", head_dim}};
   if (flash) task.attrs["flash"] = std::int64_t{1};
+  return task;
+}
+
+// A memory-bound task of `kind` reading and writing that many bytes, in bf16.
+Task memory_task(const std::string& id, TaskKind kind, double read, double written) {
+  Task task;
+  task.id = id;
+  task.kind = kind;
+  task.dtype = DType::bf16;
+  task.bytes_read = read;
+  task.bytes_written = written;
   return task;
 }
 
@@ -145,13 +157,8 @@ TEST(GpuCostModel, FlashAttentionIsOneKernelAtItsOwnEfficiency) {
 }
 
 TEST(GpuCostModel, MemoryBoundKernelTakesItsBytesAndOneLaunch) {
-  Task norm;
-  norm.id = "ln";
-  norm.kind = TaskKind::norm_fwd;
-  norm.dtype = DType::bf16;
+  Task norm = memory_task("ln", TaskKind::norm_fwd, 2e6, 2e6);
   norm.flops = 5e6;  // 5e6 / (19.5e12 x 0.5) = 0.5 us: less than its bytes
-  norm.bytes_read = 2e6;
-  norm.bytes_written = 2e6;
   const CostModel cost;
   EXPECT_NEAR(cost.compute_time(norm, a100()), kLaunch + 4e6 / kBw, 1e-15);
   // The same host without a GPU type: the roofline at the calibration's 0.8, no launch.
@@ -175,12 +182,7 @@ TEST(GpuCostModel, SmallMemoryBoundKernelsDoNotReachStreamingBandwidth) {
 }
 
 TEST(GpuCostModel, AFrameworksKernelsAndPassesAreLaunchedAndStreamed) {
-  Task res;
-  res.id = "res";
-  res.kind = TaskKind::elementwise;
-  res.dtype = DType::bf16;
-  res.bytes_read = 5e6;
-  res.bytes_written = 2e6;
+  Task res = memory_task("res", TaskKind::elementwise, 5e6, 2e6);
   res.attrs["kernels"] = std::int64_t{2};
   EXPECT_NEAR(CostModel().compute_time(res, a100()), 2 * kLaunch + 7e6 / kBw, 1e-15);
   // A norm backward with `kernels` counts its saved input already: no extra read.
@@ -216,12 +218,7 @@ TEST(GpuCostModel, ACausalSoftmaxReadsHalfItsScores) {
 
 TEST(GpuCostModel, NormBackwardAlsoReadsItsSavedInput) {
   // dY (2 MB) read, dX (2 MB) written, and x (2 MB) read again for the mean and variance.
-  Task norm;
-  norm.id = "ln";
-  norm.kind = TaskKind::norm_bwd;
-  norm.dtype = DType::bf16;
-  norm.bytes_read = 2e6;
-  norm.bytes_written = 2e6;
+  Task norm = memory_task("ln", TaskKind::norm_bwd, 2e6, 2e6);
   EXPECT_NEAR(CostModel().compute_time(norm, a100()), kLaunch + 6e6 / kBw, 1e-15);
   // A residual add's backward moves what its task says.
   norm.kind = TaskKind::elementwise;
