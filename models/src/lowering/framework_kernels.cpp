@@ -54,7 +54,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
-#include <variant>
 
 namespace strata {
 inline namespace models {
@@ -91,21 +90,6 @@ Role role_of(const Layer& layer) {
   return Role::none;
 }
 
-double attr_number(const Task& task, const char* key) {
-  const auto it = task.attrs.find(key);
-  if (it == task.attrs.end()) return 0;
-  if (const auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
-  if (const auto* d = std::get_if<double>(&it->second)) return *d;
-  return 0;
-}
-
-double shape_number(const Layer& layer, const char* key) {
-  const auto it = layer.shape.find(key);
-  if (it == layer.shape.end()) return 0;
-  if (const auto* i = std::get_if<std::int64_t>(&it->second)) return static_cast<double>(*i);
-  return 0;
-}
-
 // A memory-bound task whose bytes are its kernels' traffic. The attribute is left out where it
 // changes nothing (one forward kernel: gpu_kernels.cpp adds no saved-tensor read to a forward),
 // as a Plan of a trillion-parameter model holds tens of millions of tasks.
@@ -119,14 +103,14 @@ void set_kernels(Task& task, double read, double written, std::int64_t kernels) 
 
 // Passes beside a GEMM or attention task (`passes` left out while 0).
 void add_passes(Task& task, double bytes, std::int64_t passes) {
-  task.attrs["pass_bytes"] = attr_number(task, "pass_bytes") + bytes;
-  const auto total = static_cast<std::int64_t>(attr_number(task, "passes")) + passes;
+  task.attrs["pass_bytes"] = task.attr_real("pass_bytes").value_or(0) + bytes;
+  const auto total = task.attr_int("passes").value_or(0) + passes;
   if (total > 0) task.attrs["passes"] = total;
 }
 
 // The fp32 main_grad accumulation of a weight gradient of k x n on this rank.
 void add_main_grad(Task& task, bool v25, double elem) {
-  const double weights = attr_number(task, "k") * attr_number(task, "n");
+  const double weights = task.attr_real("k").value_or(0) * task.attr_real("n").value_or(0);
   if (weights <= 0) return;
   if (v25)
     add_passes(task, (4 + elem + 4) * weights, 1);
@@ -198,8 +182,9 @@ void apply_framework_kernels(Task& task, const Layer& layer, Phase phase, const 
         set_kernels(task, 5 * x, 4 * x + zeroed + o, split ? 5 : 4);
         break;
       }
-      const double hidden = shape_number(layer, "hidden");
-      const double tables = shape_number(layer, "vocab") * hidden / tp + shape_number(layer, "seq") * hidden;
+      const double hidden = shape_real(layer.shape, "hidden").value_or(0);
+      const double tables = shape_real(layer.shape, "vocab").value_or(0) * hidden / tp +
+                            shape_real(layer.shape, "seq").value_or(0) * hidden;
       const double masked = split ? x : 0;
       set_kernels(task, 3 * x + o + masked + tables * (4 + e), 3 * x + masked + tables * (e + 4),
                   split ? 8 : 7);

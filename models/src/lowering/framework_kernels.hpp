@@ -2,6 +2,9 @@
 // KernelSet), private to the lowering.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "strata/models/lowering/layer_tasks.hpp"
 
 namespace strata {
@@ -13,6 +16,10 @@ struct TaskElements {
   double output = 0;
   double weights = 0;
 };
+
+// A layer's shape attribute `key` as a number (integer or real), nullopt when absent or a string
+// (layer_tasks.cpp).
+std::optional<double> shape_real(const Attributes& shape, const std::string& key);
 
 // Rewrites `task` (built for `layer` in `phase` by the generic accounting, with its GEMM shape
 // attributes set) to count the kernels of options.kernels. Nothing for KernelSet::generic or a

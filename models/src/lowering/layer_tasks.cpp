@@ -92,8 +92,6 @@ bool has_backward_weight(const Layer& layer) {
   return backward_weight_kind(layer.op).has_value() && (layer.params > 0 || layer.bwd_weight_flops > 0);
 }
 
-namespace {
-
 std::optional<double> shape_real(const Attributes& shape, const std::string& key) {
   auto it = shape.find(key);
   if (it == shape.end()) return std::nullopt;
@@ -101,6 +99,8 @@ std::optional<double> shape_real(const Attributes& shape, const std::string& key
   if (const auto* d = std::get_if<double>(&it->second)) return *d;
   return std::nullopt;
 }
+
+namespace {
 
 // Rescales an integer (or real) shape attribute, keeping its type.
 void scale_attr(Attributes& attrs, const std::string& key, double factor) {
